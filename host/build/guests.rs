@@ -1,0 +1,137 @@
+//! Shared by `host/build.rs` and `tests/build.rs`: compiles every guest crate
+//! in a directory of the workspace to `wasm32-wasip2` with a nested cargo, in
+//! its own target directory (`target/guests`) so it never waits on the outer
+//! build's lock and stays warm between builds.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A compiled guest.
+pub(crate) struct Guest {
+    /// Its directory name, which is also the plugin name.
+    pub(crate) name: String,
+    /// Its package name.
+    #[allow(dead_code)]
+    pub(crate) package: String,
+    /// The built component.
+    pub(crate) wasm: PathBuf,
+}
+
+fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    manifest_dir
+        .ancestors()
+        .find(|dir| dir.join("wit").is_dir() && dir.join("Cargo.lock").exists())
+        .or_else(|| manifest_dir.parent())
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The `name = "..."` of a crate's `[package]`.
+fn package_name(manifest: &Path) -> String {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    text.lines()
+        .map(str::trim)
+        .find_map(|line| {
+            let value = line.strip_prefix("name")?.trim_start().strip_prefix('=')?;
+            Some(value.trim().trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| panic!("{} has no package name", manifest.display()))
+}
+
+/// Builds every crate directly under `dir` (relative to the workspace root).
+pub(crate) fn build(dir: &str) -> Vec<Guest> {
+    let root = workspace_root();
+    let guests_dir = root.join(dir);
+    for watched in [dir, "sdk", "wit", "Cargo.lock", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    println!("cargo:rerun-if-env-changed=TOOLHOST_GUEST_PROFILE");
+
+    let mut crates: Vec<(String, String)> = std::fs::read_dir(&guests_dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", guests_dir.display()))
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.join("Cargo.toml").is_file())
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, package_name(&path.join("Cargo.toml")))
+        })
+        .collect();
+    crates.sort();
+    if crates.is_empty() {
+        return Vec::new();
+    }
+
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("guests");
+    let profile = std::env::var("TOOLHOST_GUEST_PROFILE").unwrap_or_else(|_| "guest".into());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .arg("build")
+        .arg("--target=wasm32-wasip2")
+        .arg(format!("--profile={profile}"))
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target_dir);
+    for (_, package) in &crates {
+        command.arg("-p").arg(package);
+    }
+    // Settings of the outer build that must not leak into the wasm build.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_BUILD_TARGET",
+    ] {
+        command.env_remove(var);
+    }
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    if !status.success() {
+        panic!(
+            "building the guest plugins in {dir}/ failed (see the errors above). \
+             If the target is missing, run `rustup target add wasm32-wasip2`."
+        );
+    }
+
+    let out = target_dir.join("wasm32-wasip2").join(&profile);
+    crates
+        .into_iter()
+        .map(|(name, package)| {
+            // A library (cdylib) is named with underscores, a binary as is.
+            let wasm = [package.replace('-', "_"), package.clone()]
+                .iter()
+                .map(|stem| out.join(format!("{stem}.wasm")))
+                .find(|path| path.is_file())
+                .unwrap_or_else(|| panic!("{package} was not built into {}", out.display()));
+            // Name the file after the plugin, as an author would deploy it.
+            let named = out_dir().join(format!("{name}.wasm"));
+            if std::fs::read(&named).ok() != std::fs::read(&wasm).ok() {
+                std::fs::copy(&wasm, &named).unwrap();
+            }
+            let wasm = named;
+            Guest {
+                name,
+                package,
+                wasm,
+            }
+        })
+        .collect()
+}
+
+fn out_dir() -> PathBuf {
+    PathBuf::from(std::env::var("OUT_DIR").unwrap())
+}
+
+/// Writes `OUT_DIR/name` if its content changed.
+pub(crate) fn write_out(name: &str, code: &str) {
+    let path = out_dir().join(name);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(code) {
+        std::fs::write(&path, code).unwrap();
+    }
+}

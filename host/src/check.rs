@@ -1,0 +1,250 @@
+//! `toolhost check`: loads one plugin file the way the host would and reports,
+//! on one screen, what it is, what it offers and what is wrong with it.
+
+use std::fmt::{self, Write as _};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use serde_json::Value;
+
+use crate::runtime::{
+    CONTRACT_VERSION, ContentHash, PluginSource, PluginVersion, Runtime, TOOL_INTERFACE,
+    human_bytes, plugin_name_for,
+};
+
+/// The outcome of checking a plugin file.
+#[derive(Debug, Clone)]
+pub struct Report {
+    text: String,
+    problems: usize,
+    warnings: usize,
+}
+
+impl Report {
+    /// True when the plugin would load.
+    pub fn is_ok(&self) -> bool {
+        self.problems == 0
+    }
+
+    /// How many problems stop the plugin from loading.
+    pub fn problems(&self) -> usize {
+        self.problems
+    }
+
+    /// How many things are worth fixing but do not stop it.
+    pub fn warnings(&self) -> usize {
+        self.warnings
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Checks the plugin at `path`.
+pub async fn check_file(path: &Path) -> Result<Report> {
+    let bytes = tokio::fs::read(path)
+        .await
+        .with_context(|| format!("reading {}", path.display()))?;
+    let runtime = Runtime::shared()?;
+    Ok(check_bytes(&runtime, path, bytes.into()).await)
+}
+
+async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> Report {
+    let name = plugin_name_for(path);
+    let mut text = String::new();
+    let _ = writeln!(text, "plugin    {name}");
+    let _ = writeln!(
+        text,
+        "file      {} ({}, sha256 {})",
+        path.display(),
+        human_bytes(bytes.len()),
+        ContentHash::of(&bytes).short()
+    );
+    let _ = writeln!(
+        text,
+        "contract  {TOOL_INTERFACE} (host speaks {CONTRACT_VERSION})"
+    );
+    let source = PluginSource::File(path.to_path_buf());
+    match PluginVersion::load(runtime, &name, source, bytes).await {
+        Err(error) => {
+            let _ = writeln!(text, "\n✗ does not load:");
+            for problem in &error.problems {
+                let _ = writeln!(text, "  - {problem}");
+            }
+            Report {
+                text,
+                problems: error.problems.len(),
+                warnings: 0,
+            }
+        }
+        Ok(version) => {
+            let warnings = describe_version(&mut text, &version);
+            let _ = writeln!(
+                text,
+                "\n✓ ok: {} tool{} would load{}",
+                version.tools().len(),
+                if version.tools().len() == 1 { "" } else { "s" },
+                match warnings {
+                    0 => String::new(),
+                    n => format!(" ({n} warning{})", if n == 1 { "" } else { "s" }),
+                }
+            );
+            Report {
+                text,
+                problems: 0,
+                warnings,
+            }
+        }
+    }
+}
+
+/// Writes the plugin's imports and tools; returns how many warnings it wrote.
+fn describe_version(text: &mut String, version: &PluginVersion) -> usize {
+    let imports: Vec<&str> = version
+        .imports()
+        .iter()
+        .map(String::as_str)
+        .filter(|i| i.starts_with("toolhost:"))
+        .collect();
+    let _ = writeln!(
+        text,
+        "imports   {}",
+        if imports.is_empty() {
+            "no toolhost capabilities".to_string()
+        } else {
+            imports.join(", ")
+        }
+    );
+    let _ = writeln!(
+        text,
+        "state     {}",
+        if version.is_stateful() {
+            "stateful (one instance per session id)"
+        } else {
+            "stateless (a fresh instance per call)"
+        }
+    );
+    let _ = writeln!(text, "\ntools");
+    let mut warnings = 0;
+    for tool in version.tools() {
+        let mut flags = Vec::new();
+        if tool.read_only {
+            flags.push("read-only");
+        }
+        if tool.destructive {
+            flags.push("destructive");
+        }
+        let _ = writeln!(
+            text,
+            "  {}{}  [{}]{}",
+            tool.emoji
+                .as_deref()
+                .map(|e| format!("{e} "))
+                .unwrap_or_default(),
+            tool.name,
+            tool.toolset,
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", flags.join(", "))
+            }
+        );
+        let _ = writeln!(
+            text,
+            "      {}",
+            tool.description.lines().next().unwrap_or_default()
+        );
+        let permissions = if tool.permissions.is_empty() {
+            "none".to_string()
+        } else {
+            tool.permissions.join(", ")
+        };
+        let _ = writeln!(text, "      permissions: {permissions}");
+        if !tool.requires_env.is_empty() {
+            let _ = writeln!(text, "      requires env: {}", tool.requires_env.join(", "));
+        }
+        let _ = writeln!(
+            text,
+            "      arguments: {}",
+            summarize_schema(&tool.parameters)
+        );
+        for warning in schema_warnings(&tool.parameters) {
+            warnings += 1;
+            let _ = writeln!(text, "      ! {warning}");
+        }
+    }
+    warnings
+}
+
+/// `text: string (required), upper: boolean`.
+fn summarize_schema(schema: &Value) -> String {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object().filter(|p| !p.is_empty()) else {
+        return "none".into();
+    };
+    properties
+        .iter()
+        .map(|(name, property)| {
+            let ty = match &property["type"] {
+                Value::String(t) => t.clone(),
+                Value::Array(ts) => ts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join("|"),
+                _ if property.get("enum").is_some() => "enum".into(),
+                _ => "any".into(),
+            };
+            let required = if required.contains(&name.as_str()) {
+                " (required)"
+            } else {
+                ""
+            };
+            format!("{name}: {ty}{required}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Things a model would trip over: parameters without descriptions.
+fn schema_warnings(schema: &Value) -> Vec<String> {
+    let Some(properties) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .filter(|(_, p)| p.get("description").is_none())
+        .map(|(name, _)| {
+            format!("argument {name:?} has no description; add a doc comment so models know what to pass")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn summarizes_arguments() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "t"}, "n": {"type": ["integer", "null"]}},
+            "required": ["text"]
+        });
+        assert_eq!(
+            summarize_schema(&schema),
+            "n: integer|null, text: string (required)"
+        );
+        assert_eq!(schema_warnings(&schema).len(), 1);
+        assert_eq!(summarize_schema(&json!({"type": "object"})), "none");
+    }
+}

@@ -1,0 +1,37 @@
+//! toolhost runs LLM-agent tools as sandboxed WebAssembly components.
+//!
+//! A tool plugin is one `.wasm` component built against the contract in
+//! `wit/`. The [`Host`] loads plugins, lists their tools and runs every call in
+//! a fresh sandbox with memory and time limits:
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let host = toolhost::Host::builder()
+//!     .bundled(true)
+//!     .plugin_dir("plugins")
+//!     .build()
+//!     .await?;
+//! for tool in host.tools() {
+//!     println!("{}: {}", tool.name, tool.description);
+//! }
+//! match host.call("echo", r#"{"text": "hi"}"#).await {
+//!     Ok(result) => println!("{}", result.get()),
+//!     Err(error) => println!("{}", error.to_json()),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod bundled;
+pub mod check;
+pub mod cli;
+mod error;
+mod host;
+pub mod registry;
+pub mod runtime;
+mod spec;
+
+pub use error::{CallError, ErrorKind, MAX_ERROR_MESSAGE};
+pub use host::{Host, HostBuilder};
+pub use runtime::{Limits, LoadError, PluginSource, PluginVersion};
+pub use spec::ToolSpec;

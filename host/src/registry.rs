@@ -1,0 +1,183 @@
+//! The current generation of loaded plugins and their tools. A generation is
+//! immutable and swapped atomically, so a reader never sees half an update and
+//! a call keeps the plugin version it resolved until it ends.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use crate::runtime::{LoadError, PluginVersion};
+use crate::spec::ToolSpec;
+
+/// A tool and the plugin version that provides it.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    /// The tool's spec.
+    pub spec: Arc<ToolSpec>,
+    /// The plugin version that runs it.
+    pub plugin: Arc<PluginVersion>,
+}
+
+/// One immutable state of the registry.
+#[derive(Debug, Default)]
+pub struct Generation {
+    number: u64,
+    plugins: BTreeMap<Arc<str>, Arc<PluginVersion>>,
+    tools: BTreeMap<String, ToolEntry>,
+}
+
+impl Generation {
+    /// Increases by one with every change.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The tool called `name`.
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.get(name)
+    }
+
+    /// Every tool, by name.
+    pub fn tools(&self) -> impl Iterator<Item = &ToolEntry> {
+        self.tools.values()
+    }
+
+    /// Every plugin, by name.
+    pub fn plugins(&self) -> impl Iterator<Item = &Arc<PluginVersion>> {
+        self.plugins.values()
+    }
+
+    /// The plugin called `name`.
+    pub fn plugin(&self, name: &str) -> Option<&Arc<PluginVersion>> {
+        self.plugins.get(name)
+    }
+}
+
+/// What happened when a plugin version was added.
+#[derive(Debug, Default)]
+pub struct Added {
+    /// The version it replaced, if any.
+    pub replaced: Option<Arc<PluginVersion>>,
+    /// Tools left out because another plugin already has a tool of that name,
+    /// reported as a load error of this plugin.
+    pub collisions: Option<LoadError>,
+}
+
+/// The live set of plugins and tools.
+#[derive(Debug, Default)]
+pub struct Registry {
+    current: ArcSwap<Generation>,
+}
+
+impl Registry {
+    /// The current generation. Hold it for as long as a consistent view is needed.
+    pub fn snapshot(&self) -> Arc<Generation> {
+        self.current.load_full()
+    }
+
+    /// Adds `version`, replacing any version of the same plugin.
+    ///
+    /// A tool whose name another plugin already provides is not added: when
+    /// the plugin is new, its other tools are added and the collisions are
+    /// reported in [`Added::collisions`]; when it replaces a working version,
+    /// the whole replacement is refused and the old version keeps serving.
+    pub fn add(&self, version: Arc<PluginVersion>) -> Result<Added, LoadError> {
+        let mut outcome = Ok(Added::default());
+        self.current.rcu(|current| {
+            let (next, result) = with_plugin(current, &version);
+            outcome = result;
+            next.unwrap_or_else(|| current.clone())
+        });
+        outcome
+    }
+
+    /// Removes the plugin called `name`, returning its version.
+    pub fn remove(&self, name: &str) -> Option<Arc<PluginVersion>> {
+        let mut removed = None;
+        self.current.rcu(|current| {
+            removed = current.plugins.get(name).cloned();
+            if removed.is_none() {
+                return current.clone();
+            }
+            let mut next = Generation {
+                number: current.number + 1,
+                plugins: current.plugins.clone(),
+                tools: current.tools.clone(),
+            };
+            next.plugins.remove(name);
+            next.tools.retain(|_, t| &**t.plugin.name() != name);
+            Arc::new(next)
+        });
+        removed
+    }
+}
+
+/// The generation after adding `version` to `current`, or `None` when it is refused.
+fn with_plugin(
+    current: &Arc<Generation>,
+    version: &Arc<PluginVersion>,
+) -> (Option<Arc<Generation>>, Result<Added, LoadError>) {
+    let name = version.name();
+    let replaced = current.plugins.get(name).cloned();
+    let mut collisions = Vec::new();
+    let mut problems = Vec::new();
+    for spec in version.tools() {
+        if let Some(existing) = current.tools.get(&spec.name)
+            && existing.plugin.name() != name
+        {
+            collisions.push(spec.name.clone());
+            problems.push(format!(
+                "tool {:?} is already provided by plugin {:?} ({}); rename one of them",
+                spec.name,
+                &**existing.plugin.name(),
+                existing.plugin.source()
+            ));
+        }
+    }
+    if replaced.is_some() && !problems.is_empty() {
+        problems.push(format!(
+            "the running version ({}) keeps serving",
+            replaced
+                .as_ref()
+                .map(|r| r.hash().short())
+                .unwrap_or_default()
+        ));
+        let error = LoadError {
+            plugin: name.to_string(),
+            source: version.source().clone(),
+            problems,
+        };
+        return (None, Err(error));
+    }
+    let mut next = Generation {
+        number: current.number + 1,
+        plugins: current.plugins.clone(),
+        tools: current.tools.clone(),
+    };
+    next.tools.retain(|_, t| t.plugin.name() != name);
+    for spec in version.tools() {
+        if !collisions.contains(&spec.name) {
+            next.tools.insert(
+                spec.name.clone(),
+                ToolEntry {
+                    spec: spec.clone(),
+                    plugin: version.clone(),
+                },
+            );
+        }
+    }
+    next.plugins.insert(name.clone(), version.clone());
+    let collisions = (!problems.is_empty()).then(|| LoadError {
+        plugin: name.to_string(),
+        source: version.source().clone(),
+        problems,
+    });
+    (
+        Some(Arc::new(next)),
+        Ok(Added {
+            replaced,
+            collisions,
+        }),
+    )
+}

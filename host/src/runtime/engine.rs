@@ -1,0 +1,133 @@
+//! The one wasmtime `Engine` of the process (pooling allocator, epoch
+//! interruption) and the `Linker` that gives guests the host's imports.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::bindings::toolhost::plugin as wit;
+use super::sandbox::Sandbox;
+
+/// How often the epoch advances. Guests yield to the async executor at each
+/// tick, which is what lets a call's timeout stop a spinning guest.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Largest linear memory any guest may have, whatever its profile says.
+pub const MAX_MEMORY: usize = 4 << 30;
+
+/// Sizes of the instance pool: how many instances may be alive at once.
+const POOL_INSTANCES: u32 = 1000;
+
+/// The compiled-code engine and the linker shared by every plugin and call.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<Sandbox>,
+    pooling: bool,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("pooling", &self.pooling)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// The process-wide runtime, created on first use.
+    pub fn shared() -> Result<Arc<Runtime>> {
+        static SHARED: OnceLock<Arc<Runtime>> = OnceLock::new();
+        if let Some(runtime) = SHARED.get() {
+            return Ok(runtime.clone());
+        }
+        let runtime = Arc::new(Runtime::new()?);
+        Ok(SHARED.get_or_init(|| runtime).clone())
+    }
+
+    fn new() -> Result<Runtime> {
+        let (engine, pooling) = match Engine::new(&config(true)) {
+            Ok(engine) => (engine, true),
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    "the pooling instance allocator is unavailable (address space limits?); \
+                     falling back to on-demand allocation, which is slower per call"
+                );
+                (Engine::new(&config(false))?, false)
+            }
+        };
+        start_epoch_ticker(&engine);
+        let linker = linker(&engine).context("linking the host's imports")?;
+        Ok(Runtime {
+            engine,
+            linker,
+            pooling,
+        })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub(crate) fn linker(&self) -> &Linker<Sandbox> {
+        &self.linker
+    }
+
+    /// Whether instances come from the pooling allocator.
+    pub fn is_pooling(&self) -> bool {
+        self.pooling
+    }
+}
+
+fn config(pooling: bool) -> Config {
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    config.wasm_component_model(true);
+    config.max_wasm_stack(1 << 20);
+    config.async_stack_size(2 << 20);
+    if pooling {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(POOL_INSTANCES)
+            .total_core_instances(POOL_INSTANCES * 4)
+            .total_memories(POOL_INSTANCES * 2)
+            .total_tables(POOL_INSTANCES * 4)
+            .total_stacks(POOL_INSTANCES)
+            .max_memory_size(MAX_MEMORY)
+            .max_core_instance_size(1 << 20)
+            .max_component_instance_size(1 << 20)
+            // Keep the first pages of recently used memories mapped, so a
+            // fresh instance of a small guest does not fault them in again.
+            .linear_memory_keep_resident(1 << 20)
+            .table_keep_resident(1 << 16);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] for the life of the process.
+fn start_epoch_ticker(engine: &Engine) {
+    let engine = engine.weak();
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = engine.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("spawning the epoch thread");
+}
+
+fn linker(engine: &Engine) -> Result<Linker<Sandbox>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wit::http::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
+    wit::terminal::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
+    wit::log::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
+    Ok(linker)
+}

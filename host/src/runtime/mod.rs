@@ -1,0 +1,16 @@
+//! Everything that touches wasmtime: the engine, loaded plugin versions, the
+//! per-call sandbox and the host side of the WIT imports.
+
+pub(crate) mod bindings;
+mod capture;
+mod engine;
+mod host;
+mod plugin;
+mod sandbox;
+
+pub use engine::{EPOCH_TICK, MAX_MEMORY, Runtime};
+pub use plugin::{
+    CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion, TOOL_INTERFACE,
+    human_bytes, plugin_name_for,
+};
+pub use sandbox::{Limits, Sandbox};

@@ -1,0 +1,523 @@
+//! A loaded plugin version: the compiled component, its `InstancePre`, its
+//! validated tool specs, and how to run one call in a fresh instance.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, InstancePre};
+use wasmtime::{Store, Trap};
+
+use super::bindings::{GuestToolError, LifecycleIndices, Manifest, ToolIndices};
+use super::engine::Runtime;
+use super::sandbox::{Identity, Limits, Sandbox};
+use crate::error::{CallError, ErrorKind, bounded};
+use crate::spec::{self, ToolSpec};
+
+/// The contract version this host speaks.
+pub const CONTRACT_VERSION: &str = "0.1.0";
+/// The name of the interface every plugin must export.
+pub const TOOL_INTERFACE: &str = "toolhost:plugin/tool@0.1.0";
+const LIFECYCLE_INTERFACE: &str = "toolhost:plugin/lifecycle@0.1.0";
+
+/// Limits of the one-off instance that runs `describe` at load time.
+const DESCRIBE_LIMITS: Limits = Limits {
+    memory: 256 << 20,
+    timeout: Duration::from_secs(10),
+    max_output: 0,
+    max_arguments: 0,
+};
+
+/// Where a plugin's bytes came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSource {
+    /// A file in the plugin directory (or given on the command line).
+    File(PathBuf),
+    /// Compiled into the `toolhost` binary.
+    Bundled,
+}
+
+impl fmt::Display for PluginSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::Bundled => f.write_str("bundled"),
+        }
+    }
+}
+
+/// SHA-256 of a plugin's bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ContentHash(pub [u8; 32]);
+
+impl ContentHash {
+    /// Hashes `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    /// The first 12 hex digits, enough to tell versions apart in logs.
+    pub fn short(&self) -> String {
+        self.to_string()[..12].to_string()
+    }
+}
+
+impl fmt::Display for ContentHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Debug for ContentHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ContentHash({})", self.short())
+    }
+}
+
+/// Why a plugin could not be loaded. The message says which plugin, where it
+/// came from, what is wrong and, where it can, what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// The plugin's name.
+    pub plugin: String,
+    /// Where it came from.
+    pub source: PluginSource,
+    /// Every problem found.
+    pub problems: Vec<String>,
+}
+
+impl LoadError {
+    fn new(plugin: &str, source: &PluginSource, problem: impl Into<String>) -> Self {
+        Self {
+            plugin: plugin.to_string(),
+            source: source.clone(),
+            problems: vec![problem.into()],
+        }
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "plugin {:?} ({}): ", self.plugin, self.source)?;
+        match self.problems.as_slice() {
+            [one] => f.write_str(one),
+            many => {
+                write!(f, "{} problems:", many.len())?;
+                many.iter().try_for_each(|p| write!(f, "\n  - {p}"))
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// The plugin name for a file: its stem (`plugins/weather.wasm` → `weather`).
+pub fn plugin_name_for(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// One loaded version of a plugin. Cheap to share; calls hold an `Arc` of the
+/// version they started on, so a replaced version lives until they finish.
+pub struct PluginVersion {
+    name: Arc<str>,
+    source: PluginSource,
+    hash: ContentHash,
+    size: usize,
+    pre: InstancePre<Sandbox>,
+    tool_indices: ToolIndices,
+    lifecycle: Option<LifecycleIndices>,
+    tools: Vec<Arc<ToolSpec>>,
+    stateful: bool,
+    imports: Vec<String>,
+}
+
+impl fmt::Debug for PluginVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginVersion")
+            .field("name", &self.name)
+            .field("source", &self.source)
+            .field("hash", &self.hash)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PluginVersion {
+    /// Loads a plugin: checks the bytes are a component of our world, compiles
+    /// it (on a blocking thread), asks it to describe itself and validates the
+    /// answer.
+    pub async fn load(
+        runtime: &Arc<Runtime>,
+        name: &str,
+        source: PluginSource,
+        bytes: Arc<[u8]>,
+    ) -> Result<PluginVersion, LoadError> {
+        let fail = |problem: String| LoadError::new(name, &source, problem);
+        sniff(&bytes).map_err(fail)?;
+        let hash = ContentHash::of(&bytes);
+        let size = bytes.len();
+        let component = {
+            let runtime = runtime.clone();
+            tokio::task::spawn_blocking(move || Component::new(runtime.engine(), &*bytes))
+                .await
+                .map_err(|e| fail(format!("compilation was interrupted: {e}")))?
+                .map_err(|e| fail(format!("is not a valid WebAssembly component: {e:#}")))?
+        };
+        Self::from_component(runtime, name, source, hash, size, component).await
+    }
+
+    /// Finishes loading an already compiled component.
+    pub(crate) async fn from_component(
+        runtime: &Arc<Runtime>,
+        name: &str,
+        source: PluginSource,
+        hash: ContentHash,
+        size: usize,
+        component: Component,
+    ) -> Result<PluginVersion, LoadError> {
+        let fail = |problem: String| LoadError::new(name, &source, problem);
+        let engine = runtime.engine();
+        let ty = component.component_type();
+        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+        let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
+        if !exports.iter().any(|e| e == TOOL_INTERFACE) {
+            let found = if exports.is_empty() {
+                "nothing".to_string()
+            } else {
+                exports.join(", ")
+            };
+            return Err(fail(format!(
+                "does not export {TOOL_INTERFACE}, so it is not a toolhost plugin \
+                 (it exports {found}); build it against the toolhost WIT, for example with toolhost-sdk"
+            )));
+        }
+        let pre = runtime
+            .linker()
+            .instantiate_pre(&component)
+            .map_err(|e| fail(describe_link_error(&e, &imports)))?;
+        let tool_indices = ToolIndices::new(&pre).map_err(|e| {
+            fail(format!(
+                "exports {TOOL_INTERFACE} with the wrong signature (built against another \
+                 contract version?): {e:#}"
+            ))
+        })?;
+        let lifecycle = if exports.iter().any(|e| e == LIFECYCLE_INTERFACE) {
+            Some(LifecycleIndices::new(&pre).map_err(|e| {
+                fail(format!(
+                    "exports {LIFECYCLE_INTERFACE} with the wrong signature: {e:#}"
+                ))
+            })?)
+        } else {
+            None
+        };
+        let name: Arc<str> = name.into();
+        let manifest = describe(runtime, &name, &pre, &tool_indices)
+            .await
+            .map_err(|e| fail(format!("`describe` failed: {e}")))?;
+        let (tools, problems) = validate_manifest(&name, manifest.tools);
+        if !problems.is_empty() {
+            return Err(LoadError {
+                plugin: name.to_string(),
+                source,
+                problems,
+            });
+        }
+        Ok(PluginVersion {
+            name,
+            source,
+            hash,
+            size,
+            pre,
+            tool_indices,
+            lifecycle,
+            tools,
+            stateful: manifest.stateful,
+            imports,
+        })
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// Where it was loaded from.
+    pub fn source(&self) -> &PluginSource {
+        &self.source
+    }
+
+    /// SHA-256 of its bytes.
+    pub fn hash(&self) -> ContentHash {
+        self.hash
+    }
+
+    /// Size of the `.wasm`, in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Its tools, in the order it declared them.
+    pub fn tools(&self) -> &[Arc<ToolSpec>] {
+        &self.tools
+    }
+
+    /// Whether calls with a session id share an instance.
+    pub fn is_stateful(&self) -> bool {
+        self.stateful
+    }
+
+    /// Whether it exports the lifecycle hooks.
+    pub fn has_lifecycle(&self) -> bool {
+        self.lifecycle.is_some()
+    }
+
+    /// The interfaces it imports.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Runs `tool` with `arguments` (JSON text) in a fresh instance.
+    pub async fn call(
+        &self,
+        runtime: &Runtime,
+        tool: &Arc<ToolSpec>,
+        arguments: &str,
+        limits: &Limits,
+    ) -> Result<String, CallError> {
+        let identity = Identity {
+            plugin: self.name.clone(),
+            tool: Some(tool.name.as_str().into()),
+        };
+        let mut store = new_store(runtime, Sandbox::new(identity, limits));
+        let what = || format!("tool {:?} (plugin {:?})", tool.name, &*self.name);
+        let run = async {
+            let instance = self.pre.instantiate_async(&mut store).await?;
+            let guest = self.tool_indices.load(&mut store, &instance)?;
+            guest.call_call(&mut store, &tool.name, arguments).await
+        };
+        let outcome = tokio::time::timeout(limits.timeout, run).await;
+        let sandbox = store.data();
+        sandbox.flush_output();
+        match outcome {
+            Err(_elapsed) => Err(CallError::new(
+                ErrorKind::Timeout,
+                format!("{} exceeded its time limit of {:?}", what(), limits.timeout),
+            )),
+            Ok(Err(trap)) => Err(trap_error(&what(), &trap, sandbox)),
+            Ok(Ok(Err(tool_error))) => Err(guest_error(&what(), tool_error)),
+            Ok(Ok(Ok(output))) => {
+                if output.len() > limits.max_output {
+                    return Err(CallError::new(
+                        ErrorKind::OutputTooLarge,
+                        format!(
+                            "{} returned {} bytes, more than the limit of {} bytes",
+                            what(),
+                            output.len(),
+                            limits.max_output
+                        ),
+                    ));
+                }
+                Ok(output)
+            }
+        }
+    }
+}
+
+fn new_store(runtime: &Runtime, sandbox: Sandbox) -> Store<Sandbox> {
+    let mut store = Store::new(runtime.engine(), sandbox);
+    store.limiter(|s| &mut s.limiter);
+    store.epoch_deadline_async_yield_and_update(1);
+    store
+}
+
+/// Checks the first bytes: a component, not a core module or something else.
+fn sniff(bytes: &[u8]) -> Result<(), String> {
+    const MAGIC: &[u8; 4] = b"\0asm";
+    if bytes.len() < 8 || &bytes[..4] != MAGIC {
+        return Err(if bytes.is_empty() {
+            "the file is empty".to_string()
+        } else {
+            "is not a WebAssembly file (no \\0asm header)".to_string()
+        });
+    }
+    match (
+        bytes[4..6] == [1, 0],
+        bytes[6..8] == [0, 0],
+        bytes[6..8] == [1, 0],
+    ) {
+        (true, true, _) => Err("is a core WebAssembly module, not a component: build with \
+             `--target wasm32-wasip2` (or wrap it with `wasm-tools component new`)"
+            .to_string()),
+        (_, _, true) => Ok(()),
+        _ => Err(format!(
+            "has an unknown WebAssembly version/layer {:02x?}",
+            &bytes[4..8]
+        )),
+    }
+}
+
+/// Says which import could not be satisfied, in terms an author can act on.
+fn describe_link_error(error: &wasmtime::Error, imports: &[String]) -> String {
+    let text = format!("{error:#}");
+    let missing = imports.iter().find(|i| text.contains(i.as_str()));
+    match missing {
+        Some(import) => format!(
+            "imports {import}, which toolhost does not provide (toolhost gives plugins \
+             toolhost:plugin/{{http,terminal,log}} and wasi:cli/filesystem/clocks/random/io 0.2): {text}"
+        ),
+        None => format!("cannot be linked against the host's imports: {text}"),
+    }
+}
+
+async fn describe(
+    runtime: &Runtime,
+    plugin: &Arc<str>,
+    pre: &InstancePre<Sandbox>,
+    indices: &ToolIndices,
+) -> Result<Manifest, String> {
+    let identity = Identity {
+        plugin: plugin.clone(),
+        tool: None,
+    };
+    let mut store = new_store(runtime, Sandbox::new(identity, &DESCRIBE_LIMITS));
+    let run = async {
+        let instance = pre.instantiate_async(&mut store).await?;
+        let guest = indices.load(&mut store, &instance)?;
+        guest.call_describe(&mut store).await
+    };
+    let outcome = tokio::time::timeout(DESCRIBE_LIMITS.timeout, run).await;
+    store.data().flush_output();
+    match outcome {
+        Err(_) => Err(format!(
+            "it did not finish within {:?}",
+            DESCRIBE_LIMITS.timeout
+        )),
+        Ok(Err(trap)) => Err(trap_error("describe", &trap, store.data())
+            .message()
+            .to_string()),
+        Ok(Ok(manifest)) => Ok(manifest),
+    }
+}
+
+/// Validates every spec; a plugin with any invalid spec is rejected whole.
+fn validate_manifest(
+    plugin: &Arc<str>,
+    raw: Vec<super::bindings::toolhost::plugin::types::ToolSpec>,
+) -> (Vec<Arc<ToolSpec>>, Vec<String>) {
+    let mut tools: Vec<Arc<ToolSpec>> = Vec::new();
+    let mut problems = Vec::new();
+    if raw.is_empty() {
+        problems.push("declares no tools".to_string());
+    }
+    for spec in raw {
+        match spec::validate(plugin, spec) {
+            Ok(spec) if tools.iter().any(|t| t.name == spec.name) => {
+                problems.push(format!("declares tool {:?} twice", spec.name));
+            }
+            Ok(spec) => tools.push(Arc::new(spec)),
+            Err(mut p) => problems.append(&mut p),
+        }
+    }
+    (tools, problems)
+}
+
+fn guest_error(what: &str, error: GuestToolError) -> CallError {
+    match error {
+        GuestToolError::InvalidArguments(m) => {
+            CallError::new(ErrorKind::InvalidArguments, format!("{what}: {m}"))
+        }
+        GuestToolError::Denied(m) => CallError::new(ErrorKind::Denied, format!("{what}: {m}")),
+        GuestToolError::Failed(m) => CallError::new(ErrorKind::ToolFailed, format!("{what}: {m}")),
+    }
+}
+
+/// Turns a trap into the error the caller sees: a memory error when the
+/// limiter refused growth, otherwise the trap with the guest's last words on
+/// stderr (a Rust panic message lands there).
+fn trap_error(what: &str, error: &wasmtime::Error, sandbox: &Sandbox) -> CallError {
+    if let Some(desired) = sandbox.limiter.exceeded {
+        return CallError::new(
+            ErrorKind::Memory,
+            format!(
+                "{what} exceeded its memory limit of {} (tried to grow to {})",
+                human_bytes(sandbox.limiter.limit()),
+                human_bytes(desired)
+            ),
+        );
+    }
+    let cause = match error.downcast_ref::<Trap>() {
+        Some(trap) => format!("crashed ({trap})"),
+        None => format!("failed in the host: {error:#}"),
+    };
+    let stderr = sandbox.stderr.text();
+    let last_words = stderr.trim();
+    if last_words.is_empty() {
+        CallError::new(ErrorKind::Trap, format!("{what} {cause}"))
+    } else {
+        CallError::new(
+            ErrorKind::Trap,
+            format!("{what} {cause}; stderr: {}", bounded(last_words, 1024)),
+        )
+    }
+}
+
+/// `65536` → `64 KiB`.
+pub fn human_bytes(n: usize) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_formats() {
+        assert!(sniff(b"").unwrap_err().contains("empty"));
+        assert!(
+            sniff(b"hello world!")
+                .unwrap_err()
+                .contains("not a WebAssembly file")
+        );
+        assert!(
+            sniff(b"\0asm\x01\0\0\0")
+                .unwrap_err()
+                .contains("core WebAssembly module")
+        );
+        assert!(sniff(b"\0asm\x0d\0\x01\0").is_ok());
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(10), "10 B");
+    }
+
+    #[test]
+    fn load_errors_list_problems() {
+        let e = LoadError {
+            plugin: "w".into(),
+            source: PluginSource::File("plugins/w.wasm".into()),
+            problems: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "plugin \"w\" (plugins/w.wasm): 2 problems:\n  - a\n  - b"
+        );
+    }
+}

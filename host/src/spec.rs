@@ -1,0 +1,224 @@
+//! A tool as the host knows it: the plugin's `tool-spec`, validated, with its
+//! parameter schema parsed.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::runtime::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
+
+/// One tool of a loaded plugin.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    /// Unique name, `[a-zA-Z0-9_-]{1,64}`.
+    pub name: String,
+    /// What the tool does, for models.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    /// The toolset the tool belongs to.
+    pub toolset: String,
+    /// Permissions the tool declares.
+    pub permissions: Vec<String>,
+    /// Environment variables the tool needs.
+    pub requires_env: Vec<String>,
+    /// Emoji for listings.
+    pub emoji: Option<String>,
+    /// Hint: does not modify anything.
+    pub read_only: bool,
+    /// Hint: may delete or overwrite.
+    pub destructive: bool,
+    /// The plugin that provides the tool.
+    pub plugin: Arc<str>,
+}
+
+/// True for a valid tool name: `[a-zA-Z0-9_-]{1,64}`.
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// True for a permission string: `segment(:segment)*` where a segment is
+/// `[a-z0-9_.-]+` (lower case), or `*` in a pattern.
+pub(crate) fn is_valid_permission(permission: &str) -> bool {
+    !permission.is_empty()
+        && permission.split(':').all(|segment| {
+            !segment.is_empty()
+                && segment.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-')
+                })
+        })
+}
+
+fn is_valid_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.as_bytes()[0].is_ascii_digit()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Validates a spec from a plugin's `describe`, returning every problem found.
+pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, Vec<String>> {
+    let mut problems = Vec::new();
+    let shown_name = if raw.name.len() > 80 {
+        format!("{}…", &raw.name[..raw.name.floor_char_boundary(80)])
+    } else {
+        raw.name.clone()
+    };
+    if !is_valid_tool_name(&raw.name) {
+        problems.push(format!(
+            "tool name {shown_name:?} is invalid: use 1 to 64 characters of a-z, A-Z, 0-9, '_' or '-'"
+        ));
+    }
+    if raw.description.trim().is_empty() {
+        problems.push(format!(
+            "tool {shown_name:?} has an empty description; models need it to choose the tool"
+        ));
+    }
+    let parameters = match serde_json::from_str::<Value>(&raw.parameters) {
+        Ok(schema) => {
+            if let Err(problem) = check_parameters_schema(&schema) {
+                problems.push(format!("tool {shown_name:?}: parameters {problem}"));
+            }
+            schema
+        }
+        Err(e) => {
+            problems.push(format!(
+                "tool {shown_name:?}: parameters is not valid JSON ({e})"
+            ));
+            Value::Null
+        }
+    };
+    if raw.toolset.is_empty() || !is_valid_tool_name(&raw.toolset) {
+        problems.push(format!(
+            "tool {shown_name:?}: toolset {:?} is invalid: use 1 to 64 characters of a-z, A-Z, 0-9, '_' or '-'",
+            raw.toolset
+        ));
+    }
+    for permission in &raw.permissions {
+        if !is_valid_permission(permission) {
+            problems.push(format!(
+                "tool {shown_name:?}: permission {permission:?} is invalid: use lower-case segments \
+                 separated by ':', like \"file:read\""
+            ));
+        }
+    }
+    for name in &raw.requires_env {
+        if !is_valid_env_name(name) {
+            problems.push(format!(
+                "tool {shown_name:?}: required env var {name:?} is not a valid variable name"
+            ));
+        }
+    }
+    if raw.read_only && raw.destructive {
+        problems.push(format!(
+            "tool {shown_name:?} is marked both read-only and destructive"
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(ToolSpec {
+        name: raw.name,
+        description: raw.description,
+        parameters,
+        toolset: raw.toolset,
+        permissions: raw.permissions,
+        requires_env: raw.requires_env,
+        emoji: raw.emoji,
+        read_only: raw.read_only,
+        destructive: raw.destructive,
+        plugin: plugin.clone(),
+    })
+}
+
+/// A tool's parameters must be a JSON Schema for an object.
+fn check_parameters_schema(schema: &Value) -> Result<(), String> {
+    let Some(object) = schema.as_object() else {
+        return Err("must be a JSON Schema object, like {\"type\": \"object\", ...}".into());
+    };
+    match object.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "must describe an object (\"type\": \"object\"), found \"type\": {other}"
+            ));
+        }
+        None => return Err("must have \"type\": \"object\"".into()),
+    }
+    if let Some(properties) = object.get("properties")
+        && !properties.is_object()
+    {
+        return Err("\"properties\" must be an object".into());
+    }
+    if let Some(required) = object.get("required")
+        && !required
+            .as_array()
+            .is_some_and(|r| r.iter().all(Value::is_string))
+    {
+        return Err("\"required\" must be a list of property names".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(name: &str, parameters: &str) -> WitToolSpec {
+        WitToolSpec {
+            name: name.into(),
+            description: "does things".into(),
+            parameters: parameters.into(),
+            toolset: "demo".into(),
+            permissions: vec!["file:read".into()],
+            requires_env: vec![],
+            emoji: None,
+            read_only: true,
+            destructive: false,
+        }
+    }
+
+    #[test]
+    fn accepts_a_good_spec() {
+        let plugin: Arc<str> = "p".into();
+        let spec = validate(&plugin, raw("echo_2-x", r#"{"type":"object"}"#)).unwrap();
+        assert_eq!(spec.name, "echo_2-x");
+        assert_eq!(&*spec.plugin, "p");
+    }
+
+    #[test]
+    fn reports_every_problem() {
+        let plugin: Arc<str> = "p".into();
+        let mut bad = raw("bad name", r#"{"type":"string"}"#);
+        bad.permissions.push("File Read".into());
+        bad.destructive = true;
+        let problems = validate(&plugin, bad).unwrap_err();
+        assert_eq!(problems.len(), 4, "{problems:#?}");
+        assert!(problems[0].contains("tool name \"bad name\" is invalid"));
+        assert!(problems[1].contains("must describe an object"));
+        assert!(problems[2].contains("permission \"File Read\""));
+        assert!(problems[3].contains("both read-only and destructive"));
+    }
+
+    #[test]
+    fn names_and_permissions() {
+        assert!(is_valid_tool_name("a"));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+        assert!(!is_valid_tool_name("a.b"));
+        assert!(is_valid_permission("network:fetch"));
+        assert!(is_valid_permission("database:write"));
+        assert!(!is_valid_permission("network:"));
+        assert!(!is_valid_permission("Network:Fetch"));
+    }
+
+    #[test]
+    fn parameters_must_be_json() {
+        let plugin: Arc<str> = "p".into();
+        let problems = validate(&plugin, raw("t", "{not json")).unwrap_err();
+        assert!(problems[0].contains("parameters is not valid JSON"));
+    }
+}

@@ -1,0 +1,98 @@
+//! Support code for the SDK's macros. Not part of the public API.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::{ToolError, ToolSpec};
+
+pub use wit_bindgen;
+
+#[allow(missing_docs, unreachable_pub, unused_qualifications)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "stateful-plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_plugin_world",
+        default_bindings_module: "toolhost_sdk::__private::bindings",
+        runtime_path: "toolhost_sdk::__private::wit_bindgen::rt",
+    });
+}
+
+pub use bindings::exports::toolhost::plugin::lifecycle::Guest as GuestLifecycle;
+pub use bindings::exports::toolhost::plugin::tool::Guest as GuestTool;
+pub use bindings::toolhost::plugin::types::{
+    Manifest, ToolError as WitToolError, ToolSpec as WitToolSpec,
+};
+
+/// JSON Schema of a tool's argument type, with subschemas inlined where
+/// possible so models see one self-contained object.
+pub fn schema_of<T: schemars::JsonSchema>() -> String {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>();
+    schema.remove("title");
+    serde_json::to_string(&schema).expect("a JSON Schema serializes")
+}
+
+/// Parses a call's arguments; serde's message becomes `invalid-arguments`.
+pub fn parse_arguments<T: DeserializeOwned>(arguments: &str) -> Result<T, ToolError> {
+    serde_json::from_str(arguments).map_err(ToolError::invalid_arguments)
+}
+
+/// Serializes a tool's result as JSON text.
+pub fn into_output<T: Serialize, E: Into<ToolError>>(
+    result: Result<T, E>,
+) -> Result<String, ToolError> {
+    let value = result.map_err(Into::into)?;
+    serde_json::to_string(&value)
+        .map_err(|e| ToolError::failed(format!("result is not serializable as JSON: {e}")))
+}
+
+/// The plugin manifest for `describe`.
+pub fn manifest(stateful: bool, tools: Vec<ToolSpec>) -> Manifest {
+    Manifest {
+        stateful,
+        tools: tools
+            .into_iter()
+            .map(|t| WitToolSpec {
+                name: t.name,
+                description: t.description,
+                parameters: t.parameters,
+                toolset: t.toolset,
+                permissions: t.permissions,
+                requires_env: t.requires_env,
+                emoji: t.emoji,
+                read_only: t.read_only,
+                destructive: t.destructive,
+            })
+            .collect(),
+    }
+}
+
+/// The error for a call to a name this plugin does not export.
+pub fn unknown_tool(name: &str) -> WitToolError {
+    WitToolError::InvalidArguments(format!("this plugin has no tool named {name:?}"))
+}
+
+/// Default `setup` hook: accepts every session.
+pub fn no_setup(_session: &str) -> Result<(), String> {
+    Ok(())
+}
+
+/// Default `teardown` hook: does nothing.
+pub fn no_teardown() {}
+
+impl From<ToolError> for WitToolError {
+    fn from(error: ToolError) -> Self {
+        match error {
+            ToolError::InvalidArguments(m) => Self::InvalidArguments(m),
+            ToolError::Denied(m) => Self::Denied(m),
+            ToolError::Failed(m) => Self::Failed(m),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The `toolhost` command line, run as a process.
+
+use std::process::{Command, Output};
+
+fn toolhost(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the toolhost binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn list_shows_the_bundled_tools() {
+    let output = toolhost(&["list"]);
+    assert!(output.status.success(), "{output:?}");
+    let text = stdout(&output);
+    assert!(text.starts_with("TOOL "), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("echo ") && l.contains("demo")),
+        "{text}"
+    );
+}
+
+#[test]
+fn list_json_is_machine_readable() {
+    let output = toolhost(&["list", "--json"]);
+    let tools: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    assert_eq!(echo["toolset"], "demo");
+    assert_eq!(echo["parameters"]["type"], "object");
+}
+
+#[test]
+fn call_prints_the_result() {
+    let output = toolhost(&["call", "echo", r#"{"text":"hi"}"#]);
+    assert!(output.status.success(), "{output:?}");
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result, serde_json::json!({"text": "hi"}));
+}
+
+#[test]
+fn call_reads_arguments_from_stdin() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .args(["call", "echo", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"text":"piped"}"#)
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    assert!(stdout(&output).contains("piped"));
+}
+
+#[test]
+fn a_failed_call_prints_an_error_object_and_exits_non_zero() {
+    let output = toolhost(&["call", "nope"]);
+    assert!(!output.status.success());
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown_tool: no tool named \"nope\"")
+    );
+}
+
+#[test]
+fn plugins_dir_adds_plugins_and_check_reports_on_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(toolhost_tests::MISBEHAVE, dir.path().join("misbehave.wasm")).unwrap();
+    let output = toolhost(&["--plugins", dir.path().to_str().unwrap(), "list"]);
+    assert!(stdout(&output).lines().any(|l| l.starts_with("flood ")));
+
+    let output = toolhost(&["check", toolhost_tests::BADSPEC]);
+    assert!(!output.status.success());
+    assert!(stdout(&output).contains("✗ does not load"));
+    let output = toolhost(&["check", toolhost_tests::MISBEHAVE]);
+    assert!(output.status.success(), "{output:?}");
+}
+
+#[test]
+fn a_missing_plugins_dir_is_a_clear_error() {
+    let output = toolhost(&["--plugins", "/nonexistent/plugins", "list"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("plugin directory /nonexistent/plugins does not exist"),
+        "{stderr}"
+    );
+}

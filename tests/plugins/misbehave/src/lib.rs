@@ -1,0 +1,110 @@
+//! Test guest: tools that fail in every way a guest can.
+
+use toolhost_sdk::prelude::*;
+
+/// Arguments of `flood`.
+#[derive(Deserialize, JsonSchema)]
+struct FloodArgs {
+    /// How many bytes of output to return.
+    bytes: usize,
+}
+
+/// Arguments of `sleep`.
+#[derive(Deserialize, JsonSchema)]
+struct SleepArgs {
+    /// Milliseconds to sleep.
+    ms: u64,
+}
+
+/// Panics with a message.
+#[tool(toolset = "misbehave")]
+fn crash() -> Result<Value, ToolError> {
+    panic!("the crash tool crashed on purpose");
+}
+
+/// Loops forever without yielding.
+#[tool(toolset = "misbehave")]
+fn spin() -> Result<Value, ToolError> {
+    let mut n: u64 = 0;
+    loop {
+        n = std::hint::black_box(n.wrapping_add(1));
+    }
+}
+
+/// Allocates memory until it runs out.
+#[tool(toolset = "misbehave")]
+fn hog() -> Result<Value, ToolError> {
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        blocks.push(vec![1u8; 1 << 20]);
+        std::hint::black_box(&blocks);
+    }
+}
+
+/// Returns output of the requested size.
+#[tool(toolset = "misbehave")]
+fn flood(args: FloodArgs) -> Result<Value, ToolError> {
+    Ok(Value::String("x".repeat(args.bytes)))
+}
+
+/// Sleeps, then answers.
+#[tool(toolset = "misbehave")]
+fn sleep(args: SleepArgs) -> Result<Value, ToolError> {
+    std::thread::sleep(std::time::Duration::from_millis(args.ms));
+    Ok(json!({ "slept_ms": args.ms }))
+}
+
+/// Reports a failure.
+#[tool(toolset = "misbehave")]
+fn fail() -> Result<Value, ToolError> {
+    Err(ToolError::failed("the fail tool failed on purpose"))
+}
+
+/// Returns text that starts like JSON but is not.
+#[allow(non_camel_case_types)]
+struct bad_json {}
+
+impl toolhost_sdk::Tool for bad_json {
+    const NAME: &'static str = "bad_json";
+
+    fn spec() -> toolhost_sdk::ToolSpec {
+        toolhost_sdk::ToolSpec {
+            name: Self::NAME.into(),
+            description: "Returns malformed JSON.".into(),
+            parameters: r#"{"type":"object"}"#.into(),
+            toolset: "misbehave".into(),
+            permissions: vec![],
+            requires_env: vec![],
+            emoji: None,
+            read_only: true,
+            destructive: false,
+        }
+    }
+
+    fn call(_arguments: &str) -> Result<String, ToolError> {
+        Ok(r#"{"unterminated": "#.into())
+    }
+}
+
+/// Returns plain text instead of JSON.
+#[allow(non_camel_case_types)]
+struct plain_text {}
+
+impl toolhost_sdk::Tool for plain_text {
+    const NAME: &'static str = "plain_text";
+
+    fn spec() -> toolhost_sdk::ToolSpec {
+        toolhost_sdk::ToolSpec {
+            name: Self::NAME.into(),
+            parameters: r#"{"type":"object"}"#.into(),
+            description: "Returns plain text.".into(),
+            ..bad_json::spec()
+        }
+    }
+
+    fn call(_arguments: &str) -> Result<String, ToolError> {
+        Ok("just some text".into())
+    }
+}
+
+export_plugin!(crash, spin, hog, flood, sleep, fail, bad_json, plain_text);
