@@ -104,19 +104,29 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
 
 /// Writes the plugin's imports and tools; returns how many warnings it wrote.
 fn describe_version(text: &mut String, version: &PluginVersion) -> usize {
-    let imports: Vec<&str> = version
+    let capabilities: Vec<&str> = version
         .imports()
         .iter()
-        .map(String::as_str)
-        .filter(|i| i.starts_with("toolhost:"))
+        .filter_map(|i| i.strip_prefix("toolhost:plugin/"))
+        .filter_map(|i| i.split('@').next())
+        .filter(|i| *i != "types")
         .collect();
+    let wasi = version
+        .imports()
+        .iter()
+        .filter(|i| i.starts_with("wasi:"))
+        .count();
     let _ = writeln!(
         text,
-        "imports   {}",
-        if imports.is_empty() {
+        "imports   {}{}",
+        if capabilities.is_empty() {
             "no toolhost capabilities".to_string()
         } else {
-            imports.join(", ")
+            format!("toolhost {}", capabilities.join(", "))
+        },
+        match wasi {
+            0 => String::new(),
+            n => format!("; {n} WASI interfaces"),
         }
     );
     let _ = writeln!(

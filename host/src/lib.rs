@@ -27,6 +27,7 @@ pub mod check;
 pub mod cli;
 mod error;
 mod host;
+pub mod policy;
 pub mod registry;
 pub mod runtime;
 mod spec;

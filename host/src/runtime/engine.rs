@@ -87,6 +87,9 @@ fn config(pooling: bool) -> Config {
     let mut config = Config::new();
     config.epoch_interruption(true);
     config.wasm_component_model(true);
+    // Plugins are synchronous WASI 0.2 components; the component-model-async
+    // machinery would only add work to every store.
+    config.concurrency_support(false);
     config.max_wasm_stack(1 << 20);
     config.async_stack_size(2 << 20);
     if pooling {
@@ -99,9 +102,11 @@ fn config(pooling: bool) -> Config {
             .max_memory_size(MAX_MEMORY)
             .max_core_instance_size(1 << 20)
             .max_component_instance_size(1 << 20)
-            // Keep the first pages of recently used memories mapped, so a
-            // fresh instance of a small guest does not fault them in again.
-            .linear_memory_keep_resident(1 << 20)
+            // Reset only the pages a call dirtied (found with PAGEMAP_SCAN
+            // where the kernel has it) and keep them mapped, so the next
+            // instance in the slot does not page-fault them in again.
+            .pagemap_scan(wasmtime::Enabled::Auto)
+            .linear_memory_keep_resident(4 << 20)
             .table_keep_resident(1 << 16);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }

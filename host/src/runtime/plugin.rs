@@ -280,6 +280,24 @@ impl PluginVersion {
         &self.imports
     }
 
+    /// Creates a fresh store and instance and drops them without calling
+    /// anything: the fixed cost of every call, for benchmarks.
+    #[doc(hidden)]
+    pub async fn instantiate_only(
+        &self,
+        runtime: &Runtime,
+        limits: &Limits,
+    ) -> wasmtime::Result<()> {
+        let identity = Identity {
+            plugin: self.name.clone(),
+            tool: None,
+        };
+        let mut store = new_store(runtime, Sandbox::new(identity, limits));
+        let instance = self.pre.instantiate_async(&mut store).await?;
+        self.tool_indices.load(&mut store, &instance)?;
+        Ok(())
+    }
+
     /// Runs `tool` with `arguments` (JSON text) in a fresh instance.
     pub async fn call(
         &self,

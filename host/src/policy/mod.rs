@@ -1,0 +1,1 @@
+//! Permission profiles: the rules that decide, with no wasmtime in sight.
