@@ -69,7 +69,7 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
         "contract  {TOOL_INTERFACE} (host speaks {CONTRACT_VERSION})"
     );
     let source = PluginSource::File(path.to_path_buf());
-    match PluginVersion::load(runtime, &name, source, bytes).await {
+    match PluginVersion::load(runtime, &name, source, bytes, None).await {
         Err(error) => {
             let _ = writeln!(text, "\n✗ does not load:");
             for problem in &error.problems {

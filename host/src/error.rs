@@ -37,6 +37,11 @@ pub enum ErrorKind {
     InvalidOutput,
     /// The call could not start (limits reached, host shutting down).
     Busy,
+    /// A hook (or a human asked for approval) refused the call.
+    Blocked,
+    /// The request around the call is malformed (a batch entry without a
+    /// function name, for example).
+    InvalidRequest,
     /// A bug or resource failure in the host itself.
     Internal,
 }
@@ -57,6 +62,8 @@ impl ErrorKind {
             Self::OutputTooLarge => "output_too_large",
             Self::InvalidOutput => "invalid_output",
             Self::Busy => "busy",
+            Self::Blocked => "blocked",
+            Self::InvalidRequest => "invalid_request",
             Self::Internal => "internal",
         }
     }

@@ -1,24 +1,69 @@
 //! `Host`: the library entry point. It owns the runtime and the registry,
 //! loads plugins, lists tools and runs calls; the CLI and the servers use it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use serde_json::value::RawValue;
+use serde_json::Value;
 
-use crate::error::{CallError, ErrorKind};
+use crate::definitions;
+use crate::hooks::CallHook;
 use crate::registry::{Generation, Registry};
-use crate::runtime::{Limits, LoadError, PluginSource, PluginVersion, Runtime, plugin_name_for};
+use crate::runtime::{
+    ArtifactCache, Limits, LoadError, PluginSource, PluginVersion, Runtime, plugin_name_for,
+};
 use crate::spec::ToolSpec;
+use crate::toolsets::{CompositeToolset, Selection, Toolsets};
 
-/// Builds a [`Host`]. Nothing is loaded unless asked for.
-#[derive(Debug, Clone, Default)]
+/// Default number of calls of one batch in flight at once.
+pub const DEFAULT_BATCH_CONCURRENCY: usize = 16;
+
+/// Default idle time after which a stateful session's instance is torn down.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
+
+/// Builds a [`Host`]. Nothing is loaded unless asked for; see each method for
+/// its default.
+#[derive(Clone)]
 pub struct HostBuilder {
     dirs: Vec<PathBuf>,
     files: Vec<PathBuf>,
     bundled: bool,
     limits: Limits,
+    toolsets: BTreeMap<String, CompositeToolset>,
+    hooks: Vec<Arc<dyn CallHook>>,
+    batch_concurrency: usize,
+    session_idle: Duration,
+    cache: Option<ArtifactCache>,
+}
+
+impl Default for HostBuilder {
+    fn default() -> Self {
+        Self {
+            dirs: Vec::new(),
+            files: Vec::new(),
+            bundled: false,
+            limits: Limits::default(),
+            toolsets: BTreeMap::new(),
+            hooks: Vec::new(),
+            batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
+            session_idle: DEFAULT_SESSION_IDLE,
+            cache: ArtifactCache::default_dir().map(ArtifactCache::new),
+        }
+    }
+}
+
+impl std::fmt::Debug for HostBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuilder")
+            .field("dirs", &self.dirs)
+            .field("files", &self.files)
+            .field("bundled", &self.bundled)
+            .field("hooks", &self.hooks.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HostBuilder {
@@ -47,19 +92,61 @@ impl HostBuilder {
         self
     }
 
+    /// Adds a composite toolset (default: none).
+    pub fn toolset(mut self, name: impl Into<String>, toolset: CompositeToolset) -> Self {
+        self.toolsets.insert(name.into(), toolset);
+        self
+    }
+
+    /// Adds a hook that sees every call (default: none).
+    pub fn hook(mut self, hook: impl CallHook) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// How many calls of one batch run at once (default:
+    /// [`DEFAULT_BATCH_CONCURRENCY`]).
+    pub fn batch_concurrency(mut self, calls: usize) -> Self {
+        self.batch_concurrency = calls.max(1);
+        self
+    }
+
+    /// How long a stateful session may sit idle before its instance is torn
+    /// down (default: [`DEFAULT_SESSION_IDLE`]).
+    pub fn session_idle(mut self, idle: Duration) -> Self {
+        self.session_idle = idle;
+        self
+    }
+
+    /// Where compiled plugins are cached (default:
+    /// [`ArtifactCache::default_dir`]); `None` compiles every load.
+    pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.cache = dir.map(ArtifactCache::new);
+        self
+    }
+
     /// Loads the plugins. A plugin that fails to load is logged and listed in
-    /// [`Host::load_errors`]; the others load. Fails only when the runtime
-    /// cannot start or a plugin directory cannot be read.
+    /// [`Host::load_errors`]; the others load. Fails when the runtime cannot
+    /// start, a plugin directory cannot be read, or the toolsets are invalid.
     pub async fn build(self) -> Result<Host> {
         let runtime = Runtime::shared()?;
+        let toolsets = Toolsets::new(self.toolsets).map_err(|problems| {
+            anyhow::anyhow!("invalid toolsets:\n  {}", problems.join("\n  "))
+        })?;
         let host = Host {
             inner: Arc::new(Inner {
                 runtime,
                 registry: Registry::default(),
                 limits: self.limits,
                 load_errors: Mutex::default(),
+                toolsets,
+                hooks: self.hooks,
+                batch_concurrency: self.batch_concurrency,
+                session_idle: self.session_idle,
+                cache: self.cache,
             }),
         };
+        spawn_session_sweeper(Arc::downgrade(&host.inner), self.session_idle);
         let mut sources: Vec<(String, PluginSource)> = Vec::new();
         if self.bundled {
             for plugin in crate::bundled::PLUGINS {
@@ -103,12 +190,52 @@ pub struct Host {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
     runtime: Arc<Runtime>,
     registry: Registry,
     limits: Limits,
     load_errors: Mutex<Vec<LoadError>>,
+    toolsets: Toolsets,
+    hooks: Vec<Arc<dyn CallHook>>,
+    batch_concurrency: usize,
+    session_idle: Duration,
+    cache: Option<ArtifactCache>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("generation", &self.registry.snapshot().number())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tears down idle stateful sessions until the host is dropped.
+fn spawn_session_sweeper(host: Weak<Inner>, idle: Duration) {
+    let period = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(10));
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            let Some(host) = host.upgrade() else { return };
+            let plugins: Vec<_> = host
+                .registry
+                .snapshot()
+                .plugins()
+                .filter(|p| p.is_stateful())
+                .cloned()
+                .collect();
+            drop(host);
+            for plugin in plugins {
+                let expired = plugin.expire_idle_sessions(idle).await;
+                if expired > 0 {
+                    tracing::debug!(plugin = %plugin.name(), expired, "idle sessions torn down");
+                }
+            }
+        }
+    });
 }
 
 impl Host {
@@ -151,6 +278,65 @@ impl Host {
         &self.inner.limits
     }
 
+    /// The composite toolsets.
+    pub fn toolsets(&self) -> &Toolsets {
+        &self.inner.toolsets
+    }
+
+    pub(crate) fn hooks(&self) -> &[Arc<dyn CallHook>] {
+        &self.inner.hooks
+    }
+
+    pub(crate) fn batch_concurrency(&self) -> usize {
+        self.inner.batch_concurrency
+    }
+
+    /// How long stateful sessions may sit idle.
+    pub fn session_idle(&self) -> Duration {
+        self.inner.session_idle
+    }
+
+    /// The tools a selection of toolsets offers, sorted by name.
+    pub fn select(&self, selection: &Selection) -> Result<Vec<Arc<ToolSpec>>, String> {
+        let snapshot = self.snapshot();
+        let names = self.inner.toolsets.select(selection, &snapshot)?;
+        Ok(names
+            .iter()
+            .filter_map(|name| snapshot.tool(name))
+            .map(|entry| entry.spec.clone())
+            .collect())
+    }
+
+    /// The OpenAI `tools` array for a selection; `strict` rewrites schemas for
+    /// strict mode where they allow it.
+    pub fn openai_tools(&self, selection: &Selection, strict: bool) -> Result<Value, String> {
+        let tools = self.select(selection)?;
+        Ok(Value::Array(
+            tools
+                .iter()
+                .map(|t| definitions::openai_tool(t, strict))
+                .collect(),
+        ))
+    }
+
+    /// The MCP `tools/list` entries for a selection.
+    pub fn mcp_tools(&self, selection: &Selection) -> Result<Value, String> {
+        let tools = self.select(selection)?;
+        Ok(Value::Array(
+            tools.iter().map(|t| definitions::mcp_tool(t)).collect(),
+        ))
+    }
+
+    /// Unloads the plugin called `name`: its tools disappear at once, its
+    /// stateful sessions are torn down (after their calls in progress).
+    /// Returns the version removed.
+    pub async fn remove_plugin(&self, name: &str) -> Option<Arc<PluginVersion>> {
+        let removed = self.inner.registry.remove(name)?;
+        let sessions = removed.close_sessions().await;
+        tracing::info!(plugin = %name, version = %removed.hash().short(), sessions, "plugin removed");
+        Some(removed)
+    }
+
     /// Loads (compiles, describes, validates) one plugin without registering it.
     pub async fn load(&self, name: &str, source: PluginSource) -> Result<PluginVersion, LoadError> {
         let bytes: Arc<[u8]> = match &source {
@@ -174,7 +360,14 @@ impl Host {
                     })?
             }
         };
-        PluginVersion::load(&self.inner.runtime, name, source, bytes).await
+        PluginVersion::load(
+            &self.inner.runtime,
+            name,
+            source,
+            bytes,
+            self.inner.cache.as_ref(),
+        )
+        .await
     }
 
     /// Makes a loaded plugin version live (replacing any version of the same
@@ -209,27 +402,6 @@ impl Host {
             .unwrap_or_else(|e| e.into_inner())
             .push(error);
     }
-
-    /// Calls `tool` with `arguments` (a JSON object as text; empty means `{}`)
-    /// in a fresh sandbox. The result is JSON: a tool's plain-text result
-    /// becomes a JSON string.
-    pub async fn call(&self, tool: &str, arguments: &str) -> Result<Box<RawValue>, CallError> {
-        let snapshot = self.snapshot();
-        let Some(entry) = snapshot.tool(tool) else {
-            return Err(unknown_tool(tool, &snapshot));
-        };
-        let arguments = check_arguments(&entry.spec, arguments, &self.inner.limits)?;
-        let output = entry
-            .plugin
-            .call(
-                &self.inner.runtime,
-                &entry.spec,
-                arguments,
-                &self.inner.limits,
-            )
-            .await?;
-        normalize_output(&entry.spec, output)
-    }
 }
 
 /// Every `*.wasm` file directly in `dir`, sorted; a missing dir has none.
@@ -252,88 +424,4 @@ fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files)
-}
-
-fn unknown_tool(name: &str, snapshot: &Generation) -> CallError {
-    let mut known: Vec<&str> = snapshot.tools().map(|t| t.spec.name.as_str()).collect();
-    let shown = crate::error::bounded(name, 80);
-    let hint = if known.is_empty() {
-        "no tools are loaded".to_string()
-    } else {
-        known.truncate(30);
-        format!("available tools: {}", known.join(", "))
-    };
-    CallError::new(
-        ErrorKind::UnknownTool,
-        format!("no tool named {shown:?}; {hint}"),
-    )
-}
-
-/// Checks that the arguments are a JSON object within the size limit.
-/// Returns the text to pass to the guest.
-fn check_arguments<'a>(
-    spec: &ToolSpec,
-    arguments: &'a str,
-    limits: &Limits,
-) -> Result<&'a str, CallError> {
-    if arguments.len() > limits.max_arguments {
-        return Err(CallError::new(
-            ErrorKind::InvalidArguments,
-            format!(
-                "arguments of tool {:?} are {} bytes, more than the limit of {} bytes",
-                spec.name,
-                arguments.len(),
-                limits.max_arguments
-            ),
-        ));
-    }
-    let trimmed = arguments.trim();
-    if trimmed.is_empty() {
-        return Ok("{}");
-    }
-    match serde_json::from_str::<&RawValue>(trimmed) {
-        Ok(raw) if raw.get().starts_with('{') => Ok(trimmed),
-        Ok(raw) => Err(CallError::new(
-            ErrorKind::InvalidJson,
-            format!(
-                "arguments of tool {:?} must be a JSON object, got {}",
-                spec.name,
-                json_type_name(raw.get())
-            ),
-        )),
-        Err(e) => Err(CallError::new(
-            ErrorKind::InvalidJson,
-            format!("arguments of tool {:?} are not valid JSON: {e}", spec.name),
-        )),
-    }
-}
-
-fn json_type_name(json: &str) -> &'static str {
-    match json.as_bytes().first() {
-        Some(b'[') => "an array",
-        Some(b'"') => "a string",
-        Some(b't' | b'f') => "a boolean",
-        Some(b'n') => "null",
-        _ => "a number",
-    }
-}
-
-/// A tool's output as JSON: valid JSON passes through; text that does not
-/// start like JSON becomes a JSON string; text that starts like JSON but does
-/// not parse is an error (a broken result, not prose).
-fn normalize_output(spec: &ToolSpec, output: String) -> Result<Box<RawValue>, CallError> {
-    match serde_json::from_str::<Box<RawValue>>(&output) {
-        Ok(raw) => Ok(raw),
-        Err(e) if output.trim_start().starts_with(['{', '[', '"']) => Err(CallError::new(
-            ErrorKind::InvalidOutput,
-            format!(
-                "tool {:?} (plugin {:?}) returned malformed JSON: {e}",
-                spec.name, &*spec.plugin
-            ),
-        )),
-        Err(_) => {
-            let text = serde_json::to_string(&output).expect("strings serialize");
-            Ok(RawValue::from_string(text).expect("a JSON string is valid JSON"))
-        }
-    }
 }

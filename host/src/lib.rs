@@ -25,14 +25,21 @@
 pub mod bundled;
 pub mod check;
 pub mod cli;
+pub mod definitions;
+mod dispatch;
 mod error;
+pub mod hooks;
 mod host;
 pub mod policy;
 pub mod registry;
 pub mod runtime;
 mod spec;
+pub mod toolsets;
 
+pub use dispatch::{Arguments, CallRequest};
 pub use error::{CallError, ErrorKind, MAX_ERROR_MESSAGE};
-pub use host::{Host, HostBuilder};
+pub use hooks::{CallHook, CallInfo};
+pub use host::{DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, Host, HostBuilder};
 pub use runtime::{Limits, LoadError, PluginSource, PluginVersion};
 pub use spec::ToolSpec;
+pub use toolsets::{CompositeToolset, Selection};

@@ -31,6 +31,32 @@ pub struct ToolSpec {
     pub destructive: bool,
     /// The plugin that provides the tool.
     pub plugin: Arc<str>,
+    /// `parameters`, compiled once per tool version.
+    #[serde(skip)]
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl ToolSpec {
+    /// Checks `arguments` against the parameter schema, listing every
+    /// violation with its JSON pointer.
+    pub fn validate_arguments(&self, arguments: &Value) -> Result<(), Vec<String>> {
+        if self.validator.is_valid(arguments) {
+            return Ok(());
+        }
+        Err(self
+            .validator
+            .iter_errors(arguments)
+            .map(|e| {
+                let pointer = e.instance_path().to_string();
+                let at = if pointer.is_empty() {
+                    "(root)".to_string()
+                } else {
+                    pointer
+                };
+                format!("{at}: {e}")
+            })
+            .collect())
+    }
 }
 
 /// True for a valid tool name: `[a-zA-Z0-9_-]{1,64}`.
@@ -77,10 +103,21 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
             "tool {shown_name:?} has an empty description; models need it to choose the tool"
         ));
     }
+    let mut validator = None;
     let parameters = match serde_json::from_str::<Value>(&raw.parameters) {
         Ok(schema) => {
             if let Err(problem) = check_parameters_schema(&schema) {
                 problems.push(format!("tool {shown_name:?}: parameters {problem}"));
+            } else {
+                match jsonschema::options()
+                    .should_validate_formats(false)
+                    .build(&schema)
+                {
+                    Ok(compiled) => validator = Some(Arc::new(compiled)),
+                    Err(e) => problems.push(format!(
+                        "tool {shown_name:?}: parameters is not a valid JSON Schema: {e}"
+                    )),
+                }
             }
             schema
         }
@@ -117,9 +154,9 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
             "tool {shown_name:?} is marked both read-only and destructive"
         ));
     }
-    if !problems.is_empty() {
+    let Some(validator) = validator.filter(|_| problems.is_empty()) else {
         return Err(problems);
-    }
+    };
     Ok(ToolSpec {
         name: raw.name,
         description: raw.description,
@@ -131,6 +168,7 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
         read_only: raw.read_only,
         destructive: raw.destructive,
         plugin: plugin.clone(),
+        validator,
     })
 }
 
@@ -213,6 +251,42 @@ mod tests {
         assert!(is_valid_permission("database:write"));
         assert!(!is_valid_permission("network:"));
         assert!(!is_valid_permission("Network:Fetch"));
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_schema_with_pointers() {
+        let plugin: Arc<str> = "p".into();
+        let schema = r#"{"type":"object","properties":{"n":{"type":"integer"},
+            "tags":{"type":"array","items":{"type":"string"}}},"required":["n"]}"#;
+        let spec = validate(&plugin, raw("t", schema)).unwrap();
+        assert!(
+            spec.validate_arguments(&serde_json::json!({"n": 1}))
+                .is_ok()
+        );
+        let errors = spec
+            .validate_arguments(&serde_json::json!({"tags": ["a", 2]}))
+            .unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("(root): ") && e.contains("\"n\""))
+        );
+        assert!(errors.iter().any(|e| e.starts_with("/tags/1: ")));
+    }
+
+    #[test]
+    fn an_invalid_schema_is_a_load_problem() {
+        let plugin: Arc<str> = "p".into();
+        let problems = validate(
+            &plugin,
+            raw("t", r#"{"type":"object","properties":{"a":{"type":7}}}"#),
+        )
+        .unwrap_err();
+        assert!(
+            problems[0].contains("not a valid JSON Schema"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -5,7 +5,10 @@ mod bundled;
 mod calls;
 mod check;
 mod cli;
+mod dispatch;
 mod loading;
+mod registry;
+mod stateful;
 
 use std::time::Duration;
 

@@ -49,6 +49,13 @@ impl Capture {
         text
     }
 
+    /// Forgets what was captured (between calls of a reused instance).
+    pub(crate) fn clear(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.bytes.clear();
+        inner.dropped = 0;
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.bytes.is_empty() && inner.dropped == 0

@@ -2,15 +2,19 @@
 //! per-call sandbox and the host side of the WIT imports.
 
 pub(crate) mod bindings;
+mod cache;
 mod capture;
 mod engine;
 mod host;
 mod plugin;
 mod sandbox;
+mod session;
 
+pub use cache::{ArtifactCache, Compiled};
 pub use engine::{EPOCH_TICK, MAX_MEMORY, Runtime};
 pub use plugin::{
     CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion, TOOL_INTERFACE,
     human_bytes, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
+pub use session::MAX_SESSIONS;

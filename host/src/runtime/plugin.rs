@@ -11,8 +11,10 @@ use wasmtime::component::{Component, InstancePre};
 use wasmtime::{Store, Trap};
 
 use super::bindings::{GuestToolError, LifecycleIndices, Manifest, ToolIndices};
+use super::cache::{ArtifactCache, Compiled};
 use super::engine::Runtime;
 use super::sandbox::{Identity, Limits, Sandbox};
+use super::session::{LiveInstance, MAX_SESSIONS, NoSlot, Sessions};
 use crate::error::{CallError, ErrorKind, bounded};
 use crate::spec::{self, ToolSpec};
 
@@ -133,6 +135,8 @@ pub struct PluginVersion {
     tools: Vec<Arc<ToolSpec>>,
     stateful: bool,
     imports: Vec<String>,
+    sessions: Sessions,
+    compiled: Compiled,
 }
 
 impl fmt::Debug for PluginVersion {
@@ -148,26 +152,34 @@ impl fmt::Debug for PluginVersion {
 
 impl PluginVersion {
     /// Loads a plugin: checks the bytes are a component of our world, compiles
-    /// it (on a blocking thread), asks it to describe itself and validates the
-    /// answer.
+    /// it on a blocking thread (or takes it from `cache`), asks it to describe
+    /// itself and validates the answer.
     pub async fn load(
         runtime: &Arc<Runtime>,
         name: &str,
         source: PluginSource,
         bytes: Arc<[u8]>,
+        cache: Option<&ArtifactCache>,
     ) -> Result<PluginVersion, LoadError> {
         let fail = |problem: String| LoadError::new(name, &source, problem);
         sniff(&bytes).map_err(fail)?;
         let hash = ContentHash::of(&bytes);
         let size = bytes.len();
-        let component = {
+        let (component, compiled) = {
             let runtime = runtime.clone();
-            tokio::task::spawn_blocking(move || Component::new(runtime.engine(), &*bytes))
-                .await
-                .map_err(|e| fail(format!("compilation was interrupted: {e}")))?
-                .map_err(|e| fail(format!("is not a valid WebAssembly component: {e:#}")))?
+            let cache = cache.cloned();
+            tokio::task::spawn_blocking(move || match cache {
+                Some(cache) => cache.load_or_compile(runtime.engine(), &hash, &bytes),
+                None => Component::new(runtime.engine(), &*bytes).map(|c| (c, Compiled::Fresh)),
+            })
+            .await
+            .map_err(|e| fail(format!("compilation was interrupted: {e}")))?
+            .map_err(|e| fail(format!("is not a valid WebAssembly component: {e:#}")))?
         };
-        Self::from_component(runtime, name, source, hash, size, component).await
+        let mut version =
+            Self::from_component(runtime, name, source, hash, size, component).await?;
+        version.compiled = compiled;
+        Ok(version)
     }
 
     /// Finishes loading an already compiled component.
@@ -237,6 +249,8 @@ impl PluginVersion {
             tools,
             stateful: manifest.stateful,
             imports,
+            sessions: Sessions::default(),
+            compiled: Compiled::Fresh,
         })
     }
 
@@ -263,6 +277,11 @@ impl PluginVersion {
     /// Its tools, in the order it declared them.
     pub fn tools(&self) -> &[Arc<ToolSpec>] {
         &self.tools
+    }
+
+    /// Whether it was compiled at load or read from the cache.
+    pub fn compiled(&self) -> Compiled {
+        self.compiled
     }
 
     /// Whether calls with a session id share an instance.
@@ -311,15 +330,172 @@ impl PluginVersion {
             tool: Some(tool.name.as_str().into()),
         };
         let mut store = new_store(runtime, Sandbox::new(identity, limits));
-        let what = || format!("tool {:?} (plugin {:?})", tool.name, &*self.name);
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             let guest = self.tool_indices.load(&mut store, &instance)?;
             guest.call_call(&mut store, &tool.name, arguments).await
         };
         let outcome = tokio::time::timeout(limits.timeout, run).await;
-        let sandbox = store.data();
+        self.finish(tool, outcome, store.data(), limits)
+    }
+
+    /// Runs `tool` in the instance kept for `session` (created on first use),
+    /// for stateful plugins. A trap or timeout discards the instance; the
+    /// session's next call starts a fresh one.
+    pub async fn call_in_session(
+        &self,
+        runtime: &Runtime,
+        tool: &Arc<ToolSpec>,
+        arguments: &str,
+        limits: &Limits,
+        session: &str,
+    ) -> Result<String, CallError> {
+        let unloaded = || {
+            CallError::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "tool {:?}: this version of plugin {:?} was unloaded",
+                    tool.name, &*self.name
+                ),
+            )
+        };
+        let slot = match self.sessions.slot(session) {
+            Ok(slot) => slot,
+            Err(NoSlot::Closed) => return Err(unloaded()),
+            Err(NoSlot::Full) => {
+                return Err(CallError::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "plugin {:?} already keeps {MAX_SESSIONS} sessions; retry when some expire",
+                        &*self.name
+                    ),
+                ));
+            }
+        };
+        let mut slot = slot.lock().await;
+        if slot.closed {
+            return Err(unloaded());
+        }
+        let started = tokio::time::Instant::now();
+        if slot.live.is_none() {
+            let live =
+                tokio::time::timeout(limits.timeout, self.start_session(runtime, session, limits))
+                    .await
+                    .map_err(|_| {
+                        CallError::new(
+                            ErrorKind::Timeout,
+                            format!(
+                                "plugin {:?} did not start session {session:?} within {:?}",
+                                &*self.name, limits.timeout
+                            ),
+                        )
+                    })??;
+            slot.live = Some(live);
+        }
+        let live = slot.live.as_mut().expect("just started");
+        live.store.data_mut().begin_call(tool.name.as_str().into());
+        let remaining = limits.timeout.saturating_sub(started.elapsed());
+        let outcome = tokio::time::timeout(
+            remaining,
+            live.tool.call_call(&mut live.store, &tool.name, arguments),
+        )
+        .await;
+        let crashed = !matches!(outcome, Ok(Ok(_)));
+        let result = self.finish(tool, outcome, live.store.data(), limits);
+        if crashed {
+            // The instance stopped mid-call; its state cannot be trusted.
+            slot.live = None;
+        }
+        slot.last_used = std::time::Instant::now();
+        result
+    }
+
+    async fn start_session(
+        &self,
+        runtime: &Runtime,
+        session: &str,
+        limits: &Limits,
+    ) -> Result<LiveInstance, CallError> {
+        let identity = Identity {
+            plugin: self.name.clone(),
+            tool: None,
+        };
+        let mut store = new_store(runtime, Sandbox::new(identity, limits));
+        let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {
+            trap_error(
+                &format!("plugin {:?} session start", &*self.name),
+                &e,
+                store.data(),
+            )
+        };
+        let instance = match self.pre.instantiate_async(&mut store).await {
+            Ok(instance) => instance,
+            Err(e) => return Err(fail(e, &store)),
+        };
+        let tool = self
+            .tool_indices
+            .load(&mut store, &instance)
+            .map_err(|e| fail(e, &store))?;
+        let lifecycle = match &self.lifecycle {
+            Some(indices) => Some(
+                indices
+                    .load(&mut store, &instance)
+                    .map_err(|e| fail(e, &store))?,
+            ),
+            None => None,
+        };
+        if let Some(lifecycle) = &lifecycle {
+            match lifecycle.call_setup(&mut store, session).await {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => {
+                    return Err(CallError::new(
+                        ErrorKind::ToolFailed,
+                        format!(
+                            "plugin {:?} refused to start session {session:?}: {message}",
+                            &*self.name
+                        ),
+                    ));
+                }
+                Err(e) => return Err(fail(e, &store)),
+            }
+        }
+        Ok(LiveInstance {
+            store,
+            tool,
+            lifecycle,
+        })
+    }
+
+    /// How many sessions this version keeps.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Tears down the sessions idle for longer than `idle`; returns how many.
+    pub async fn expire_idle_sessions(&self, idle: Duration) -> usize {
+        self.sessions.expire_idle(idle).await
+    }
+
+    /// Closes every session of this version (used when it is unloaded or
+    /// replaced): waits for calls in progress, runs `teardown`, and refuses
+    /// later calls. Returns how many instances were torn down.
+    pub async fn close_sessions(&self) -> usize {
+        self.sessions.close_all().await
+    }
+
+    /// Maps the outcome of a guest call to the caller's result.
+    fn finish(
+        &self,
+        tool: &ToolSpec,
+        outcome: Result<
+            wasmtime::Result<Result<String, GuestToolError>>,
+            tokio::time::error::Elapsed,
+        >,
+        sandbox: &Sandbox,
+        limits: &Limits,
+    ) -> Result<String, CallError> {
         sandbox.flush_output();
+        let what = || format!("tool {:?} (plugin {:?})", tool.name, &*self.name);
         match outcome {
             Err(_elapsed) => Err(CallError::new(
                 ErrorKind::Timeout,
@@ -327,20 +503,16 @@ impl PluginVersion {
             )),
             Ok(Err(trap)) => Err(trap_error(&what(), &trap, sandbox)),
             Ok(Ok(Err(tool_error))) => Err(guest_error(&what(), tool_error)),
-            Ok(Ok(Ok(output))) => {
-                if output.len() > limits.max_output {
-                    return Err(CallError::new(
-                        ErrorKind::OutputTooLarge,
-                        format!(
-                            "{} returned {} bytes, more than the limit of {} bytes",
-                            what(),
-                            output.len(),
-                            limits.max_output
-                        ),
-                    ));
-                }
-                Ok(output)
-            }
+            Ok(Ok(Ok(output))) if output.len() > limits.max_output => Err(CallError::new(
+                ErrorKind::OutputTooLarge,
+                format!(
+                    "{} returned {} bytes, more than the limit of {} bytes",
+                    what(),
+                    output.len(),
+                    limits.max_output
+                ),
+            )),
+            Ok(Ok(Ok(output))) => Ok(output),
         }
     }
 }

@@ -82,6 +82,16 @@ impl Sandbox {
         }
     }
 
+    /// Prepares a reused instance for its next call: new tool name, fresh
+    /// output capture, counters and limit flags.
+    pub(crate) fn begin_call(&mut self, tool: Arc<str>) {
+        self.identity.tool = Some(tool);
+        self.stdout.clear();
+        self.stderr.clear();
+        self.log_records = 0;
+        self.limiter.exceeded = None;
+    }
+
     /// Writes what the guest printed to the host log.
     pub(crate) fn flush_output(&self) {
         for (stream, capture) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {

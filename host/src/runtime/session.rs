@@ -1,0 +1,145 @@
+//! Instances of stateful plugins kept per session id: reused by that
+//! session's calls, discarded after a trap or timeout, torn down when idle or
+//! when their plugin version is unloaded.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wasmtime::Store;
+
+use super::bindings::exports::toolhost::plugin::lifecycle::Guest as LifecycleGuest;
+use super::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
+use super::sandbox::Sandbox;
+
+/// How long `teardown` may run.
+const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most sessions one plugin version keeps at once.
+pub const MAX_SESSIONS: usize = 256;
+
+/// A live instance of a stateful plugin.
+pub(crate) struct LiveInstance {
+    pub(crate) store: Store<Sandbox>,
+    pub(crate) tool: ToolGuest,
+    pub(crate) lifecycle: Option<LifecycleGuest>,
+}
+
+impl LiveInstance {
+    /// Runs the guest's `teardown`, if it has one, bounded in time.
+    pub(crate) async fn teardown(mut self) {
+        if let Some(lifecycle) = self.lifecycle.take() {
+            let result =
+                tokio::time::timeout(TEARDOWN_TIMEOUT, lifecycle.call_teardown(&mut self.store))
+                    .await;
+            if !matches!(result, Ok(Ok(()))) {
+                tracing::warn!(
+                    plugin = %self.store.data().identity.plugin,
+                    "teardown failed or timed out; the instance is dropped anyway"
+                );
+            }
+        }
+        self.store.data().flush_output();
+    }
+}
+
+/// One session's slot. The async mutex serializes that session's calls.
+pub(crate) struct Slot {
+    pub(crate) live: Option<LiveInstance>,
+    pub(crate) last_used: Instant,
+    pub(crate) closed: bool,
+}
+
+type SharedSlot = Arc<tokio::sync::Mutex<Slot>>;
+
+/// Why a session slot is not available.
+pub(crate) enum NoSlot {
+    /// The version keeps [`MAX_SESSIONS`] already.
+    Full,
+    /// The version was unloaded.
+    Closed,
+}
+
+/// The sessions of one plugin version.
+#[derive(Default)]
+pub(crate) struct Sessions {
+    slots: Mutex<HashMap<String, SharedSlot>>,
+    closed: AtomicBool,
+}
+
+impl Sessions {
+    /// The slot for `key`, created empty if new.
+    pub(crate) fn slot(&self, key: &str) -> Result<SharedSlot, NoSlot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            return Err(NoSlot::Closed);
+        }
+        if let Some(slot) = slots.get(key) {
+            return Ok(slot.clone());
+        }
+        if slots.len() >= MAX_SESSIONS {
+            return Err(NoSlot::Full);
+        }
+        let slot = Arc::new(tokio::sync::Mutex::new(Slot {
+            live: None,
+            last_used: Instant::now(),
+            closed: false,
+        }));
+        slots.insert(key.to_string(), slot.clone());
+        Ok(slot)
+    }
+
+    /// How many sessions have a live instance or a call in progress.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Removes the sessions idle for longer than `idle` and tears them down.
+    /// Sessions with a call in progress are skipped.
+    pub(crate) async fn expire_idle(&self, idle: Duration) -> usize {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.retain(|_, slot| {
+                let Ok(mut guard) = slot.try_lock() else {
+                    return true;
+                };
+                if now.duration_since(guard.last_used) < idle {
+                    return true;
+                }
+                guard.closed = true;
+                if let Some(live) = guard.live.take() {
+                    expired.push(live);
+                }
+                false
+            });
+        }
+        let count = expired.len();
+        for live in expired {
+            live.teardown().await;
+        }
+        count
+    }
+
+    /// Closes every session (their next call is refused) and tears down
+    /// their instances, waiting for calls in progress to finish first.
+    pub(crate) async fn close_all(&self) -> usize {
+        let slots: Vec<SharedSlot> = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            self.closed.store(true, Ordering::Release);
+            slots.drain().map(|(_, slot)| slot).collect()
+        };
+        let mut count = 0;
+        for slot in slots {
+            let mut guard = slot.lock().await;
+            guard.closed = true;
+            if let Some(live) = guard.live.take() {
+                live.teardown().await;
+                count += 1;
+            }
+        }
+        count
+    }
+}

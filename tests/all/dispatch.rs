@@ -1,0 +1,227 @@
+//! Dispatch: schema validation, the error shape of every failure kind,
+//! batches in the OpenAI shape, and hooks.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost::hooks::BoxFuture;
+use toolhost::{CallError, CallHook, CallInfo, ErrorKind, Host, MAX_ERROR_MESSAGE};
+
+use crate::{call_err, host, test_limits};
+
+#[tokio::test]
+async fn schema_violations_list_every_problem_with_its_pointer() {
+    let host = Host::builder()
+        .plugin_file(toolhost_tests::SHAPES)
+        .build()
+        .await
+        .unwrap();
+    let (kind, text) = call_err(
+        &host,
+        "sort_points",
+        r#"{"points":[{"x":1,"y":"high"},{"x":2}],"by":"z"}"#,
+    )
+    .await;
+    assert_eq!(kind, ErrorKind::InvalidArguments);
+    assert!(
+        text.starts_with("invalid_arguments: arguments of tool \"sort_points\" do not match its schema (3 problems): "),
+        "{text}"
+    );
+    assert!(text.contains("/points/0/y: "), "{text}");
+    assert!(text.contains("/points/1: "), "{text}");
+    assert!(text.contains("/by: "), "{text}");
+}
+
+#[tokio::test]
+async fn arguments_may_be_a_json_value() {
+    let host = host().await;
+    let result = host.call("echo", json!({"text": "v"})).await.unwrap();
+    assert_eq!(result.get(), r#"{"text":"v"}"#);
+    let (kind, text) = match host.call("echo", json!([1])).await {
+        Err(e) => (e.kind(), e.model_text()),
+        Ok(r) => panic!("{}", r.get()),
+    };
+    assert_eq!(kind, ErrorKind::InvalidJson);
+    assert!(
+        text.ends_with("must be a JSON object, got an array"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn every_failure_kind_is_an_error_object_with_a_bounded_message() {
+    let host = host().await;
+    let cases = [
+        ("nope", "{}", ErrorKind::UnknownTool),
+        ("echo", "{", ErrorKind::InvalidJson),
+        ("echo", r#"{"text":1}"#, ErrorKind::InvalidArguments),
+        ("fail", "{}", ErrorKind::ToolFailed),
+        ("crash", "{}", ErrorKind::Trap),
+        ("hog", "{}", ErrorKind::Memory),
+        ("flood", r#"{"bytes":100000}"#, ErrorKind::OutputTooLarge),
+        ("bad_json", "{}", ErrorKind::InvalidOutput),
+        (
+            "nope".repeat(2000).as_str().to_owned().leak(),
+            "{}",
+            ErrorKind::UnknownTool,
+        ),
+    ];
+    for (tool, arguments, expected) in cases {
+        let error = host.call(tool, arguments).await.unwrap_err();
+        assert_eq!(error.kind(), expected, "{tool}: {error}");
+        let json = error.to_json();
+        let text = json["error"].as_str().unwrap();
+        assert!(
+            text.starts_with(&format!("{}: ", expected.as_str())),
+            "{text}"
+        );
+        assert!(text.len() <= MAX_ERROR_MESSAGE + 40, "{} bytes", text.len());
+        assert_eq!(json.as_object().unwrap().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_long_guest_error_is_cut_for_the_model() {
+    let host = Host::builder()
+        .plugin_file(toolhost_tests::MISBEHAVE)
+        .limits(toolhost::Limits {
+            timeout: Duration::from_millis(300),
+            ..test_limits()
+        })
+        .build()
+        .await
+        .unwrap();
+    let (kind, text) = call_err(&host, "spin", "{}").await;
+    assert_eq!(kind, ErrorKind::Timeout);
+    assert!(text.contains("300ms"), "{text}");
+}
+
+#[tokio::test]
+async fn a_batch_of_fifty_returns_fifty_results_in_request_order() {
+    let host = host().await;
+    let mut calls = Vec::new();
+    for i in 0..50 {
+        let call = match i % 5 {
+            0 => json!({"id": format!("call_{i}"), "type": "function",
+                        "function": {"name": "echo", "arguments": format!(r#"{{"text":"{i}"}}"#)}}),
+            1 => json!({"id": format!("call_{i}"), "type": "function",
+                        "function": {"name": "echo", "arguments": "{\"text\": "}}),
+            2 => json!({"id": format!("call_{i}"), "type": "function",
+                        "function": {"name": "no_such_tool", "arguments": "{}"}}),
+            3 => json!({"id": format!("call_{i}"), "type": "function",
+                        "function": {"name": "fail", "arguments": "{}"}}),
+            _ => json!({"id": format!("call_{i}"), "type": "function"}),
+        };
+        calls.push(call);
+    }
+    let response = host
+        .dispatch_batch(&json!({ "tool_calls": calls }), None)
+        .await;
+    let results = response["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 50);
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["tool_call_id"], format!("call_{i}"));
+        assert_eq!(result["role"], "tool");
+        let content: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+        match i % 5 {
+            0 => {
+                assert_eq!(result["name"], "echo");
+                assert_eq!(content, json!({"text": i.to_string()}));
+            }
+            1 => assert!(
+                content["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("invalid_json: ")
+            ),
+            2 => assert!(
+                content["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("unknown_tool: ")
+            ),
+            3 => assert!(
+                content["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("tool_error: ")
+            ),
+            _ => {
+                assert_eq!(result["name"], Value::Null);
+                assert_eq!(
+                    content["error"],
+                    format!("invalid_request: tool_calls[{i}] has no \"function\" object")
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_batch_that_is_not_a_batch_is_one_error() {
+    let host = host().await;
+    let response = host.dispatch_batch(&json!({"calls": []}), None).await;
+    assert!(
+        response["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid_request: ")
+    );
+}
+
+/// Blocks calls to `echo` whose text is "forbidden"; records every outcome.
+#[derive(Default)]
+struct Guard {
+    seen: Arc<Mutex<Vec<(String, String, Duration)>>>,
+}
+
+impl CallHook for Guard {
+    fn before_call<'a>(&'a self, call: &'a CallInfo<'a>) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            if call.arguments["text"] == "forbidden" {
+                Err("the guard does not allow that text".to_string())
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    fn after_call(
+        &self,
+        call: &CallInfo<'_>,
+        result: Result<&serde_json::value::RawValue, &CallError>,
+        duration: Duration,
+    ) {
+        let outcome = match result {
+            Ok(raw) => raw.get().to_string(),
+            Err(e) => e.model_text(),
+        };
+        self.seen
+            .lock()
+            .unwrap()
+            .push((call.tool.name.clone(), outcome, duration));
+    }
+}
+
+#[tokio::test]
+async fn a_before_call_hook_can_block_and_after_call_sees_every_outcome() {
+    let guard = Guard::default();
+    let seen = guard.seen.clone();
+    let host = Host::builder()
+        .bundled(true)
+        .hook(guard)
+        .build()
+        .await
+        .unwrap();
+    let (kind, text) = call_err(&host, "echo", r#"{"text":"forbidden"}"#).await;
+    assert_eq!(kind, ErrorKind::Blocked);
+    assert_eq!(text, "blocked: the guard does not allow that text");
+    host.call("echo", r#"{"text":"fine"}"#).await.unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].1, "blocked: the guard does not allow that text");
+    assert_eq!(seen[1].0, "echo");
+    assert_eq!(seen[1].1, r#"{"text":"fine"}"#);
+    assert!(seen[1].2 > Duration::ZERO);
+}

@@ -1,0 +1,112 @@
+//! Stateful plugins: one instance per session id, state kept within a
+//! session and never shared across sessions.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost::{CallRequest, Host};
+
+async fn tasks_host(idle: Duration) -> Host {
+    Host::builder()
+        .bundled(true)
+        .session_idle(idle)
+        .build()
+        .await
+        .unwrap()
+}
+
+async fn todo(host: &Host, session: Option<&str>, arguments: Value) -> Value {
+    let mut request = CallRequest::new("todo", arguments);
+    request.session = session.map(String::from);
+    let result = host.dispatch(request).await.unwrap();
+    serde_json::from_str(result.get()).unwrap()
+}
+
+#[tokio::test]
+async fn state_survives_between_calls_of_one_session_and_not_across_sessions() {
+    let host = tasks_host(Duration::from_secs(600)).await;
+    let tasks = host
+        .plugins()
+        .into_iter()
+        .find(|p| &**p.name() == "tasks")
+        .unwrap();
+    assert!(tasks.is_stateful());
+    assert!(tasks.has_lifecycle());
+
+    todo(
+        &host,
+        Some("a"),
+        json!({"action": "add", "text": "write tests"}),
+    )
+    .await;
+    todo(&host, Some("a"), json!({"action": "add", "text": "ship"})).await;
+    todo(
+        &host,
+        Some("b"),
+        json!({"action": "add", "text": "other task"}),
+    )
+    .await;
+    let a = todo(
+        &host,
+        Some("a"),
+        json!({"action": "update", "id": 1, "status": "done"}),
+    )
+    .await;
+    assert_eq!(a["total"], 2);
+    assert_eq!(a["done"], 1);
+    assert_eq!(a["items"][0]["text"], "write tests");
+    let b = todo(&host, Some("b"), json!({"action": "list"})).await;
+    assert_eq!(b["total"], 1);
+    assert_eq!(b["items"][0]["text"], "other task");
+    assert_eq!(tasks.session_count(), 2);
+
+    // Without a session id every call gets a fresh instance.
+    todo(&host, None, json!({"action": "add", "text": "lost"})).await;
+    let fresh = todo(&host, None, json!({"action": "list"})).await;
+    assert_eq!(fresh["total"], 0);
+}
+
+#[tokio::test]
+async fn idle_sessions_expire() {
+    let host = tasks_host(Duration::from_millis(100)).await;
+    todo(&host, Some("s"), json!({"action": "add", "text": "x"})).await;
+    let tasks = host
+        .plugins()
+        .into_iter()
+        .find(|p| &**p.name() == "tasks")
+        .unwrap();
+    assert_eq!(tasks.session_count(), 1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while tasks.session_count() > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        tasks.session_count(),
+        0,
+        "the idle session was not torn down"
+    );
+    let again = todo(&host, Some("s"), json!({"action": "list"})).await;
+    assert_eq!(again["total"], 0, "a new instance starts empty");
+}
+
+#[tokio::test]
+async fn unloading_a_stateful_plugin_tears_its_sessions_down() {
+    let host = tasks_host(Duration::from_secs(600)).await;
+    todo(&host, Some("s1"), json!({"action": "add", "text": "x"})).await;
+    todo(&host, Some("s2"), json!({"action": "add", "text": "y"})).await;
+    let removed = host.remove_plugin("tasks").await.unwrap();
+    assert_eq!(removed.session_count(), 0);
+    // A caller still holding the old version is refused, not served stale state.
+    let error = removed
+        .call_in_session(
+            host.runtime(),
+            &removed.tools()[0],
+            r#"{"action":"list"}"#,
+            host.limits(),
+            "s1",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), toolhost::ErrorKind::Unavailable);
+    assert!(error.message().contains("was unloaded"), "{error}");
+}
