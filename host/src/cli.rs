@@ -8,8 +8,12 @@ use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
+use crate::approval::TtyApprover;
 use crate::check;
+use crate::config::{self, Config};
+use crate::dispatch::CallRequest;
 use crate::host::{Host, HostBuilder};
+use crate::toolsets::Selection;
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
 #[derive(Debug, Parser)]
@@ -23,9 +27,15 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 struct Global {
-    /// Directory of plugin `.wasm` files [default: ./plugins if it exists]
+    /// Configuration file [default: ./toolhost.toml if it exists, else the built-in one]
+    #[arg(long, global = true, value_name = "FILE", env = "TOOLHOST_CONFIG")]
+    config: Option<PathBuf>,
+    /// Directory of plugin `.wasm` files [default: the config's `plugins`]
     #[arg(long, global = true, value_name = "DIR")]
     plugins: Option<PathBuf>,
+    /// Run as this profile of the config [default: the config's `default_profile`]
+    #[arg(long, global = true, value_name = "NAME")]
+    profile: Option<String>,
     /// Do not load the plugins bundled with toolhost
     #[arg(long, global = true)]
     no_bundled: bool,
@@ -38,22 +48,70 @@ struct Global {
 enum Command {
     /// List the available tools
     List {
-        /// Print JSON instead of a table
-        #[arg(long)]
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Same as `--format json`
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// With `--format openai`: rewrite schemas for strict mode where they allow it
+        #[arg(long)]
+        strict: bool,
+        /// Only these toolsets (repeat or comma-separate; `all` for every tool)
+        #[arg(long = "toolset", value_delimiter = ',', value_name = "TOOLSET")]
+        toolsets: Vec<String>,
+        /// Leave out these toolsets (applied after --toolset)
+        #[arg(long = "disable", value_delimiter = ',', value_name = "TOOLSET")]
+        disabled: Vec<String>,
+        /// Also show tools the profile hides, with the reason
+        #[arg(long)]
+        all: bool,
     },
-    /// Call a tool and print its JSON result
+    /// Call a tool and print its JSON result, or run a batch of calls
     Call {
         /// The tool's name
-        tool: String,
+        #[arg(required_unless_present = "batch")]
+        tool: Option<String>,
         /// Arguments as a JSON object, or `-` to read them from stdin [default: {}]
         arguments: Option<String>,
+        /// Session id: calls of a stateful tool with the same id share its state
+        #[arg(long)]
+        session: Option<String>,
+        /// Run a batch `{"tool_calls": [...]}` (OpenAI shape) from a file or `-`
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "arguments"])]
+        batch: Option<String>,
     },
     /// Check a plugin file: format, world, tool specs and schemas
     Check {
         /// The `.wasm` file
         file: PathBuf,
     },
+    /// Check or show the configuration
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Validate the configuration and list every problem
+    Check,
+    /// Print the built-in configuration (a starting point for toolhost.toml)
+    Show,
+}
+
+/// How `toolhost list` prints tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// A table for people
+    Table,
+    /// Full specs as JSON
+    Json,
+    /// The OpenAI `tools` array
+    Openai,
+    /// MCP `tools/list` entries
+    Mcp,
 }
 
 /// Runs the command line; the process exit code reflects success.
@@ -97,15 +155,52 @@ fn init_logging(verbose: u8) {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::List { json } => {
+        Command::List {
+            format,
+            json,
+            strict,
+            toolsets,
+            disabled,
+            all,
+        } => {
             let host = host(&cli.global).await?;
-            list(&host, json)
+            let format = if json { Format::Json } else { format };
+            let selection = Selection {
+                enabled: toolsets,
+                disabled,
+            };
+            list(&host, format, &selection, strict, all)
         }
-        Command::Call { tool, arguments } => {
-            let arguments = read_arguments(arguments)?;
+        Command::Call {
+            tool,
+            arguments,
+            session,
+            batch,
+        } => {
+            if let Some(batch) = batch {
+                let text = read_input(&batch)?;
+                let batch: serde_json::Value = serde_json::from_str(&text)
+                    .with_context(|| format!("the batch in {batch} is not valid JSON"))?;
+                let host = host(&cli.global).await?;
+                let results = host.dispatch_batch(&batch, session.as_deref()).await;
+                println!("{}", serde_json::to_string_pretty(&results)?);
+                return Ok(if results.get("error").is_some() {
+                    ExitCode::FAILURE
+                } else {
+                    ExitCode::SUCCESS
+                });
+            }
+            let tool = tool.context("a tool name is required")?;
+            let arguments = match arguments {
+                Some(arguments) => read_input(&arguments)?,
+                None => "{}".to_string(),
+            };
             let host = host(&cli.global).await?;
-            Ok(call(&host, &tool, &arguments).await)
+            let mut request = CallRequest::new(tool, arguments);
+            request.session = session;
+            Ok(call(&host, request).await)
         }
+        Command::Config { action } => config_command(&cli.global, action),
         Command::Check { file } => {
             let report = check::check_file(&file).await?;
             print!("{report}");
@@ -118,20 +213,74 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-async fn host(global: &Global) -> Result<Host> {
-    let mut builder: HostBuilder = Host::builder().bundled(!global.no_bundled);
-    match &global.plugins {
-        Some(dir) => {
-            if !dir.is_dir() {
-                anyhow::bail!(
-                    "plugin directory {} does not exist or is not a directory",
-                    dir.display()
-                );
-            }
-            builder = builder.plugin_dir(dir);
+fn config_command(global: &Global, action: ConfigAction) -> Result<ExitCode> {
+    match action {
+        ConfigAction::Show => {
+            print!("{}", config::EMBEDDED);
+            Ok(ExitCode::SUCCESS)
         }
-        None => builder = builder.plugin_dir("plugins"),
+        ConfigAction::Check => match Config::discover(global.config.as_deref()) {
+            Ok(config) => {
+                println!(
+                    "✓ {}: {} profile{}, {} tenant{}, {} composite toolset{}; default profile {:?}",
+                    config.source,
+                    config.profiles.len(),
+                    if config.profiles.len() == 1 { "" } else { "s" },
+                    config.tenants.len(),
+                    if config.tenants.len() == 1 { "" } else { "s" },
+                    config.toolsets.composites().len(),
+                    if config.toolsets.composites().len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    config.default_profile
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(error) => {
+                println!("✗ {error}");
+                Ok(ExitCode::FAILURE)
+            }
+        },
     }
+}
+
+/// Loads the configuration and builds the host it describes, with the
+/// command line's overrides.
+async fn host(global: &Global) -> Result<Host> {
+    let config = Config::discover(global.config.as_deref())?;
+    let mut config = config;
+    if let Some(profile) = &global.profile {
+        if !config.profiles.contains_key(profile) {
+            anyhow::bail!(
+                "unknown profile {profile:?}; {} defines: {}",
+                config.source,
+                config
+                    .profiles
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        config.default_profile = profile.clone();
+    }
+    if let Some(dir) = &global.plugins {
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "plugin directory {} does not exist or is not a directory",
+                dir.display()
+            );
+        }
+        config.plugins = Some(dir.clone());
+    }
+    if global.no_bundled {
+        config.bundled = false;
+    }
+    let builder: HostBuilder = Host::builder()
+        .config(&config)?
+        .approver(TtyApprover::or_deny());
     let host = builder.build().await?;
     for error in host.load_errors() {
         eprintln!("warning: {error}");
@@ -139,30 +288,73 @@ async fn host(global: &Global) -> Result<Host> {
     Ok(host)
 }
 
-fn read_arguments(arguments: Option<String>) -> Result<String> {
-    match arguments.as_deref() {
-        None => Ok("{}".into()),
-        Some("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading arguments from stdin")?;
-            Ok(text)
-        }
-        Some(text) => Ok(text.to_string()),
+/// `-` reads stdin; anything else is the text itself, or (for a batch) a file.
+fn read_input(arg: &str) -> Result<String> {
+    if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading stdin")?;
+        return Ok(text);
+    }
+    let trimmed = arg.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') || trimmed.is_empty() {
+        return Ok(arg.to_string());
+    }
+    match std::fs::read_to_string(arg) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(arg.to_string()),
+        Err(e) => Err(e).with_context(|| format!("reading {arg}")),
     }
 }
 
-fn list(host: &Host, as_json: bool) -> Result<ExitCode> {
-    let tools = host.tools();
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&tools)?);
+fn list(
+    host: &Host,
+    format: Format,
+    selection: &Selection,
+    strict: bool,
+    all: bool,
+) -> Result<ExitCode> {
+    let listing = host
+        .listing(host.caller(), selection)
+        .map_err(anyhow::Error::msg)?;
+    let tools: Vec<_> = listing
+        .iter()
+        .filter(|l| l.hidden.is_none())
+        .map(|l| l.spec.clone())
+        .collect();
+    match format {
+        Format::Table => {}
+        Format::Json => {
+            println!("{}", serde_json::to_string_pretty(&tools)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        Format::Openai => {
+            let tools = host
+                .openai_tools(selection, strict)
+                .map_err(anyhow::Error::msg)?;
+            println!("{}", serde_json::to_string_pretty(&tools)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        Format::Mcp => {
+            let tools = host.mcp_tools(selection).map_err(anyhow::Error::msg)?;
+            println!("{}", serde_json::to_string_pretty(&tools)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let shown: Vec<_> = if all {
+        listing
+    } else {
+        listing.into_iter().filter(|l| l.hidden.is_none()).collect()
+    };
+    if shown.is_empty() {
+        println!(
+            "no tools available under profile {:?}",
+            host.caller().profile().name
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    if tools.is_empty() {
-        println!("no tools loaded");
-        return Ok(ExitCode::SUCCESS);
-    }
+    let tools: Vec<_> = shown.iter().map(|l| l.spec.clone()).collect();
     let name_width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
     let set_width = tools
         .iter()
@@ -174,13 +366,22 @@ fn list(host: &Host, as_json: bool) -> Result<ExitCode> {
         "{:name_width$}  {:set_width$}  PERMISSIONS  DESCRIPTION",
         "TOOL", "TOOLSET"
     );
-    for tool in &tools {
+    for listed in &shown {
+        let tool = &listed.spec;
         let permissions = if tool.permissions.is_empty() {
             "-".to_string()
         } else {
             tool.permissions.join(",")
         };
-        let summary = tool.description.lines().next().unwrap_or_default();
+        let summary = match &listed.hidden {
+            None => tool
+                .description
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            Some(reason) => format!("(hidden: {reason})"),
+        };
         println!(
             "{:name_width$}  {:set_width$}  {permissions:11}  {summary}",
             tool.name, tool.toolset
@@ -189,8 +390,8 @@ fn list(host: &Host, as_json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn call(host: &Host, tool: &str, arguments: &str) -> ExitCode {
-    match host.call(tool, arguments).await {
+async fn call(host: &Host, request: CallRequest) -> ExitCode {
+    match host.dispatch(request).await {
         Ok(result) => {
             let pretty = serde_json::from_str::<serde_json::Value>(result.get())
                 .and_then(|v| serde_json::to_string_pretty(&v))

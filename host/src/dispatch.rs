@@ -7,10 +7,15 @@ use std::time::Instant;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::approval::{ApprovalRequest, Subject};
+use crate::audit::{AuditRecord, now_rfc3339};
+use crate::caller::Caller;
 use crate::error::{CallError, ErrorKind, bounded};
 use crate::hooks::CallInfo;
 use crate::host::Host;
-use crate::registry::Generation;
+use crate::policy::PermissionDecision;
+use crate::registry::{Generation, ToolEntry};
+use crate::runtime::{ApprovalScope, CapabilityUse, Grants};
 use crate::spec::ToolSpec;
 
 /// A call's arguments: JSON text (as models send them, possibly malformed)
@@ -90,18 +95,78 @@ impl Host {
         self.dispatch(CallRequest::new(tool, arguments)).await
     }
 
-    /// Runs one call end to end. Every failure, at any stage, is a
-    /// [`CallError`]; nothing panics.
+    /// Runs one call end to end as the default caller. Every failure, at any
+    /// stage, is a [`CallError`]; nothing panics.
     pub async fn dispatch(&self, request: CallRequest) -> Result<Box<RawValue>, CallError> {
+        let caller = self.caller().clone();
+        self.dispatch_as(&caller, request).await
+    }
+
+    /// Runs one call end to end as `caller`: resolve the tool, check it is
+    /// available to the caller, parse and validate the arguments, run the
+    /// hooks, obtain approvals, wait for a call slot, run the guest with the
+    /// caller's grants, normalize the output, and write the audit line.
+    pub async fn dispatch_as(
+        &self,
+        caller: &Caller,
+        request: CallRequest,
+    ) -> Result<Box<RawValue>, CallError> {
+        let started = Instant::now();
         let snapshot = self.snapshot();
-        let Some(entry) = snapshot.tool(&request.tool) else {
-            return Err(unknown_tool(&request.tool, &snapshot));
+        let entry = snapshot.tool(&request.tool);
+        let (result, uses) = match entry {
+            None => (Err(unknown_tool(&request.tool, &snapshot)), Vec::new()),
+            Some(entry) => self.run_entry(caller, entry, &request, started).await,
         };
-        let limits = self.limits();
+        if let Err(error) = &result {
+            tracing::debug!(tool = %request.tool, %error, "call failed");
+        }
+        if let Some(audit) = self.audit_log() {
+            let error_text = result.as_ref().err().map(CallError::model_text);
+            audit.record(&AuditRecord {
+                time: now_rfc3339(),
+                tenant: caller.tenant_name(),
+                profile: &caller.profile().name,
+                tool: &request.tool,
+                plugin: entry.map(|e| &**e.plugin.name()),
+                plugin_hash: entry.map(|e| e.plugin.hash().to_string()),
+                call_id: request.call_id.as_deref(),
+                session: request.session.as_deref(),
+                duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+                outcome: match &result {
+                    Ok(_) => "ok",
+                    Err(e) => e.kind().as_str(),
+                },
+                error: error_text.as_deref(),
+                capabilities: &uses,
+            });
+        }
+        result
+    }
+
+    async fn run_entry(
+        &self,
+        caller: &Caller,
+        entry: &ToolEntry,
+        request: &CallRequest,
+        started: Instant,
+    ) -> (Result<Box<RawValue>, CallError>, Vec<CapabilityUse>) {
+        let profile = caller.profile();
+        if let Err(reason) = crate::availability::check(&entry.spec, profile) {
+            let error = CallError::new(
+                ErrorKind::Unavailable,
+                format!("tool {:?} is not available: {reason}", entry.spec.name),
+            );
+            return (Err(error), Vec::new());
+        }
+        let limits = &profile.limits;
         let (arguments, text) =
-            parse_arguments(&entry.spec, request.arguments, limits.max_arguments)?;
+            match parse_arguments(&entry.spec, request.arguments.clone(), limits.max_arguments) {
+                Ok(parsed) => parsed,
+                Err(error) => return (Err(error), Vec::new()),
+            };
         if let Err(violations) = entry.spec.validate_arguments(&arguments) {
-            return Err(schema_error(&entry.spec, &violations));
+            return (Err(schema_error(&entry.spec, &violations)), Vec::new());
         }
         let info = CallInfo {
             tool: &entry.spec,
@@ -109,37 +174,110 @@ impl Host {
             arguments: &arguments,
             session: request.session.as_deref(),
             call_id: request.call_id.as_deref(),
-            tenant: None,
-            profile: "default",
+            tenant: caller.tenant_name(),
+            profile: &profile.name,
         };
-        let started = Instant::now();
         for hook in self.hooks() {
             if let Err(message) = hook.before_call(&info).await {
                 let error = CallError::new(ErrorKind::Blocked, message);
                 self.after_call(&info, Err(&error), started);
-                return Err(error);
+                return (Err(error), Vec::new());
             }
         }
-        let output = match (&request.session, entry.plugin.is_stateful()) {
-            (Some(session), true) => {
+        let scope = format!(
+            "{}/{}",
+            caller.tenant_name().unwrap_or("-"),
+            request.session.as_deref().unwrap_or("-")
+        );
+        if let Err(error) = self
+            .approve_permissions(caller, &entry.spec, request, &scope)
+            .await
+        {
+            self.after_call(&info, Err(&error), started);
+            return (Err(error), Vec::new());
+        }
+        let _slot = match caller.slot(limits.timeout).await {
+            Ok(slot) => slot,
+            Err(error) => {
+                self.after_call(&info, Err(&error), started);
+                return (Err(error), Vec::new());
+            }
+        };
+        let approvals = Some(ApprovalScope {
+            approvals: caller.approvals().clone(),
+            scope,
+            tenant: caller.tenant_name().map(String::from),
+        });
+        let stateful_session = request
+            .session
+            .as_deref()
+            .filter(|_| entry.plugin.is_stateful());
+        let (output, uses) = match stateful_session {
+            Some(session) => {
+                // One instance serves every tool of the plugin in the session.
+                let grants = Grants::for_tools(
+                    profile.clone(),
+                    entry.plugin.tools().iter().map(|t| &**t),
+                    approvals,
+                    entry.plugin.name(),
+                );
                 entry
                     .plugin
-                    .call_in_session(self.runtime(), &entry.spec, &text, limits, session)
+                    .call_in_session(
+                        self.runtime(),
+                        &entry.spec,
+                        &text,
+                        limits,
+                        &session_key(caller, session),
+                        Arc::new(grants),
+                    )
                     .await
             }
-            _ => {
+            None => {
+                let grants =
+                    Grants::for_tools(profile.clone(), [&*entry.spec], approvals, &entry.spec.name);
                 entry
                     .plugin
-                    .call(self.runtime(), &entry.spec, &text, limits)
+                    .call(self.runtime(), &entry.spec, &text, limits, Arc::new(grants))
                     .await
             }
         };
         let result = output.and_then(|output| normalize_output(&entry.spec, output));
-        if let Err(error) = &result {
-            tracing::debug!(tool = %entry.spec.name, plugin = %entry.plugin.name(), %error, "call failed");
-        }
         self.after_call(&info, result.as_deref().map_err(|e| e), started);
-        result
+        (result, uses)
+    }
+
+    /// Asks for approval of each permission the profile marks
+    /// `approval_required`.
+    async fn approve_permissions(
+        &self,
+        caller: &Caller,
+        spec: &ToolSpec,
+        request: &CallRequest,
+        scope: &str,
+    ) -> Result<(), CallError> {
+        let profile = caller.profile();
+        for permission in &spec.permissions {
+            if !matches!(
+                profile.permissions.decide(permission),
+                PermissionDecision::NeedsApproval { .. }
+            ) {
+                continue;
+            }
+            let question = ApprovalRequest {
+                tool: spec.name.clone(),
+                profile: profile.name.clone(),
+                tenant: caller.tenant_name().map(String::from),
+                session: request.session.clone(),
+                subject: Subject::Permission(permission.clone()),
+            };
+            caller
+                .approvals()
+                .check(scope, &question)
+                .await
+                .map_err(|message| CallError::new(ErrorKind::Denied, message))?;
+        }
+        Ok(())
     }
 
     fn after_call(
@@ -161,6 +299,17 @@ impl Host {
     /// in request order: one result per call, whatever happens to the others.
     /// `session` applies to every call of the batch.
     pub async fn dispatch_batch(&self, batch: &Value, session: Option<&str>) -> Value {
+        let caller = self.caller().clone();
+        self.dispatch_batch_as(&caller, batch, session).await
+    }
+
+    /// [`Host::dispatch_batch`] as `caller`.
+    pub async fn dispatch_batch_as(
+        &self,
+        caller: &Caller,
+        batch: &Value,
+        session: Option<&str>,
+    ) -> Value {
         let Some(calls) = batch.get("tool_calls").and_then(Value::as_array) else {
             let error = CallError::new(
                 ErrorKind::InvalidRequest,
@@ -174,12 +323,13 @@ impl Host {
             .enumerate()
             .map(|(index, call)| {
                 let host = self.clone();
+                let caller = caller.clone();
                 let call = call.clone();
                 let session = session.map(String::from);
                 let semaphore = semaphore.clone();
                 tokio::spawn(async move {
                     let _permit = semaphore.acquire_owned().await;
-                    host.batch_item(index, &call, session).await
+                    host.batch_item(&caller, index, &call, session).await
                 })
             })
             .collect();
@@ -193,18 +343,32 @@ impl Host {
         json!({ "tool_results": results })
     }
 
-    async fn batch_item(&self, index: usize, call: &Value, session: Option<String>) -> Value {
+    async fn batch_item(
+        &self,
+        caller: &Caller,
+        index: usize,
+        call: &Value,
+        session: Option<String>,
+    ) -> Value {
         let request = match batch_request(index, call) {
             Ok(request) => request,
             Err(error) => return tool_result(call, error_content(&error)),
         };
         let mut request = request;
         request.session = session;
-        let content = match self.dispatch(request).await {
+        let content = match self.dispatch_as(caller, request).await {
             Ok(result) => result.get().to_string(),
             Err(error) => error_content(&error),
         };
         tool_result(call, content)
+    }
+}
+
+/// Sessions are kept per tenant, so two tenants never share an instance.
+fn session_key(caller: &Caller, session: &str) -> String {
+    match caller.tenant_name() {
+        Some(tenant) => format!("{tenant}\u{0}{session}"),
+        None => session.to_string(),
     }
 }
 

@@ -9,14 +9,28 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 
+use crate::approval::{Approvals, Approver, DenyApprover};
+use crate::audit::AuditLog;
+use crate::caller::Caller;
+use crate::config::{AuditTarget, Config};
 use crate::definitions;
 use crate::hooks::CallHook;
+use crate::policy::Profile;
 use crate::registry::{Generation, Registry};
 use crate::runtime::{
     ArtifactCache, Limits, LoadError, PluginSource, PluginVersion, Runtime, plugin_name_for,
 };
 use crate::spec::ToolSpec;
 use crate::toolsets::{CompositeToolset, Selection, Toolsets};
+
+/// A tool in a listing, and why it is hidden from the caller, if it is.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The tool.
+    pub spec: Arc<ToolSpec>,
+    /// Why the caller is not offered it.
+    pub hidden: Option<String>,
+}
 
 /// Default number of calls of one batch in flight at once.
 pub const DEFAULT_BATCH_CONCURRENCY: usize = 16;
@@ -31,7 +45,13 @@ pub struct HostBuilder {
     dirs: Vec<PathBuf>,
     files: Vec<PathBuf>,
     bundled: bool,
-    limits: Limits,
+    profile: Option<Arc<Profile>>,
+    limits: Option<Limits>,
+    approver: Arc<dyn Approver>,
+    approval_timeout: Duration,
+    allowlist: Option<PathBuf>,
+    audit: Option<Arc<AuditLog>>,
+    config: Option<Arc<Config>>,
     toolsets: BTreeMap<String, CompositeToolset>,
     hooks: Vec<Arc<dyn CallHook>>,
     batch_concurrency: usize,
@@ -45,7 +65,13 @@ impl Default for HostBuilder {
             dirs: Vec::new(),
             files: Vec::new(),
             bundled: false,
-            limits: Limits::default(),
+            profile: None,
+            limits: None,
+            approver: Arc::new(DenyApprover),
+            approval_timeout: Duration::from_secs(60),
+            allowlist: None,
+            audit: None,
+            config: None,
             toolsets: BTreeMap::new(),
             hooks: Vec::new(),
             batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
@@ -86,10 +112,73 @@ impl HostBuilder {
         self
     }
 
-    /// Limits of every call (default: [`Limits::default`]).
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+    /// The profile of the default caller (default: one that allows nothing,
+    /// so only tools without permissions are available).
+    pub fn profile(mut self, profile: Arc<Profile>) -> Self {
+        self.profile = Some(profile);
         self
+    }
+
+    /// Limits of the default caller's calls (default: the profile's).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
+    /// Who approves approval-required calls and dangerous commands (default:
+    /// nobody, so they are denied).
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// How long the approver has to answer (default 60 s).
+    pub fn approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = timeout;
+        self
+    }
+
+    /// File where `always` approvals are kept (default: none, memory only).
+    pub fn allowlist(mut self, path: impl Into<PathBuf>) -> Self {
+        self.allowlist = Some(path.into());
+        self
+    }
+
+    /// Writes one audit line per call (default: none).
+    pub fn audit(mut self, audit: AuditLog) -> Self {
+        self.audit = Some(Arc::new(audit));
+        self
+    }
+
+    /// Everything a configuration says: plugin directory, bundled plugins,
+    /// default profile, toolsets, cache, audit, approvals, batch concurrency
+    /// and session idle time. Builder calls after this one override it.
+    pub fn config(mut self, config: &Config) -> Result<Self> {
+        let profile = config
+            .profile(&config.default_profile, None)
+            .map_err(anyhow::Error::msg)?;
+        if let Some(dir) = &config.plugins {
+            self.dirs.push(dir.clone());
+        }
+        self.bundled = config.bundled;
+        self.profile = Some(profile);
+        self.toolsets = config.toolsets.composites().clone();
+        self.cache = config.cache_dir.clone().map(ArtifactCache::new);
+        self.audit = match &config.audit {
+            AuditTarget::Off => None,
+            AuditTarget::Stderr => Some(Arc::new(AuditLog::stderr())),
+            AuditTarget::File(path) => {
+                Some(Arc::new(AuditLog::file(path).with_context(|| {
+                    format!("opening the audit log {}", path.display())
+                })?))
+            }
+        };
+        self.allowlist = Some(config.allowlist.clone());
+        self.approval_timeout = config.approval_timeout;
+        self.batch_concurrency = config.batch_concurrency;
+        self.session_idle = config.session_idle;
+        self.config = Some(Arc::new(config.clone()));
+        Ok(self)
     }
 
     /// Adds a composite toolset (default: none).
@@ -130,6 +219,19 @@ impl HostBuilder {
     /// start, a plugin directory cannot be read, or the toolsets are invalid.
     pub async fn build(self) -> Result<Host> {
         let runtime = Runtime::shared()?;
+        let workspace = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let mut profile = self
+            .profile
+            .unwrap_or_else(|| Arc::new(Profile::deny_all("none", workspace)));
+        if let Some(limits) = self.limits {
+            Arc::make_mut(&mut profile).limits = limits;
+        }
+        let approvals = Arc::new(Approvals::new(
+            self.approver,
+            self.approval_timeout,
+            self.allowlist,
+        ));
+        let caller = Caller::new(profile, approvals);
         let toolsets = Toolsets::new(self.toolsets).map_err(|problems| {
             anyhow::anyhow!("invalid toolsets:\n  {}", problems.join("\n  "))
         })?;
@@ -137,7 +239,9 @@ impl HostBuilder {
             inner: Arc::new(Inner {
                 runtime,
                 registry: Registry::default(),
-                limits: self.limits,
+                caller,
+                audit: self.audit,
+                config: self.config,
                 load_errors: Mutex::default(),
                 toolsets,
                 hooks: self.hooks,
@@ -193,7 +297,9 @@ pub struct Host {
 struct Inner {
     runtime: Arc<Runtime>,
     registry: Registry,
-    limits: Limits,
+    caller: Caller,
+    audit: Option<Arc<AuditLog>>,
+    config: Option<Arc<Config>>,
     load_errors: Mutex<Vec<LoadError>>,
     toolsets: Toolsets,
     hooks: Vec<Arc<dyn CallHook>>,
@@ -206,7 +312,7 @@ impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Host")
             .field("generation", &self.registry.snapshot().number())
-            .field("limits", &self.limits)
+            .field("profile", &self.caller.profile().name)
             .finish_non_exhaustive()
     }
 }
@@ -273,9 +379,23 @@ impl Host {
             .clone()
     }
 
-    /// The call limits.
+    /// The call limits of the default caller.
     pub fn limits(&self) -> &Limits {
-        &self.inner.limits
+        &self.inner.caller.profile().limits
+    }
+
+    /// The default caller (the local user: CLI, MCP over stdio).
+    pub fn caller(&self) -> &Caller {
+        &self.inner.caller
+    }
+
+    /// The configuration the host was built from, if any.
+    pub fn config(&self) -> Option<&Arc<Config>> {
+        self.inner.config.as_ref()
+    }
+
+    pub(crate) fn audit_log(&self) -> Option<&AuditLog> {
+        self.inner.audit.as_deref()
     }
 
     /// The composite toolsets.
@@ -296,21 +416,56 @@ impl Host {
         self.inner.session_idle
     }
 
-    /// The tools a selection of toolsets offers, sorted by name.
+    /// The tools a selection of toolsets offers the default caller, sorted
+    /// by name.
     pub fn select(&self, selection: &Selection) -> Result<Vec<Arc<ToolSpec>>, String> {
+        self.select_for(self.caller(), selection)
+    }
+
+    /// The tools a selection of toolsets offers `caller`: those available
+    /// under its profile.
+    pub fn select_for(
+        &self,
+        caller: &Caller,
+        selection: &Selection,
+    ) -> Result<Vec<Arc<ToolSpec>>, String> {
+        Ok(self
+            .listing(caller, selection)?
+            .into_iter()
+            .filter(|listed| listed.hidden.is_none())
+            .map(|listed| listed.spec)
+            .collect())
+    }
+
+    /// Every tool of a selection with, for those not offered to `caller`,
+    /// why they are hidden.
+    pub fn listing(&self, caller: &Caller, selection: &Selection) -> Result<Vec<Listed>, String> {
         let snapshot = self.snapshot();
         let names = self.inner.toolsets.select(selection, &snapshot)?;
         Ok(names
             .iter()
             .filter_map(|name| snapshot.tool(name))
-            .map(|entry| entry.spec.clone())
+            .map(|entry| Listed {
+                spec: entry.spec.clone(),
+                hidden: crate::availability::check(&entry.spec, caller.profile()).err(),
+            })
             .collect())
     }
 
     /// The OpenAI `tools` array for a selection; `strict` rewrites schemas for
     /// strict mode where they allow it.
     pub fn openai_tools(&self, selection: &Selection, strict: bool) -> Result<Value, String> {
-        let tools = self.select(selection)?;
+        self.openai_tools_for(self.caller(), selection, strict)
+    }
+
+    /// [`Host::openai_tools`] for `caller`.
+    pub fn openai_tools_for(
+        &self,
+        caller: &Caller,
+        selection: &Selection,
+        strict: bool,
+    ) -> Result<Value, String> {
+        let tools = self.select_for(caller, selection)?;
         Ok(Value::Array(
             tools
                 .iter()
@@ -321,7 +476,12 @@ impl Host {
 
     /// The MCP `tools/list` entries for a selection.
     pub fn mcp_tools(&self, selection: &Selection) -> Result<Value, String> {
-        let tools = self.select(selection)?;
+        self.mcp_tools_for(self.caller(), selection)
+    }
+
+    /// [`Host::mcp_tools`] for `caller`.
+    pub fn mcp_tools_for(&self, caller: &Caller, selection: &Selection) -> Result<Value, String> {
+        let tools = self.select_for(caller, selection)?;
         Ok(Value::Array(
             tools.iter().map(|t| definitions::mcp_tool(t)).collect(),
         ))

@@ -22,9 +22,14 @@
 //! # }
 //! ```
 
+pub mod approval;
+pub mod audit;
+mod availability;
 pub mod bundled;
+mod caller;
 pub mod check;
 pub mod cli;
+pub mod config;
 pub mod definitions;
 mod dispatch;
 mod error;
@@ -36,10 +41,12 @@ pub mod runtime;
 mod spec;
 pub mod toolsets;
 
+pub use caller::Caller;
 pub use dispatch::{Arguments, CallRequest};
 pub use error::{CallError, ErrorKind, MAX_ERROR_MESSAGE};
 pub use hooks::{CallHook, CallInfo};
-pub use host::{DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, Host, HostBuilder};
+pub use host::{DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, Host, HostBuilder, Listed};
+pub use policy::Profile;
 pub use runtime::{Limits, LoadError, PluginSource, PluginVersion};
 pub use spec::ToolSpec;
 pub use toolsets::{CompositeToolset, Selection};

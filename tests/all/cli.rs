@@ -106,3 +106,67 @@ fn a_missing_plugins_dir_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn list_formats_and_toolset_selection() {
+    let output = toolhost(&["list", "--format", "openai", "--toolset", "demo"]);
+    assert!(output.status.success(), "{output:?}");
+    let tools: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["echo", "now"]);
+
+    let output = toolhost(&[
+        "list",
+        "--format",
+        "mcp",
+        "--toolset",
+        "all",
+        "--disable",
+        "demo,text",
+    ]);
+    let tools: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(tools[0]["name"], "todo");
+    assert!(tools[0]["inputSchema"].is_object());
+
+    let output = toolhost(&["list", "--toolset", "nope"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown toolset \"nope\""));
+}
+
+#[test]
+fn call_batch_reads_the_openai_shape_from_stdin() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .args(["call", "--batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let batch = serde_json::json!({"tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "echo", "arguments": "{\"text\":\"1\"}"}},
+        {"id": "b", "type": "function", "function": {"name": "nope", "arguments": "{}"}},
+    ]});
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(batch.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let results: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(results["tool_results"][0]["tool_call_id"], "a");
+    assert_eq!(results["tool_results"][0]["content"], r#"{"text":"1"}"#);
+    assert_eq!(results["tool_results"][1]["tool_call_id"], "b");
+    assert!(
+        results["tool_results"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("unknown_tool")
+    );
+}

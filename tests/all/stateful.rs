@@ -97,16 +97,18 @@ async fn unloading_a_stateful_plugin_tears_its_sessions_down() {
     let removed = host.remove_plugin("tasks").await.unwrap();
     assert_eq!(removed.session_count(), 0);
     // A caller still holding the old version is refused, not served stale state.
-    let error = removed
+    let grants = toolhost::runtime::Grants::none(host.caller().profile().clone());
+    let (result, _) = removed
         .call_in_session(
             host.runtime(),
             &removed.tools()[0],
             r#"{"action":"list"}"#,
             host.limits(),
             "s1",
+            std::sync::Arc::new(grants),
         )
-        .await
-        .unwrap_err();
+        .await;
+    let error = result.unwrap_err();
     assert_eq!(error.kind(), toolhost::ErrorKind::Unavailable);
     assert!(error.message().contains("was unloaded"), "{error}");
 }

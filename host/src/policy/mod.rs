@@ -1,1 +1,25 @@
 //! Permission profiles: the rules that decide, with no wasmtime in sight.
+//! Plain data and decision functions; each refusal is a typed value whose
+//! message says what was refused, which setting refused it and how to allow it.
+
+pub mod commands;
+pub mod dangerous;
+pub mod hosts;
+pub mod paths;
+pub mod permissions;
+pub mod profile;
+mod shell;
+mod wildcard;
+
+#[cfg(test)]
+mod robustness_tests;
+
+pub use commands::{CommandPattern, CommandPatternError, CommandRefusal, CommandRules};
+pub use dangerous::{Danger, DangerCategory};
+pub use hosts::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
+pub use paths::{Access, PathRefusal, PathRuleError, PathRules};
+pub use permissions::{
+    PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
+    PermissionRules,
+};
+pub use profile::{DangerousMode, Limits, NetworkLimits, Profile, TerminalSettings};

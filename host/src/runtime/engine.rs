@@ -131,6 +131,10 @@ fn start_epoch_ticker(engine: &Engine) {
 fn linker(engine: &Engine) -> Result<Linker<Sandbox>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // Replace wasmtime-wasi's filesystem with the one that enforces file.deny.
+    linker.allow_shadowing(true);
+    super::host::filesystem::add_to_linker(&mut linker)?;
+    linker.allow_shadowing(false);
     wit::http::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
     wit::terminal::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
     wit::log::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;

@@ -5,6 +5,7 @@ pub(crate) mod bindings;
 mod cache;
 mod capture;
 mod engine;
+mod grants;
 mod host;
 mod plugin;
 mod sandbox;
@@ -12,6 +13,7 @@ mod session;
 
 pub use cache::{ArtifactCache, Compiled};
 pub use engine::{EPOCH_TICK, MAX_MEMORY, Runtime};
+pub use grants::{ApprovalScope, CapabilityUse, Grants};
 pub use plugin::{
     CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion, TOOL_INTERFACE,
     human_bytes, plugin_name_for,

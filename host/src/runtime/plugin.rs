@@ -13,6 +13,7 @@ use wasmtime::{Store, Trap};
 use super::bindings::{GuestToolError, LifecycleIndices, Manifest, ToolIndices};
 use super::cache::{ArtifactCache, Compiled};
 use super::engine::Runtime;
+use super::grants::Grants;
 use super::sandbox::{Identity, Limits, Sandbox};
 use super::session::{LiveInstance, MAX_SESSIONS, NoSlot, Sessions};
 use crate::error::{CallError, ErrorKind, bounded};
@@ -30,7 +31,19 @@ const DESCRIBE_LIMITS: Limits = Limits {
     timeout: Duration::from_secs(10),
     max_output: 0,
     max_arguments: 0,
+    concurrency: 1,
 };
+
+/// Grants of instances that run without a call: `describe`, benchmarks.
+fn no_grants() -> Arc<Grants> {
+    static NONE: std::sync::OnceLock<Arc<Grants>> = std::sync::OnceLock::new();
+    NONE.get_or_init(|| {
+        Arc::new(Grants::none(Arc::new(crate::policy::Profile::deny_all(
+            "none", "/",
+        ))))
+    })
+    .clone()
+}
 
 /// Where a plugin's bytes came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -311,36 +324,40 @@ impl PluginVersion {
             plugin: self.name.clone(),
             tool: None,
         };
-        let mut store = new_store(runtime, Sandbox::new(identity, limits));
+        let mut store = new_store(runtime, Sandbox::new(identity, limits, no_grants()));
         let instance = self.pre.instantiate_async(&mut store).await?;
         self.tool_indices.load(&mut store, &instance)?;
         Ok(())
     }
 
-    /// Runs `tool` with `arguments` (JSON text) in a fresh instance.
+    /// Runs `tool` with `arguments` (JSON text) in a fresh instance with
+    /// `grants`. Returns the output and the capability uses of the call.
     pub async fn call(
         &self,
         runtime: &Runtime,
         tool: &Arc<ToolSpec>,
         arguments: &str,
         limits: &Limits,
-    ) -> Result<String, CallError> {
+        grants: Arc<Grants>,
+    ) -> (Result<String, CallError>, Vec<super::CapabilityUse>) {
         let identity = Identity {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
         };
-        let mut store = new_store(runtime, Sandbox::new(identity, limits));
+        let mut store = new_store(runtime, Sandbox::new(identity, limits, grants));
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             let guest = self.tool_indices.load(&mut store, &instance)?;
             guest.call_call(&mut store, &tool.name, arguments).await
         };
         let outcome = tokio::time::timeout(limits.timeout, run).await;
-        self.finish(tool, outcome, store.data(), limits)
+        let result = self.finish(tool, outcome, store.data(), limits);
+        (result, store.data().capability_uses())
     }
 
-    /// Runs `tool` in the instance kept for `session` (created on first use),
-    /// for stateful plugins. A trap or timeout discards the instance; the
+    /// Runs `tool` in the instance kept for `session` (created on first use
+    /// with `grants`, which should cover every tool of the plugin), for
+    /// stateful plugins. A trap or timeout discards the instance; the
     /// session's next call starts a fresh one.
     pub async fn call_in_session(
         &self,
@@ -349,7 +366,26 @@ impl PluginVersion {
         arguments: &str,
         limits: &Limits,
         session: &str,
-    ) -> Result<String, CallError> {
+        grants: Arc<Grants>,
+    ) -> (Result<String, CallError>, Vec<super::CapabilityUse>) {
+        match self
+            .session_call(runtime, tool, arguments, limits, session, grants)
+            .await
+        {
+            Ok(done) => done,
+            Err(error) => (Err(error), Vec::new()),
+        }
+    }
+
+    async fn session_call(
+        &self,
+        runtime: &Runtime,
+        tool: &Arc<ToolSpec>,
+        arguments: &str,
+        limits: &Limits,
+        session: &str,
+        grants: Arc<Grants>,
+    ) -> Result<(Result<String, CallError>, Vec<super::CapabilityUse>), CallError> {
         let unloaded = || {
             CallError::new(
                 ErrorKind::Unavailable,
@@ -378,18 +414,20 @@ impl PluginVersion {
         }
         let started = tokio::time::Instant::now();
         if slot.live.is_none() {
-            let live =
-                tokio::time::timeout(limits.timeout, self.start_session(runtime, session, limits))
-                    .await
-                    .map_err(|_| {
-                        CallError::new(
-                            ErrorKind::Timeout,
-                            format!(
-                                "plugin {:?} did not start session {session:?} within {:?}",
-                                &*self.name, limits.timeout
-                            ),
-                        )
-                    })??;
+            let live = tokio::time::timeout(
+                limits.timeout,
+                self.start_session(runtime, session, limits, grants),
+            )
+            .await
+            .map_err(|_| {
+                CallError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "plugin {:?} did not start session {session:?} within {:?}",
+                        &*self.name, limits.timeout
+                    ),
+                )
+            })??;
             slot.live = Some(live);
         }
         let live = slot.live.as_mut().expect("just started");
@@ -402,12 +440,13 @@ impl PluginVersion {
         .await;
         let crashed = !matches!(outcome, Ok(Ok(_)));
         let result = self.finish(tool, outcome, live.store.data(), limits);
+        let uses = live.store.data().capability_uses();
         if crashed {
             // The instance stopped mid-call; its state cannot be trusted.
             slot.live = None;
         }
         slot.last_used = std::time::Instant::now();
-        result
+        Ok((result, uses))
     }
 
     async fn start_session(
@@ -415,12 +454,13 @@ impl PluginVersion {
         runtime: &Runtime,
         session: &str,
         limits: &Limits,
+        grants: Arc<Grants>,
     ) -> Result<LiveInstance, CallError> {
         let identity = Identity {
             plugin: self.name.clone(),
             tool: None,
         };
-        let mut store = new_store(runtime, Sandbox::new(identity, limits));
+        let mut store = new_store(runtime, Sandbox::new(identity, limits, grants));
         let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {
             trap_error(
                 &format!("plugin {:?} session start", &*self.name),
@@ -573,7 +613,10 @@ async fn describe(
         plugin: plugin.clone(),
         tool: None,
     };
-    let mut store = new_store(runtime, Sandbox::new(identity, &DESCRIBE_LIMITS));
+    let mut store = new_store(
+        runtime,
+        Sandbox::new(identity, &DESCRIBE_LIMITS, no_grants()),
+    );
     let run = async {
         let instance = pre.instantiate_async(&mut store).await?;
         let guest = indices.load(&mut store, &instance)?;

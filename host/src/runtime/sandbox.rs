@@ -2,38 +2,19 @@
 //! context, which inherits nothing from the host, its resource limits, its
 //! captured stdio, and the identity used in logs and errors.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 
 use super::capture::Capture;
+use super::grants::{CapabilityUse, Grants};
+use crate::policy::{Access, PathRefusal, Profile};
 
-/// Resource limits of one call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    /// Largest linear memory of the instance, in bytes.
-    pub memory: usize,
-    /// Wall-clock time limit of one call.
-    pub timeout: Duration,
-    /// Largest result, in bytes.
-    pub max_output: usize,
-    /// Largest arguments, in bytes.
-    pub max_arguments: usize,
-}
-
-impl Default for Limits {
-    /// 64 MiB of memory, 30 s, 1 MiB of output, 1 MiB of arguments.
-    fn default() -> Self {
-        Self {
-            memory: 64 << 20,
-            timeout: Duration::from_secs(30),
-            max_output: 1 << 20,
-            max_arguments: 1 << 20,
-        }
-    }
-}
+pub use crate::policy::Limits;
 
 /// How much of a guest's stdout and stderr is kept for the log.
 const CAPTURE_BYTES: usize = 16 * 1024;
@@ -48,6 +29,9 @@ pub(crate) struct Identity {
     pub(crate) tool: Option<Arc<str>>,
 }
 
+/// The most capability uses remembered per call for the audit line.
+const MAX_CAPABILITY_USES: usize = 64;
+
 /// The data of one guest `Store`.
 pub struct Sandbox {
     wasi: WasiCtx,
@@ -57,12 +41,16 @@ pub struct Sandbox {
     pub(crate) stderr: Capture,
     pub(crate) identity: Identity,
     pub(crate) log_records: u32,
+    pub(crate) grants: Arc<Grants>,
+    pub(crate) files: FileGrants,
+    pub(crate) uses: Vec<CapabilityUse>,
 }
 
 impl Sandbox {
-    /// A sandbox that grants nothing: no env, no files, no network, closed
-    /// stdin, captured stdout/stderr.
-    pub(crate) fn new(identity: Identity, limits: &Limits) -> Self {
+    /// A sandbox with what `grants` allows and nothing else: only the granted
+    /// env vars and directories, no sockets, closed stdin, captured
+    /// stdout/stderr.
+    pub(crate) fn new(identity: Identity, limits: &Limits, grants: Arc<Grants>) -> Self {
         let stdout = Capture::new(CAPTURE_BYTES);
         let stderr = Capture::new(CAPTURE_BYTES);
         let mut wasi = WasiCtx::builder();
@@ -71,6 +59,15 @@ impl Sandbox {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        if !grants.env.is_empty() {
+            wasi.envs(&grants.env);
+        }
+        let mut files = FileGrants::default();
+        if grants.file_read || grants.file_write {
+            files.profile = Some(grants.profile.clone());
+            files.write = grants.file_write;
+            preopen(&mut wasi, &grants.profile, grants.file_write);
+        }
         Self {
             wasi: wasi.build(),
             table: ResourceTable::new(),
@@ -79,7 +76,34 @@ impl Sandbox {
             stderr,
             identity,
             log_records: 0,
+            grants,
+            files,
+            uses: Vec::new(),
         }
+    }
+
+    /// Remembers a capability use (or refusal) for the audit line.
+    pub(crate) fn record(&mut self, used: CapabilityUse) {
+        if self.uses.len() < MAX_CAPABILITY_USES {
+            self.uses.push(used);
+        }
+    }
+
+    /// Capability uses and refusals of the current call.
+    pub(crate) fn capability_uses(&self) -> Vec<CapabilityUse> {
+        let mut uses = self.uses.clone();
+        uses.extend(self.files.refusals.iter().cloned());
+        uses
+    }
+
+    pub(crate) fn filesystem_parts(&mut self) -> (WasiFilesystemCtxView<'_>, &mut FileGrants) {
+        (
+            WasiFilesystemCtxView {
+                ctx: self.wasi.filesystem(),
+                table: &mut self.table,
+            },
+            &mut self.files,
+        )
     }
 
     /// Prepares a reused instance for its next call: new tool name, fresh
@@ -90,6 +114,8 @@ impl Sandbox {
         self.stderr.clear();
         self.log_records = 0;
         self.limiter.exceeded = None;
+        self.uses.clear();
+        self.files.refusals.clear();
     }
 
     /// Writes what the guest printed to the host log.
@@ -124,6 +150,82 @@ impl WasiView for Sandbox {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+/// Preopens the profile's grants at their own host paths: write grants
+/// read-write when the tool may write, everything else read-only. The guest
+/// starts in the workspace when a grant covers it.
+fn preopen(wasi: &mut wasmtime_wasi::WasiCtxBuilder, profile: &Profile, write: bool) {
+    let mut cwd = None;
+    for (dir, access) in profile.paths.grants() {
+        let writable = write && access == Access::Write;
+        let perms = if writable {
+            FsPerms::ReadWrite
+        } else {
+            FsPerms::ReadOnly
+        };
+        let guest_path = dir.to_string_lossy();
+        if let Err(e) = wasi.preopened_dir(dir, guest_path.as_ref(), perms) {
+            tracing::debug!(dir = %dir.display(), error = %e, "granted directory not preopened");
+            continue;
+        }
+        if profile.workspace().starts_with(dir) {
+            cwd = Some(profile.workspace().to_string_lossy().into_owned());
+        }
+    }
+    if let Some(cwd) = cwd {
+        wasi.initial_cwd(cwd);
+    }
+}
+
+/// What the guest may do with files, and the host path behind each of its
+/// open directory descriptors and listings.
+#[derive(Default)]
+pub(crate) struct FileGrants {
+    profile: Option<Arc<Profile>>,
+    write: bool,
+    pub(crate) descriptors: HashMap<u32, PathBuf>,
+    pub(crate) streams: HashMap<u32, PathBuf>,
+    refusals: Vec<CapabilityUse>,
+}
+
+impl FileGrants {
+    /// Why `path` may not be used for `access`, if it may not.
+    pub(crate) fn refusal(&self, path: &std::path::Path, access: Access) -> Option<PathRefusal> {
+        let not_granted = || PathRefusal::NotGranted {
+            path: path.to_path_buf(),
+            access,
+        };
+        let Some(profile) = &self.profile else {
+            return Some(not_granted());
+        };
+        if access == Access::Write && !self.write {
+            return Some(not_granted());
+        }
+        profile.paths.check(path, access).err()
+    }
+
+    /// Whether a listing should leave `path` out.
+    pub(crate) fn is_hidden(&self, path: &std::path::Path) -> bool {
+        self.profile
+            .as_ref()
+            .is_some_and(|p| p.paths.is_denied(path).is_some())
+    }
+
+    pub(crate) fn record_refusal(
+        &mut self,
+        operation: &str,
+        path: &std::path::Path,
+        refusal: &PathRefusal,
+    ) {
+        if self.refusals.len() < MAX_CAPABILITY_USES {
+            self.refusals.push(CapabilityUse::refused(
+                "file",
+                format!("{operation} {}", path.display()),
+                refusal.to_string(),
+            ));
         }
     }
 }

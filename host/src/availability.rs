@@ -1,0 +1,41 @@
+//! Whether a tool is offered to a caller: every permission it declares must
+//! be allowed by the caller's profile, and every environment variable it
+//! requires must be set on the host and passed by the profile.
+
+use crate::policy::{PermissionDecision, Profile};
+use crate::spec::ToolSpec;
+
+/// `Ok` when the tool is offered under `profile`; otherwise why it is hidden.
+pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {
+    if let Err(refusal) = profile.permissions.check_all(&spec.permissions) {
+        return Err(format!("{refusal} (profile {:?})", profile.name));
+    }
+    if spec.requires_env.is_empty() {
+        return Ok(());
+    }
+    if !matches!(
+        profile.permissions.decide("env:read"),
+        PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
+    ) {
+        return Err(format!(
+            "it requires environment variables ({}) and profile {:?} does not allow env:read",
+            spec.requires_env.join(", "),
+            profile.name
+        ));
+    }
+    for name in &spec.requires_env {
+        if !profile.allows_env(name) {
+            return Err(format!(
+                "it requires the environment variable {name}, which profile {:?} does not pass \
+                 to tools (add it to env.allow)",
+                profile.name
+            ));
+        }
+        if std::env::var_os(name).is_none() {
+            return Err(format!(
+                "it requires the environment variable {name}, which is not set"
+            ));
+        }
+    }
+    Ok(())
+}

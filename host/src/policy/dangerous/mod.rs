@@ -1,0 +1,906 @@
+//! The dangerous-command detector: finds command lines that destroy data, take
+//! the machine down or run code from elsewhere, so the terminal can ask for
+//! approval (or refuse) before running them.
+
+mod code;
+mod programs;
+mod targets;
+mod text;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use super::shell::{self, Invocation, SimpleCommand, Token};
+
+/// How deep `sh -c`, `eval`, here-documents and `find -exec` are followed.
+const MAX_DEPTH: usize = 8;
+
+/// The longest `matched` text reported, in characters.
+const MAX_MATCHED: usize = 200;
+
+/// Characters of command strings and commands the detector may examine per
+/// character of the line (plus a fixed allowance), so nested
+/// `eval $(eval ...)` costs linear time; a line that needs more is flagged as
+/// too complex to inspect.
+const WORK_PER_CHAR: usize = 8;
+const WORK_ALLOWANCE: usize = 1 << 16;
+
+/// What kind of harm a dangerous command can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DangerCategory {
+    /// `rm -r` in any spelling.
+    RecursiveDelete,
+    /// `rm` of `/`, `/*`, a home directory or a top-level system directory.
+    DeleteRoot,
+    /// `chmod` giving others write access (`777`, `o+w`, `a+w`).
+    WorldWritable,
+    /// `chmod` setting the setuid or setgid bit.
+    Setuid,
+    /// `chown -R` / `chgrp -R`.
+    RecursiveChown,
+    /// `mkfs`, `wipefs -a`, partition table edits, volume removal.
+    DiskFormat,
+    /// `dd of=/dev/sda`, `> /dev/sda`, `cp x /dev/nvme0n1`.
+    RawDiskWrite,
+    /// Writing, editing or deleting system files (`/etc`, `/boot`, `/usr`, ...),
+    /// SSH configuration or shell startup files.
+    SystemWrite,
+    /// `shred`, `wipe`, `srm`.
+    SecureErase,
+    /// `DROP TABLE`, `TRUNCATE`, `DELETE FROM` without `WHERE`, `FLUSHALL`.
+    DestructiveSql,
+    /// `systemctl stop|disable|mask`, `service x stop`, `launchctl unload`.
+    ServiceStop,
+    /// `shutdown`, `reboot`, `halt`, `poweroff`, `init 0`.
+    Shutdown,
+    /// `kill -9 -1`, `killall`, `pkill -9`.
+    KillAll,
+    /// `:(){ :|:& };:` and its relatives.
+    ForkBomb,
+    /// Downloaded content run by a shell or interpreter (`curl | sh`).
+    RemoteScript,
+    /// Decoded content run by a shell or interpreter (`base64 -d | sh`).
+    DecodedScript,
+    /// A command string run through `sh -c`, `eval`, `su -c` or piped into a shell.
+    ShellIndirection,
+    /// `find -delete`, `find -exec rm`, `xargs rm`.
+    BulkDelete,
+    /// `git reset --hard`, `git push --force`, `git clean -f`, `git branch -D`.
+    GitDestructive,
+}
+
+impl DangerCategory {
+    /// Every category, in declaration order.
+    pub const ALL: [DangerCategory; 19] = [
+        Self::RecursiveDelete,
+        Self::DeleteRoot,
+        Self::WorldWritable,
+        Self::Setuid,
+        Self::RecursiveChown,
+        Self::DiskFormat,
+        Self::RawDiskWrite,
+        Self::SystemWrite,
+        Self::SecureErase,
+        Self::DestructiveSql,
+        Self::ServiceStop,
+        Self::Shutdown,
+        Self::KillAll,
+        Self::ForkBomb,
+        Self::RemoteScript,
+        Self::DecodedScript,
+        Self::ShellIndirection,
+        Self::BulkDelete,
+        Self::GitDestructive,
+    ];
+
+    /// A stable snake_case name, e.g. for "approve for this session" keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RecursiveDelete => "recursive_delete",
+            Self::DeleteRoot => "delete_root",
+            Self::WorldWritable => "world_writable",
+            Self::Setuid => "setuid",
+            Self::RecursiveChown => "recursive_chown",
+            Self::DiskFormat => "disk_format",
+            Self::RawDiskWrite => "raw_disk_write",
+            Self::SystemWrite => "system_write",
+            Self::SecureErase => "secure_erase",
+            Self::DestructiveSql => "destructive_sql",
+            Self::ServiceStop => "service_stop",
+            Self::Shutdown => "shutdown",
+            Self::KillAll => "kill_all",
+            Self::ForkBomb => "fork_bomb",
+            Self::RemoteScript => "remote_script",
+            Self::DecodedScript => "decoded_script",
+            Self::ShellIndirection => "shell_indirection",
+            Self::BulkDelete => "bulk_delete",
+            Self::GitDestructive => "git_destructive",
+        }
+    }
+}
+
+impl fmt::Display for DangerCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One dangerous thing found in a command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Danger {
+    /// The kind of harm.
+    pub category: DangerCategory,
+    /// What the command does, for a human deciding whether to approve it,
+    /// e.g. "recursive delete (rm -r)".
+    pub reason: String,
+    /// The offending simple command, pipeline or line (at most 200 characters).
+    pub matched: String,
+}
+
+impl fmt::Display for Danger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {:?}", self.reason, self.matched)
+    }
+}
+
+/// Every dangerous thing in `line`, in the order found, one entry per
+/// category and offending command. Empty if nothing is recognized.
+///
+/// Looks at every simple command (substitutions, `sh -c` strings, `eval` and
+/// here-documents fed to a shell included) with wrappers such as `sudo`, `env`
+/// or `/bin/` peeled off, at whole pipelines (`curl | sh`) and at the raw
+/// line (fork bombs). Nesting beyond what it inspects is itself flagged.
+///
+/// A tripwire, not a sandbox: it errs towards flagging (SQL keywords count in
+/// any argument or here-document, even `echo "drop table" > notes.txt`, except
+/// for search tools and git), and a determined line can still hide intent (a
+/// variable as the program, a script file). Relative paths are not resolved
+/// against the working directory.
+pub fn detect(line: &str) -> Vec<Danger> {
+    let mut detector = Detector {
+        found: Vec::new(),
+        seen: HashSet::new(),
+        inspected: HashMap::new(),
+        downloaded: HashSet::new(),
+        budget: line.len().saturating_mul(WORK_PER_CHAR) + WORK_ALLOWANCE,
+        exhausted: false,
+    };
+    detector.line(line, 0);
+    detector.found
+}
+
+/// True if [`detect`] finds anything.
+pub fn is_dangerous(line: &str) -> bool {
+    !detect(line).is_empty()
+}
+
+/// One dangerous thing a command does, before it is tied to the text it was
+/// found in.
+struct Finding {
+    category: DangerCategory,
+    reason: String,
+}
+
+impl Finding {
+    fn new(category: DangerCategory, reason: impl Into<String>) -> Self {
+        Self {
+            category,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Walks a line, its commands and the command strings they run, collecting
+/// dangers once each within a work budget.
+struct Detector {
+    found: Vec<Danger>,
+    /// (category, matched) pairs already reported.
+    seen: HashSet<(DangerCategory, String)>,
+    /// Command strings already inspected, with the shallowest depth.
+    inspected: HashMap<String, usize>,
+    /// Files fetched from the network so far in the line (see
+    /// [`code::downloaded_files`]).
+    downloaded: HashSet<String>,
+    /// Characters left to examine (see [`WORK_PER_CHAR`]).
+    budget: usize,
+    exhausted: bool,
+}
+
+impl Detector {
+    fn add(&mut self, category: DangerCategory, reason: impl Into<String>, matched: &str) {
+        let matched = excerpt(matched);
+        if self.seen.insert((category, matched.clone())) {
+            self.found.push(Danger {
+                category,
+                reason: reason.into(),
+                matched,
+            });
+        }
+    }
+
+    fn report(&mut self, finding: Finding, matched: &str) {
+        self.add(finding.category, finding.reason, matched);
+    }
+
+    /// Takes `cost` characters from the work budget; false (and flagged once)
+    /// when it runs out.
+    fn spend(&mut self, cost: usize, matched: &str) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        match self.budget.checked_sub(cost) {
+            Some(left) => {
+                self.budget = left;
+                true
+            }
+            None => {
+                self.exhausted = true;
+                self.add(
+                    DangerCategory::ShellIndirection,
+                    "command strings too complex to inspect",
+                    matched,
+                );
+                false
+            }
+        }
+    }
+
+    fn line(&mut self, line: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.add(
+                DangerCategory::ShellIndirection,
+                "command strings nested too deeply to inspect",
+                line,
+            );
+            return;
+        }
+        if depth > 0 {
+            if self.inspected.get(line).is_some_and(|&seen| seen <= depth) {
+                return;
+            }
+            self.inspected.insert(line.to_owned(), depth);
+        }
+        if !self.spend(line.len(), line) {
+            return;
+        }
+        // `$IFS` is whitespace by default: `rm${IFS}-rf${IFS}/`.
+        let line = line.replace("${IFS}", " ").replace("$IFS", " ");
+        if text::fork_bomb(&line) {
+            self.add(DangerCategory::ForkBomb, "fork bomb", &line);
+        }
+        let parsed = shell::parse(&line);
+        if parsed.too_complex {
+            self.add(
+                DangerCategory::ShellIndirection,
+                "substitutions nested too deeply or too complex to inspect",
+                &line,
+            );
+        }
+        for pipeline in &parsed.pipelines {
+            for command in pipeline {
+                self.command(command, depth);
+            }
+            self.pipeline(pipeline, depth);
+        }
+    }
+
+    /// Patterns across the stages of one pipeline: `curl | sh`, `base64 -d | sh`.
+    fn pipeline(&mut self, pipeline: &[SimpleCommand], depth: usize) {
+        if pipeline.len() < 2 {
+            return;
+        }
+        let stages: Vec<Option<Invocation>> = pipeline
+            .iter()
+            .map(|command| shell::invocation(&shell::words(&shell::tokenize(&command.text))))
+            .collect();
+        let matched = pipeline
+            .iter()
+            .map(|command| command.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ");
+        // One pass: what earlier stages fetched, decoded or echoed.
+        let (mut fetched, mut decoded) = (false, false);
+        let mut echoed: Vec<String> = Vec::new();
+        for (index, stage) in stages.iter().enumerate() {
+            let Some(stage) = stage else {
+                continue;
+            };
+            if index > 0 && code::executes_stdin(stage) {
+                let program = &stage.program;
+                let (category, what) = if fetched {
+                    (DangerCategory::RemoteScript, "downloaded content")
+                } else if decoded {
+                    (DangerCategory::DecodedScript, "decoded content")
+                } else {
+                    (DangerCategory::ShellIndirection, "commands")
+                };
+                self.add(category, format!("pipes {what} into {program}"), &matched);
+                for script in echoed.drain(..) {
+                    self.line(&script, depth + 1);
+                }
+            }
+            fetched |= code::is_fetcher(stage);
+            decoded |= code::is_decoder(stage);
+            echoed.extend(code::echoed_text(stage));
+        }
+    }
+
+    fn command(&mut self, command: &SimpleCommand, depth: usize) {
+        if !self.spend(command.text.len(), &command.text) {
+            return;
+        }
+        let tokens = shell::tokenize(&command.text);
+        for token in &tokens {
+            if let Token::Redirect { op, target } = token
+                && let Some(finding) = targets::redirect(op, target)
+            {
+                self.report(finding, &command.text);
+            }
+        }
+        let invocation = shell::invocation(&shell::words(&tokens));
+        let program = invocation.as_ref().map(|i| i.program.as_str());
+        if !program.is_some_and(text::searches_text) {
+            let sql = std::iter::once(&command.text)
+                .chain(&command.heredocs)
+                .find_map(|text| text::destructive_sql(text));
+            if let Some(reason) = sql {
+                self.add(DangerCategory::DestructiveSql, reason, &command.text);
+            }
+        }
+        let Some(invocation) = invocation else {
+            return;
+        };
+        if let Some(script) = code::script_file(&invocation)
+            && self.downloaded.contains(&script)
+        {
+            self.add(
+                DangerCategory::RemoteScript,
+                format!("runs the downloaded script {script}"),
+                &command.text,
+            );
+        }
+        self.downloaded
+            .extend(code::downloaded_files(&invocation, &tokens));
+        self.invocation(&invocation, &tokens, command, &command.text, depth);
+    }
+
+    /// What one program does, what it runs through `find -exec`, and the
+    /// command strings and substitutions it hands to a shell.
+    fn invocation(
+        &mut self,
+        invocation: &Invocation,
+        tokens: &[Token],
+        command: &SimpleCommand,
+        matched: &str,
+        depth: usize,
+    ) {
+        for finding in programs::dangers(invocation) {
+            self.report(finding, matched);
+        }
+        if depth < MAX_DEPTH {
+            let detached = SimpleCommand::default();
+            for inner in shell::exec_commands(invocation) {
+                self.invocation(&inner, &[], &detached, matched, depth + 1);
+            }
+        }
+        if code::runs_code(invocation) {
+            self.substituted_code(invocation, command, matched);
+        }
+        let payloads = shell::shell_payloads(invocation, tokens, command);
+        if !payloads.is_empty() {
+            self.add(
+                DangerCategory::ShellIndirection,
+                indirection_reason(invocation),
+                matched,
+            );
+        }
+        for payload in payloads {
+            self.line(&payload, depth + 1);
+        }
+    }
+
+    /// `bash <(curl ...)`, `sh -c "$(curl ...)"`, `eval "$(base64 -d ...)"`.
+    fn substituted_code(&mut self, runner: &Invocation, command: &SimpleCommand, matched: &str) {
+        for substitution in &command.substitutions {
+            if !self.spend(substitution.len(), matched) {
+                return;
+            }
+            let sources: Vec<Invocation> = shell::parse(substitution)
+                .commands()
+                .filter_map(|c| shell::invocation(&shell::words(&shell::tokenize(&c.text))))
+                .collect();
+            let program = &runner.program;
+            if sources.iter().any(code::is_fetcher) {
+                self.add(
+                    DangerCategory::RemoteScript,
+                    format!("runs downloaded content with {program}"),
+                    matched,
+                );
+            } else if sources.iter().any(code::is_decoder) {
+                self.add(
+                    DangerCategory::DecodedScript,
+                    format!("runs decoded content with {program}"),
+                    matched,
+                );
+            }
+        }
+    }
+}
+
+fn indirection_reason(invocation: &Invocation) -> String {
+    let program = &invocation.program;
+    if shell::is_shell(program) && shell::dash_c_string(&invocation.args).is_some() {
+        format!("runs a command string with {program} -c")
+    } else if shell::is_shell(program) {
+        format!("feeds a script to {program} on stdin")
+    } else {
+        format!("runs a command string with {program}")
+    }
+}
+
+/// Up to [`MAX_MATCHED`] characters of `text`, trimmed.
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(MAX_MATCHED) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DangerCategory::*;
+    use super::*;
+
+    /// Lines that must be flagged, with a category they must be flagged under.
+    const DANGEROUS: &[(&str, DangerCategory)] = &[
+        // Recursive delete, in any spelling.
+        ("rm -rf build", RecursiveDelete),
+        ("rm -fr build", RecursiveDelete),
+        ("rm -r -f build", RecursiveDelete),
+        ("rm -Rf build", RecursiveDelete),
+        ("rm -rfv build", RecursiveDelete),
+        ("rm -vrf build", RecursiveDelete),
+        ("rm --recursive --force build", RecursiveDelete),
+        ("rm --rec build", RecursiveDelete),
+        ("rm build -rf", RecursiveDelete),
+        ("sudo /bin/rm -rf /var/lib/x", RecursiveDelete),
+        ("r\"m\" -rf x", RecursiveDelete),
+        ("\\rm -r x", RecursiveDelete),
+        ("'rm' '-rf' x", RecursiveDelete),
+        ("rm${IFS}-rf${IFS}x", RecursiveDelete),
+        ("{rm,-rf,x}", RecursiveDelete),
+        ("command rm -rf x", RecursiveDelete),
+        ("env -i PATH=/bin rm -rf x", RecursiveDelete),
+        ("FOO=1 nohup rm -rf x &", RecursiveDelete),
+        ("cd /tmp && rm -rf x", RecursiveDelete),
+        ("echo $(rm -rf x)", RecursiveDelete),
+        // Delete at root, with or without -r.
+        ("rm -rf /", DeleteRoot),
+        ("rm -rf /*", DeleteRoot),
+        ("rm -rf ~", DeleteRoot),
+        ("rm -rf ~/", DeleteRoot),
+        ("rm -rf $HOME", DeleteRoot),
+        ("rm -rf \"${HOME}/\"", DeleteRoot),
+        ("rm -rf /etc", DeleteRoot),
+        ("rm -rf /usr/*", DeleteRoot),
+        ("rm -r /home/alice", DeleteRoot),
+        ("rm /", DeleteRoot),
+        ("rm -rf //", DeleteRoot),
+        ("rm -rf /tmp/../", DeleteRoot),
+        ("rm -rf /e*", DeleteRoot),
+        ("rm -rf --no-preserve-root /", DeleteRoot),
+        ("rm -rf ~root", DeleteRoot),
+        // chmod.
+        ("chmod 777 file", WorldWritable),
+        ("chmod -R 777 /var/www", WorldWritable),
+        ("chmod 0666 /etc/passwd", WorldWritable),
+        ("chmod a+w file", WorldWritable),
+        ("chmod o+w file", WorldWritable),
+        ("chmod u+x,o+rw file", WorldWritable),
+        ("chmod a=rwx file", WorldWritable),
+        ("chmod 1777 /tmp/x", WorldWritable),
+        ("chmod u+s /bin/bash", Setuid),
+        ("chmod 4755 /usr/bin/x", Setuid),
+        ("chmod +s file", Setuid),
+        // chown.
+        ("chown -R user:user /", RecursiveChown),
+        ("sudo chown --recursive me .", RecursiveChown),
+        ("chgrp -R staff dir", RecursiveChown),
+        // Disk formatting.
+        ("mkfs.ext4 /dev/sda1", DiskFormat),
+        ("mkfs -t xfs /dev/sdb", DiskFormat),
+        ("mke2fs /dev/sdb1", DiskFormat),
+        ("mkswap /dev/sdb2", DiskFormat),
+        ("wipefs -a /dev/sda", DiskFormat),
+        ("fdisk /dev/sda", DiskFormat),
+        ("parted -s /dev/sda mklabel gpt", DiskFormat),
+        ("sgdisk --zap-all /dev/sda", DiskFormat),
+        ("blkdiscard /dev/nvme0n1", DiskFormat),
+        ("cryptsetup luksFormat /dev/sdb", DiskFormat),
+        ("diskutil eraseDisk JHFS+ x disk2", DiskFormat),
+        // Raw disk writes.
+        ("dd if=/dev/zero of=/dev/sda bs=1M", RawDiskWrite),
+        ("dd if=image.iso of=/dev/sdb", RawDiskWrite),
+        ("echo x > /dev/sda", RawDiskWrite),
+        ("cat /dev/urandom > /dev/nvme0n1", RawDiskWrite),
+        ("cat x >/dev/sdb", RawDiskWrite),
+        ("cp disk.img /dev/sdc", RawDiskWrite),
+        ("echo x | tee /dev/mmcblk0", RawDiskWrite),
+        // System files.
+        ("echo '1.2.3.4 x' >> /etc/hosts", SystemWrite),
+        ("echo x > /etc/passwd", SystemWrite),
+        ("cat key >> ~/.ssh/authorized_keys", SystemWrite),
+        ("echo 'alias ls=rm' >> ~/.bashrc", SystemWrite),
+        ("echo x > $HOME/.zshrc", SystemWrite),
+        ("echo x | sudo tee /etc/sudoers", SystemWrite),
+        ("echo x | tee -a /etc/apt/sources.list", SystemWrite),
+        ("cp evil /usr/bin/ls", SystemWrite),
+        ("mv x /boot/vmlinuz", SystemWrite),
+        ("sed -i 's/a/b/' /etc/ssh/sshd_config", SystemWrite),
+        ("truncate -s 0 /var/log/auth.log", SystemWrite),
+        ("echo b > /proc/sysrq-trigger", SystemWrite),
+        ("rm /etc/hosts", SystemWrite),
+        ("echo x > /tmp/../etc/cron.d/job", SystemWrite),
+        ("echo x >/sbin/init", SystemWrite),
+        ("install -m 755 x /bin/x", SystemWrite),
+        // Secure erase.
+        ("shred -u secrets.txt", SecureErase),
+        ("shred /dev/sda", SecureErase),
+        // SQL.
+        ("psql -c 'DROP TABLE users'", DestructiveSql),
+        ("mysql -e \"drop database prod\"", DestructiveSql),
+        ("psql -c \"DROP SCHEMA public CASCADE\"", DestructiveSql),
+        ("psql -c 'TRUNCATE users'", DestructiveSql),
+        ("psql -c 'truncate table users'", DestructiveSql),
+        ("sqlite3 db 'DELETE FROM users'", DestructiveSql),
+        ("sqlite3 db 'delete from users;'", DestructiveSql),
+        ("psql -c 'DELETE FROM users WHERE 1=1'", DestructiveSql),
+        ("echo 'DROP TABLE x;' | psql", DestructiveSql),
+        ("psql <<EOF\nDELETE FROM sessions\nEOF", DestructiveSql),
+        ("redis-cli FLUSHALL", DestructiveSql),
+        ("mongo --eval 'db.dropDatabase()'", DestructiveSql),
+        // Services.
+        ("systemctl stop nginx", ServiceStop),
+        ("sudo systemctl disable --now sshd", ServiceStop),
+        ("systemctl mask firewalld", ServiceStop),
+        ("service nginx stop", ServiceStop),
+        ("/etc/init.d/ssh stop", ServiceStop),
+        ("launchctl unload x.plist", ServiceStop),
+        // Shutdown.
+        ("shutdown -h now", Shutdown),
+        ("sudo reboot", Shutdown),
+        ("halt", Shutdown),
+        ("poweroff", Shutdown),
+        ("init 0", Shutdown),
+        ("init 6", Shutdown),
+        ("systemctl poweroff", Shutdown),
+        // Killing everything.
+        ("kill -9 -1", KillAll),
+        ("kill -1", KillAll),
+        ("kill -- -1", KillAll),
+        ("kill -s KILL -1", KillAll),
+        ("killall node", KillAll),
+        ("pkill -9 python", KillAll),
+        ("pkill -KILL -u bob", KillAll),
+        // Fork bombs.
+        (":(){ :|:& };:", ForkBomb),
+        (":(){:|:&};:", ForkBomb),
+        ("bomb() { bomb | bomb & }; bomb", ForkBomb),
+        ("function f { f|f & }; f", ForkBomb),
+        ("f(){ f & }; f", ForkBomb),
+        ("perl -e 'fork while fork'", ForkBomb),
+        // Remote content into a shell.
+        ("curl -fsSL https://x.sh | sh", RemoteScript),
+        ("curl https://x | bash", RemoteScript),
+        ("wget -O- https://x | bash", RemoteScript),
+        ("wget -qO - https://x | sudo bash", RemoteScript),
+        ("curl -s https://x | sudo -E bash -s -- --yes", RemoteScript),
+        ("curl https://x | tee install.sh | sh", RemoteScript),
+        ("curl https://x | python3", RemoteScript),
+        ("curl https://x | python3 -", RemoteScript),
+        ("curl https://x | perl", RemoteScript),
+        ("bash <(curl -s https://x)", RemoteScript),
+        ("source <(curl -s https://x)", RemoteScript),
+        ("sh -c \"$(curl -fsSL https://x)\"", RemoteScript),
+        ("bash -c \"$(wget -qO- https://x)\"", RemoteScript),
+        ("eval \"$(curl -s https://x)\"", RemoteScript),
+        ("python3 -c \"$(curl -s https://x)\"", RemoteScript),
+        ("curl https://x | sudo -i", RemoteScript),
+        (
+            "wget https://x.io/install.sh && bash install.sh",
+            RemoteScript,
+        ),
+        (
+            "curl -fsSLo /tmp/i.sh https://x && sh /tmp/i.sh",
+            RemoteScript,
+        ),
+        (
+            "curl -o x.sh https://x; chmod +x x.sh; ./x.sh",
+            RemoteScript,
+        ),
+        ("curl https://x > run.py && python3 run.py", RemoteScript),
+        (
+            "curl -O https://x/setup.sh && source setup.sh",
+            RemoteScript,
+        ),
+        // Decoded content into a shell.
+        ("echo cm0gLXJmIC8K | base64 -d | sh", DecodedScript),
+        ("echo x | base64 --decode | bash", DecodedScript),
+        ("cat payload | xxd -r -p | sh", DecodedScript),
+        ("base64 -D < x | zsh", DecodedScript),
+        ("eval \"$(echo x | base64 -d)\"", DecodedScript),
+        // Shell indirection.
+        ("sh -c 'ls'", ShellIndirection),
+        ("bash -c \"echo hi\"", ShellIndirection),
+        ("zsh -c ls", ShellIndirection),
+        ("bash -lc 'make'", ShellIndirection),
+        ("eval \"$CMD\"", ShellIndirection),
+        ("su -c 'id' root", ShellIndirection),
+        ("echo ls | sh", ShellIndirection),
+        ("cat script.sh | bash", ShellIndirection),
+        ("bash <<EOF\nls\nEOF", ShellIndirection),
+        ("bash <<< 'ls'", ShellIndirection),
+        ("sudo -s <<EOF\nid\nEOF", ShellIndirection),
+        // Bulk delete.
+        ("find . -name '*.tmp' -delete", BulkDelete),
+        ("find / -exec rm {} \\;", BulkDelete),
+        ("find . -type f -exec rm -f {} +", BulkDelete),
+        ("find . -execdir shred -u {} ';'", BulkDelete),
+        ("ls | xargs rm", BulkDelete),
+        ("find . -print0 | xargs -0 rm -f", BulkDelete),
+        // Git.
+        ("git reset --hard", GitDestructive),
+        ("git reset --hard HEAD~3", GitDestructive),
+        ("git push --force", GitDestructive),
+        ("git push -f origin main", GitDestructive),
+        ("git push origin main --force-with-lease", GitDestructive),
+        ("git push origin +main", GitDestructive),
+        ("git push origin --delete feature", GitDestructive),
+        ("git push origin :feature", GitDestructive),
+        ("git -C repo push -uf origin main", GitDestructive),
+        ("git clean -f", GitDestructive),
+        ("git clean -fd", GitDestructive),
+        ("git clean -xdf", GitDestructive),
+        ("git branch -D feature", GitDestructive),
+        ("git stash clear", GitDestructive),
+    ];
+
+    /// Near misses that must not be flagged at all.
+    const SAFE: &[&str] = &[
+        "rm file.txt",
+        "rm -f build.log",
+        "rm -i notes.md",
+        "rm -- -rf",
+        "rm ./tmp/x",
+        "rmdir empty",
+        "ls -la /",
+        "ls > /dev/null",
+        "make 2>/dev/null",
+        "cmd > /dev/stdout 2> /dev/stderr",
+        "cmd &> /dev/null",
+        "make 2>&1 | tee build.log",
+        "echo hi >&2",
+        "chmod 644 file",
+        "chmod 755 script.sh",
+        "chmod u+x script.sh",
+        "chmod g+w shared",
+        "chmod +w file",
+        "chmod -R 750 dir",
+        "chown me file",
+        "git push",
+        "git push origin main",
+        "git push -u origin feature",
+        "git reset --soft HEAD~1",
+        "git reset HEAD file",
+        "git clean -n",
+        "git clean -fn",
+        "git branch -d merged",
+        "git stash drop",
+        "git checkout -b new",
+        "DELETE FROM t WHERE id = 1",
+        "psql -c 'DELETE FROM users WHERE id = 3'",
+        "psql -c 'SELECT * FROM users'",
+        "truncate -s 0 app.log",
+        "truncate log.txt -s 0",
+        "find . -name x",
+        "find . -type f -print",
+        "kill 1234",
+        "kill -9 1234",
+        "kill -1 1234",
+        "kill -HUP 42",
+        "pkill -f myserver",
+        "curl https://x | jq .",
+        "curl -s https://x -o install.sh",
+        "wget https://x/file.tar.gz",
+        "curl https://x | python3 -m json.tool",
+        "curl https://x | python3 -c 'import json,sys; print(json.load(sys.stdin))'",
+        "curl https://x | tar xz",
+        "bash install.sh",
+        "sh ./configure",
+        "bash -x script.sh",
+        "source ~/.bashrc",
+        "echo \"rm -rf /\"",
+        "echo 'curl x | sh' > notes.md",
+        "cat ~/.bashrc",
+        "cp ~/.bashrc ./backup",
+        "dd if=/dev/zero of=./disk.img bs=1M count=10",
+        "fdisk -l",
+        "parted -l",
+        "systemctl status nginx",
+        "systemctl restart nginx",
+        "service nginx status",
+        "shutdown -c",
+        "cargo build --release",
+        "npm install",
+        "python3 script.py",
+        "docker run --rm -it ubuntu",
+        "grep -r 'TODO' src",
+        "sed -i 's/a/b/' ./config.yml",
+        "sed 's/a/b/' /etc/hosts",
+        "echo x > ./etc/hosts",
+        "tee output.txt",
+        "cat /etc/passwd",
+        "ls ~/.ssh",
+        "mkdir -p build && cd build",
+        "base64 -d encoded > out.bin",
+        "grep -rn 'DROP TABLE' migrations/",
+        "rg -i 'truncate table' src",
+        "git commit -m 'fix: delete from cache without where'",
+        "curl -o data.json https://x && jq . data.json",
+        "wget https://x/file.tar.gz && tar xzf file.tar.gz",
+        "curl -o x.sh https://x && cat x.sh",
+        "echo aGk= | base64 -d",
+        "# rm -rf /",
+        "",
+    ];
+
+    fn categories(line: &str) -> Vec<DangerCategory> {
+        detect(line).into_iter().map(|d| d.category).collect()
+    }
+
+    #[test]
+    fn dangerous_lines_are_flagged_in_the_expected_category() {
+        let mut failures = Vec::new();
+        for (line, expected) in DANGEROUS {
+            let found = categories(line);
+            if !found.contains(expected) {
+                failures.push(format!("{line:?}: expected {expected}, found {found:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn near_misses_are_not_flagged() {
+        let mut failures = Vec::new();
+        for line in SAFE {
+            let found = detect(line);
+            if !found.is_empty() {
+                failures.push(format!("{line:?}: {found:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn danger_names_the_offending_simple_command() {
+        let found = detect("cd /w && make && sudo rm -rf ./out; echo done");
+        assert_eq!(
+            found,
+            [Danger {
+                category: RecursiveDelete,
+                reason: "recursive delete (rm -r)".into(),
+                matched: "sudo rm -rf ./out".into(),
+            }]
+        );
+        assert_eq!(
+            found[0].to_string(),
+            "recursive delete (rm -r): \"sudo rm -rf ./out\""
+        );
+    }
+
+    #[test]
+    fn pipelines_are_matched_as_a_whole() {
+        let found = detect("curl -fsSL https://get.x.io | sh");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].category, RemoteScript);
+        assert_eq!(found[0].reason, "pipes downloaded content into sh");
+        assert_eq!(found[0].matched, "curl -fsSL https://get.x.io | sh");
+    }
+
+    #[test]
+    fn command_strings_are_inspected_inside() {
+        let found = categories("bash -c 'rm -rf /'");
+        assert!(found.contains(&RecursiveDelete));
+        assert!(found.contains(&DeleteRoot));
+        assert!(found.contains(&ShellIndirection));
+        assert!(categories("sh -c \"sh -c 'mkfs.ext4 /dev/sda'\"").contains(&DiskFormat));
+        assert!(categories("echo 'rm -rf /' | sh").contains(&DeleteRoot));
+        assert!(categories("find . -exec chmod 777 {} +").contains(&WorldWritable));
+        assert!(categories("xargs sh -c 'git push -f'").contains(&GitDestructive));
+        assert!(categories("bash <<EOF\nreboot\nEOF").contains(&Shutdown));
+        assert!(categories("sudo -s <<EOF\nrm -rf /\nEOF").contains(&DeleteRoot));
+        assert!(categories("su <<< 'reboot'").contains(&Shutdown));
+    }
+
+    #[test]
+    fn hidden_commands_are_still_found() {
+        for line in [
+            "ls # it's fine\nrm -rf /",
+            "echo $'it\\'s'; rm -rf /",
+            "cat <<EOF\nit's\nEOF\nrm -rf /",
+            "echo ${x//;/}; rm -rf /",
+            "echo $((1<<2))\nrm -rf /",
+            "function f { rm -rf /; }; f",
+            "if true; then rm -rf /; fi",
+            "r\\\nm -rf /",
+            "echo `rm -rf /`",
+            "echo \"$(rm -rf /)\"",
+            "true && (rm -rf /)",
+            "exec rm -rf /",
+            "timeout 10 rm -rf /",
+        ] {
+            assert!(categories(line).contains(&DeleteRoot), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn each_category_has_a_stable_unique_name() {
+        let names: Vec<&str> = DangerCategory::ALL.iter().map(|c| c.as_str()).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+        assert_eq!(RecursiveDelete.to_string(), "recursive_delete");
+        for name in names {
+            assert!(
+                name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_category_is_exercised_by_the_table() {
+        for category in DangerCategory::ALL {
+            assert!(
+                DANGEROUS.iter().any(|(_, c)| *c == category),
+                "{category} has no test line"
+            );
+        }
+    }
+
+    #[test]
+    fn sql_in_ordinary_text_is_flagged_by_design() {
+        // The detector cannot know where text ends up; one approval is cheap.
+        assert_eq!(
+            categories("echo \"drop table\" > notes.txt"),
+            [DestructiveSql]
+        );
+    }
+
+    #[test]
+    fn findings_are_deduplicated_and_bounded() {
+        let found = detect("rm -rf /tmp/a; rm -rf /tmp/a");
+        assert_eq!(found.len(), 1);
+        let long = format!("rm -rf {}", "a".repeat(10_000));
+        let found = detect(&long);
+        assert_eq!(found[0].matched.chars().count(), MAX_MATCHED + 1);
+        assert!(found[0].matched.ends_with('…'));
+    }
+
+    #[test]
+    fn deep_nesting_is_flagged_not_ignored() {
+        let evals = "eval ".repeat(20) + "ls";
+        assert!(categories(&evals).contains(&ShellIndirection));
+        let deep = "echo \"$(".repeat(40) + "ls";
+        assert!(categories(&deep).contains(&ShellIndirection));
+    }
+
+    #[test]
+    fn is_dangerous_matches_detect() {
+        assert!(is_dangerous("rm -rf /"));
+        assert!(!is_dangerous("ls -la"));
+    }
+}

@@ -1,0 +1,692 @@
+//! What single programs do with their arguments: the per-program rules of the
+//! dangerous-command detector (`rm`, `chmod`, `dd`, `git`, `kill`, `mkfs`,
+//! `systemctl`, ...), as findings without the text they came from.
+
+use super::{DangerCategory, Finding, targets};
+use crate::policy::shell::{self, Invocation};
+
+/// `git` options that take a value before the subcommand.
+#[rustfmt::skip]
+const GIT_WITH_VALUE: &[&str] = &[
+    "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env",
+    "--super-prefix",
+];
+
+/// `sfdisk` options that only read (case matters: `-f` is `--force`).
+#[rustfmt::skip]
+const SFDISK_READ_ONLY: &[&str] = &[
+    "-l", "--list", "-d", "--dump", "-J", "--json", "-s", "--show-size", "-V", "--verify",
+    "-F", "--list-free", "-g", "--show-geometry",
+];
+
+/// `sgdisk` options that write (matched as prefixes, so `-Z` covers `-Z1`).
+#[rustfmt::skip]
+const SGDISK_WRITES: &[&str] = &[
+    "-Z", "-z", "-o", "-d", "-n", "-g", "--zap", "--clear", "--delete", "--new", "--mbrtogpt",
+];
+
+/// `parted` commands that write.
+#[rustfmt::skip]
+const PARTED_WRITES: &[&str] = &[
+    "mklabel", "mktable", "mkpart", "mkpartfs", "rm", "resizepart", "resize", "rescue", "mkfs",
+    "set", "toggle", "name",
+];
+
+/// `parted` arguments that make it only read.
+#[rustfmt::skip]
+const PARTED_READ_ONLY: &[&str] = &["-l", "--list", "print", "-h", "--help", "-v", "--version"];
+
+/// `systemctl` options that take a value before the subcommand.
+#[rustfmt::skip]
+const SYSTEMCTL_WITH_VALUE: &[&str] = &[
+    "-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal",
+    "-n", "--lines", "-o", "--output", "--root", "--kill-whom",
+];
+
+/// `systemctl` subcommands that power off, reboot or leave normal operation.
+#[rustfmt::skip]
+const SYSTEMCTL_POWER: &[&str] = &[
+    "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep",
+    "suspend-then-hibernate", "emergency", "rescue", "soft-reboot",
+];
+
+/// The subcommand of a `systemctl` invocation, lower-cased.
+fn systemctl_subcommand(args: &[String]) -> Option<String> {
+    operands(args, SYSTEMCTL_WITH_VALUE)
+        .first()
+        .map(|s| s.to_lowercase())
+}
+
+/// Everything dangerous `invocation` does by itself. `find -exec` commands
+/// are reported here only as deletions; the caller inspects them further.
+pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
+    let program = invocation.program.as_str();
+    let args = invocation.args.as_slice();
+    let mut found = Vec::new();
+    match program {
+        "rm" | "grm" | "unlink" => rm(args, &mut found),
+        "chmod" => chmod(args, &mut found),
+        "chown" | "chgrp" if has_flag(args, 'R', &["--recursive"]) => found.push(Finding::new(
+            DangerCategory::RecursiveChown,
+            format!("recursive ownership change ({program} -R)"),
+        )),
+        "dd" => found.extend(
+            args.iter()
+                .filter_map(|arg| arg.strip_prefix("of="))
+                .filter_map(|output| targets::write(output, "dd to")),
+        ),
+        "tee" => found.extend(
+            args.iter()
+                .filter(|arg| !arg.starts_with('-'))
+                .filter_map(|file| targets::write(file, "tee to")),
+        ),
+        "cp" | "mv" | "install" | "ln" | "rsync" => found.extend(
+            copy_destination(args)
+                .and_then(|destination| targets::write(destination, &format!("{program} onto"))),
+        ),
+        "sed" => found.extend(
+            sed_in_place_files(args)
+                .into_iter()
+                .filter_map(|file| targets::write(file, "edit in place")),
+        ),
+        "truncate" => found.extend(
+            operands(args, &["-s", "--size", "-r", "--reference"])
+                .into_iter()
+                .filter_map(|file| targets::write(file, "truncate")),
+        ),
+        "shred" | "wipe" | "srm" => found.push(Finding::new(
+            DangerCategory::SecureErase,
+            format!("overwrites files beyond recovery ({program})"),
+        )),
+        "find" => find(args, &mut found),
+        "git" => found.extend(git(args)),
+        "kill" if kills_everything(args) => found.push(Finding::new(
+            DangerCategory::KillAll,
+            "kills every process (kill -1)",
+        )),
+        "killall" | "killall5" => found.push(Finding::new(
+            DangerCategory::KillAll,
+            format!("kills processes by name ({program})"),
+        )),
+        "pkill" if kill_signal(args) => found.push(Finding::new(
+            DangerCategory::KillAll,
+            "force-kills processes by pattern (pkill -9)",
+        )),
+        _ => {}
+    }
+    found.extend(
+        disk_format(program, args).map(|reason| Finding::new(DangerCategory::DiskFormat, reason)),
+    );
+    found.extend(
+        service_stop(invocation).map(|reason| Finding::new(DangerCategory::ServiceStop, reason)),
+    );
+    found.extend(
+        shutdown(program, args).map(|reason| Finding::new(DangerCategory::Shutdown, reason)),
+    );
+    if invocation.wrappers.iter().any(|w| w == "xargs") && is_remover(program) {
+        found.push(Finding::new(
+            DangerCategory::BulkDelete,
+            format!("deletes every path read from stdin (xargs {program})"),
+        ));
+    }
+    found
+}
+
+/// `rm` in any spelling of `-r`, and what it deletes.
+fn rm(args: &[String], found: &mut Vec<Finding>) {
+    let mut recursive = false;
+    let mut no_preserve_root = false;
+    let mut targets = Vec::new();
+    let mut options_done = false;
+    for arg in args {
+        if options_done || arg == "-" || !arg.starts_with('-') {
+            targets.push(arg.as_str());
+        } else if arg == "--" {
+            options_done = true;
+        } else if let Some(long) = arg.strip_prefix("--") {
+            // GNU accepts unambiguous prefixes: `--rec`, `--no-p`.
+            recursive |= "recursive".starts_with(long);
+            no_preserve_root |= "no-preserve-root".starts_with(long);
+        } else {
+            recursive |= arg.contains(['r', 'R']);
+        }
+    }
+    if recursive {
+        found.push(Finding::new(
+            DangerCategory::RecursiveDelete,
+            "recursive delete (rm -r)",
+        ));
+    }
+    if no_preserve_root {
+        found.push(Finding::new(
+            DangerCategory::DeleteRoot,
+            "disables the root directory safeguard (rm --no-preserve-root)",
+        ));
+    }
+    for path in targets.into_iter().filter_map(targets::absolute) {
+        if let Some(what) = targets::root_target(&path) {
+            found.push(Finding::new(
+                DangerCategory::DeleteRoot,
+                format!("deletes {what}"),
+            ));
+        } else if let Some(what) = targets::system_file(&path) {
+            found.push(Finding::new(
+                DangerCategory::SystemWrite,
+                format!("deletes {what}"),
+            ));
+        }
+    }
+}
+
+/// `chmod` modes that open files to everyone or set setuid/setgid.
+fn chmod(args: &[String], found: &mut Vec<Finding>) {
+    let mut recursive = false;
+    let mut mode: Option<&str> = None;
+    for arg in args {
+        let is_flag_cluster = arg.len() > 1
+            && arg.starts_with('-')
+            && arg[1..].chars().all(|c| "RvfcHLP".contains(c));
+        if arg == "--recursive" {
+            recursive = true;
+        } else if is_flag_cluster {
+            recursive |= arg.contains('R');
+        } else if mode.is_none() && !arg.starts_with("--") {
+            mode = Some(arg);
+        }
+    }
+    let Some(mode) = mode else {
+        return;
+    };
+    let shown = if recursive {
+        format!("chmod -R {mode}")
+    } else {
+        format!("chmod {mode}")
+    };
+    let (world_writable, setuid) = mode_risks(mode);
+    if world_writable {
+        found.push(Finding::new(
+            DangerCategory::WorldWritable,
+            format!("makes files world-writable ({shown})"),
+        ));
+    }
+    if setuid {
+        found.push(Finding::new(
+            DangerCategory::Setuid,
+            format!("sets the setuid or setgid bit ({shown})"),
+        ));
+    }
+}
+
+/// `find -delete` and `find -exec rm`.
+fn find(args: &[String], found: &mut Vec<Finding>) {
+    if args.iter().any(|a| a == "-delete") {
+        found.push(Finding::new(
+            DangerCategory::BulkDelete,
+            "deletes every match (find -delete)",
+        ));
+    }
+    for (action, inner) in shell::exec_commands_of_find(args) {
+        if is_remover(&inner.program) {
+            found.push(Finding::new(
+                DangerCategory::BulkDelete,
+                format!("deletes every match (find {action} {})", inner.program),
+            ));
+        }
+    }
+}
+
+/// Git commands that lose work or rewrite shared history.
+fn git(args: &[String]) -> Option<Finding> {
+    let mut i = 0;
+    while let Some(arg) = args.get(i).filter(|a| a.starts_with('-')) {
+        i += if GIT_WITH_VALUE.contains(&arg.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    let subcommand = args.get(i)?;
+    let rest = args.get(i + 1..).unwrap_or_default();
+    let has = |long: &[&str], short: char| has_flag(rest, short, long);
+    let reason = match subcommand.as_str() {
+        "reset" if rest.iter().any(|a| a == "--hard") => {
+            "discards uncommitted changes (git reset --hard)"
+        }
+        "push"
+            if has(
+                &["--force", "--force-with-lease", "--force-if-includes"],
+                'f',
+            ) || rest.iter().any(|a| a.starts_with('+')) =>
+        {
+            "rewrites remote history (git push --force)"
+        }
+        "push"
+            if has(&["--delete", "--prune"], 'd')
+                || rest.iter().any(|a| a.starts_with(':') && a.len() > 1) =>
+        {
+            "deletes remote branches (git push --delete)"
+        }
+        "push" if rest.iter().any(|a| a == "--mirror") => {
+            "overwrites every remote ref (git push --mirror)"
+        }
+        "clean" if has(&["--force"], 'f') && !has(&["--dry-run"], 'n') => {
+            "deletes untracked files (git clean -f)"
+        }
+        "branch" if has(&[], 'D') || (has(&["--delete"], 'd') && has(&["--force"], 'f')) => {
+            "force-deletes a branch (git branch -D)"
+        }
+        "stash" if rest.first().is_some_and(|a| a == "clear") => {
+            "drops every stash (git stash clear)"
+        }
+        _ => return None,
+    };
+    Some(Finding::new(DangerCategory::GitDestructive, reason))
+}
+
+/// True if `kill` targets pid -1 (every process it may signal).
+fn kills_everything(args: &[String]) -> bool {
+    if args.len() == 1 && args[0] == "-1" {
+        return true;
+    }
+    let first_pid = match args.first().map(String::as_str) {
+        Some("-s" | "-n" | "--signal") => 2,
+        Some(arg) if arg.starts_with('-') => 1,
+        _ => 0,
+    };
+    let pids = args.get(first_pid..).unwrap_or_default();
+    pids.iter().filter(|p| *p != "--").any(|p| p == "-1")
+}
+
+/// True if `program` deletes the paths it is given.
+fn is_remover(program: &str) -> bool {
+    matches!(program, "rm" | "grm" | "unlink" | "shred")
+}
+
+/// True if `args` has a long option in `long` or a short-option cluster
+/// containing `short` (`-fd` has `f` and `d`). Stops at `--`.
+pub(super) fn has_flag(args: &[String], short: char, long: &[&str]) -> bool {
+    args.iter().take_while(|a| *a != "--").any(|arg| {
+        let long_match = long.iter().any(|l| {
+            arg == l
+                || arg
+                    .strip_prefix(l)
+                    .is_some_and(|rest| rest.starts_with('='))
+        });
+        let short_match = arg
+            .strip_prefix('-')
+            .is_some_and(|flags| !flags.starts_with('-') && flags.contains(short));
+        long_match || short_match
+    })
+}
+
+/// The arguments that are not options, skipping the values of `with_value`.
+fn operands<'a>(args: &'a [String], with_value: &[&str]) -> Vec<&'a str> {
+    let mut operands = Vec::new();
+    let mut iter = args.iter();
+    let mut options_done = false;
+    while let Some(arg) = iter.next() {
+        if options_done || !arg.starts_with('-') || arg == "-" {
+            operands.push(arg.as_str());
+        } else if arg == "--" {
+            options_done = true;
+        } else if with_value.contains(&arg.as_str()) {
+            iter.next();
+        }
+    }
+    operands
+}
+
+/// Where `cp`, `mv`, `install`, `ln` or `rsync` write: `-t DIR` or the last operand.
+fn copy_destination(args: &[String]) -> Option<&str> {
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "-t" || arg == "--target-directory" {
+            return iter.next().map(String::as_str);
+        }
+        if let Some(dir) = arg.strip_prefix("--target-directory=") {
+            return Some(dir);
+        }
+    }
+    let operands = operands(args, &["-S", "--suffix", "-m", "--mode", "-o", "-g", "-e"]);
+    match operands.as_slice() {
+        [_, .., last] => Some(last),
+        _ => None,
+    }
+}
+
+/// The files `sed` edits in place (none without `-i`).
+fn sed_in_place_files(args: &[String]) -> Vec<&str> {
+    let in_place = args.iter().any(|arg| {
+        arg.starts_with("--in-place")
+            || arg.strip_prefix('-').is_some_and(|flags| {
+                !flags.starts_with('-')
+                    && flags
+                        .chars()
+                        .take_while(char::is_ascii_alphabetic)
+                        .any(|c| c == 'i')
+            })
+    });
+    if !in_place {
+        return Vec::new();
+    }
+    let has_script_option = args.iter().any(|a| {
+        a == "-e" || a == "-f" || a.starts_with("--expression") || a.starts_with("--file")
+    });
+    let operands = operands(
+        args,
+        &["-e", "-f", "--expression", "--file", "-l", "--line-length"],
+    );
+    let skip = usize::from(!has_script_option);
+    operands.into_iter().skip(skip).collect()
+}
+
+/// The octal or symbolic `chmod` mode's risks: (world-writable, setuid/setgid).
+fn mode_risks(mode: &str) -> (bool, bool) {
+    if !mode.is_empty() && mode.len() <= 4 && mode.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        let digits: Vec<u8> = mode.bytes().map(|b| b - b'0').collect();
+        let others = digits.last().copied().unwrap_or(0);
+        let special = if digits.len() == 4 { digits[0] } else { 0 };
+        return (others & 2 != 0, special & 6 != 0);
+    }
+    let mut world_writable = false;
+    let mut setuid = false;
+    for clause in mode.split(',') {
+        let who: String = clause.chars().take_while(|c| "ugoa".contains(*c)).collect();
+        let mut op: Option<char> = None;
+        for c in clause.chars().skip(who.len()) {
+            match c {
+                '+' | '-' | '=' => op = Some(c),
+                _ if matches!(op, Some('+' | '=')) => {
+                    if c == 'w' && (who.contains('o') || who.contains('a')) {
+                        world_writable = true;
+                    }
+                    if c == 's' && (who.is_empty() || who.contains(['u', 'g', 'a'])) {
+                        setuid = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (world_writable, setuid)
+}
+
+/// Formatting, partitioning, wiping or removing a disk or volume.
+fn disk_format(program: &str, args: &[String]) -> Option<String> {
+    let lower: Vec<String> = args.iter().map(|a| a.to_lowercase()).collect();
+    let mentions = |words: &[&str]| lower.iter().any(|a| words.contains(&a.as_str()));
+    let first = lower.first().map(String::as_str).unwrap_or_default();
+    let reason = match program {
+        p if p.starts_with("mkfs")
+            || matches!(
+                p,
+                "mke2fs" | "mkswap" | "mkdosfs" | "mkntfs" | "mkexfatfs" | "newfs"
+            ) =>
+        {
+            format!("formats a filesystem ({p})")
+        }
+        "wipefs" if has_flag(args, 'a', &["--all", "--offset"]) || has_flag(args, 'o', &[]) => {
+            "erases filesystem signatures (wipefs)".to_owned()
+        }
+        "fdisk" if !has_flag(args, 'l', &["--list"]) => {
+            "edits a partition table (fdisk)".to_owned()
+        }
+        "sfdisk" if !args.iter().any(|a| SFDISK_READ_ONLY.contains(&a.as_str())) => {
+            "edits a partition table (sfdisk)".to_owned()
+        }
+        "cfdisk" | "gdisk" => format!("edits a partition table ({program})"),
+        "sgdisk"
+            if args
+                .iter()
+                .any(|a| SGDISK_WRITES.iter().any(|w| a.starts_with(w))) =>
+        {
+            "edits a partition table (sgdisk)".to_owned()
+        }
+        "parted" if mentions(PARTED_WRITES) || !mentions(PARTED_READ_ONLY) => {
+            "edits a partition table (parted)".to_owned()
+        }
+        "blkdiscard" => "discards every block of a device (blkdiscard)".to_owned(),
+        "cryptsetup" if mentions(&["luksformat", "erase", "lukserase", "reencrypt"]) => {
+            "destroys an encrypted volume's data (cryptsetup)".to_owned()
+        }
+        "lvremove" | "vgremove" | "pvremove" => format!("removes a storage volume ({program})"),
+        "zpool" if matches!(first, "destroy" | "labelclear") => {
+            format!("destroys a pool (zpool {first})")
+        }
+        "zfs" if first == "destroy" => "destroys a dataset (zfs destroy)".to_owned(),
+        "diskutil"
+            if first.starts_with("erase")
+                || matches!(
+                    first,
+                    "partitiondisk" | "zerodisk" | "randomdisk" | "secureerase" | "reformat"
+                ) =>
+        {
+            format!("erases a disk (diskutil {first})")
+        }
+        _ => return None,
+    };
+    Some(reason)
+}
+
+/// Stopping, disabling or removing a system service.
+fn service_stop(invocation: &Invocation) -> Option<String> {
+    let args = invocation.args.as_slice();
+    let lower = |i: usize| args.get(i).map(|a| a.to_lowercase()).unwrap_or_default();
+    match invocation.program.as_str() {
+        "systemctl" => {
+            let subcommand = systemctl_subcommand(args)?;
+            matches!(
+                subcommand.as_str(),
+                "stop" | "disable" | "mask" | "kill" | "isolate"
+            )
+            .then(|| format!("stops or disables a service (systemctl {subcommand})"))
+        }
+        "service" | "rc-service" => {
+            (lower(1) == "stop").then(|| format!("stops a service ({} stop)", invocation.program))
+        }
+        "launchctl" => {
+            let subcommand = lower(0);
+            matches!(
+                subcommand.as_str(),
+                "unload" | "stop" | "bootout" | "remove" | "disable" | "kill"
+            )
+            .then(|| format!("stops or removes a service (launchctl {subcommand})"))
+        }
+        "sv" => {
+            let subcommand = lower(0);
+            matches!(
+                subcommand.as_str(),
+                "stop" | "down" | "kill" | "exit" | "force-stop" | "force-shutdown"
+            )
+            .then(|| format!("stops a service (sv {subcommand})"))
+        }
+        _ if invocation.path.starts_with("/etc/init.d/")
+            || invocation.path.starts_with("/etc/rc.d/") =>
+        {
+            (lower(0) == "stop").then(|| format!("stops a service ({} stop)", invocation.path))
+        }
+        _ => None,
+    }
+}
+
+/// Shutting down, rebooting, suspending or changing the runlevel.
+fn shutdown(program: &str, args: &[String]) -> Option<String> {
+    let first = args.first().map(|a| a.to_lowercase()).unwrap_or_default();
+    match program {
+        "shutdown" if !has_flag(args, 'c', &["--cancel"]) => {
+            Some("shuts down or reboots the machine (shutdown)".to_owned())
+        }
+        "reboot" | "halt" | "poweroff" => {
+            Some(format!("shuts down or reboots the machine ({program})"))
+        }
+        "init" | "telinit" if matches!(first.as_str(), "0" | "1" | "6" | "s" | "single") => {
+            Some(format!("changes the runlevel ({program} {first})"))
+        }
+        "systemctl" => {
+            let subcommand = systemctl_subcommand(args)?;
+            SYSTEMCTL_POWER
+                .contains(&subcommand.as_str())
+                .then(|| format!("shuts down or reboots the machine (systemctl {subcommand})"))
+        }
+        "kexec" if has_flag(args, 'e', &["--exec"]) => {
+            Some("reboots into another kernel (kexec -e)".to_owned())
+        }
+        _ => None,
+    }
+}
+
+/// True if `pkill` arguments ask for SIGKILL.
+fn kill_signal(args: &[String]) -> bool {
+    let is_kill = |s: &str| matches!(s.to_uppercase().as_str(), "9" | "KILL" | "SIGKILL");
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--signal" || arg == "-s" {
+            if iter.next().is_some_and(|s| is_kill(s)) {
+                return true;
+            }
+        } else if let Some(signal) = arg.strip_prefix("--signal=") {
+            if is_kill(signal) {
+                return true;
+            }
+        } else if let Some(signal) = arg.strip_prefix('-')
+            && is_kill(signal)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn categories(line: &str) -> Vec<DangerCategory> {
+        let invocation =
+            shell::invocation(&shell::words(&shell::tokenize(line))).expect("a program");
+        dangers(&invocation)
+            .into_iter()
+            .map(|f| f.category)
+            .collect()
+    }
+
+    #[test]
+    fn flags_are_found_in_clusters_and_long_forms() {
+        let args = strings(&["-xdf", "--dry-run=no", "--", "-n"]);
+        assert!(has_flag(&args, 'f', &[]));
+        assert!(has_flag(&args, 'x', &[]));
+        assert!(has_flag(&args, 'z', &["--dry-run"]));
+        assert!(!has_flag(&args, 'n', &[]), "nothing after -- is an option");
+        assert!(!has_flag(&strings(&["--force"]), 'f', &[]));
+    }
+
+    #[test]
+    fn operands_skip_options_and_their_values() {
+        let args = strings(&["-s", "0", "-v", "a", "--", "-b"]);
+        assert_eq!(operands(&args, &["-s"]), ["a", "-b"]);
+    }
+
+    #[test]
+    fn copy_destination_is_the_last_operand_or_target_directory() {
+        assert_eq!(
+            copy_destination(&strings(&["-r", "a", "b", "/etc"])),
+            Some("/etc")
+        );
+        assert_eq!(
+            copy_destination(&strings(&["-t", "/etc", "a", "b"])),
+            Some("/etc")
+        );
+        assert_eq!(
+            copy_destination(&strings(&["--target-directory=/x", "a"])),
+            Some("/x")
+        );
+        assert_eq!(copy_destination(&strings(&["a"])), None);
+    }
+
+    #[test]
+    fn sed_edits_in_place_only_with_i() {
+        assert_eq!(
+            sed_in_place_files(&strings(&["-i", "s/a/b/", "f1", "f2"])),
+            ["f1", "f2"]
+        );
+        assert_eq!(
+            sed_in_place_files(&strings(&["-i.bak", "-e", "s/a/b/", "f"])),
+            ["f"]
+        );
+        assert_eq!(sed_in_place_files(&strings(&["-Ei", "s/a/b/", "f"])), ["f"]);
+        assert!(sed_in_place_files(&strings(&["-n", "s/a/b/p", "f"])).is_empty());
+    }
+
+    #[test]
+    fn chmod_modes() {
+        let cases = [
+            ("777", (true, false)),
+            ("0777", (true, false)),
+            ("2", (true, false)),
+            ("644", (false, false)),
+            ("4755", (false, true)),
+            ("2755", (false, true)),
+            ("1777", (true, false)),
+            ("o+w", (true, false)),
+            ("a+rwx", (true, false)),
+            ("go=rw", (true, false)),
+            ("u+w,o-w", (false, false)),
+            ("o-w", (false, false)),
+            ("+w", (false, false)),
+            ("u+s", (false, true)),
+            ("g+s", (false, true)),
+            ("o+s", (false, false)),
+            ("88", (false, false)),
+        ];
+        for (mode, expected) in cases {
+            assert_eq!(mode_risks(mode), expected, "{mode}");
+        }
+    }
+
+    #[test]
+    fn kill_targets_every_process_only_with_pid_minus_one() {
+        assert!(kills_everything(&strings(&["-9", "-1"])));
+        assert!(kills_everything(&strings(&["-1"])));
+        assert!(kills_everything(&strings(&["-s", "TERM", "-1"])));
+        assert!(kills_everything(&strings(&["--", "-1"])));
+        assert!(!kills_everything(&strings(&["-1", "1234"])));
+        assert!(!kills_everything(&strings(&["1234"])));
+        assert!(!kills_everything(&strings(&["-l"])));
+        assert!(!kills_everything(&[]));
+    }
+
+    #[test]
+    fn rm_spellings() {
+        assert_eq!(categories("rm -r x"), [DangerCategory::RecursiveDelete]);
+        assert_eq!(
+            categories("rm --recursive x"),
+            [DangerCategory::RecursiveDelete]
+        );
+        assert_eq!(categories("rm --force x"), []);
+        assert_eq!(categories("rm -- -r"), []);
+        assert_eq!(
+            categories("unlink /etc/passwd"),
+            [DangerCategory::SystemWrite]
+        );
+    }
+
+    #[test]
+    fn programs_that_only_read_are_not_flagged() {
+        for line in [
+            "systemctl status x",
+            "fdisk -l",
+            "parted /dev/sda print",
+            "sfdisk -l",
+            "wipefs /dev/sda",
+            "zfs list",
+            "git status",
+            "git log --force",
+        ] {
+            assert!(categories(line).is_empty(), "{line}");
+        }
+    }
+}

@@ -1,0 +1,899 @@
+//! Outbound network rules: `network.allow_hosts` patterns, the check of a URL's
+//! host and of every address it resolves to, and the special-address ranges
+//! (private, loopback, link-local, metadata, ...) that need explicit consent.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+
+/// One `network.allow_hosts` entry.
+///
+/// Forms, each optionally followed by `:port` (IPv6 as `[::1]:8080`):
+/// - `api.github.com`: exactly that host (case-insensitive, trailing dot ignored);
+/// - `*.wikipedia.org`: any subdomain at any depth, but not `wikipedia.org` itself;
+/// - `*`: any host;
+/// - `127.0.0.1`, `::1`, `[::1]`: an IP address;
+/// - `10.0.0.0/8`, `fc00::/7`: a CIDR range.
+///
+/// Only the last two forms can open private, loopback, link-local or metadata
+/// addresses (see [`HostRules::check_address`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPattern {
+    text: String,
+    target: Target,
+    port: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    Any,
+    Name(String),
+    /// The suffix after `*.`.
+    Subdomains(String),
+    Ip(IpAddr),
+    Cidr(Cidr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cidr {
+    network: IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    fn contains(self, ip: IpAddr) -> bool {
+        match (self.network, ip) {
+            (IpAddr::V4(network), IpAddr::V4(ip)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(ip) & mask == u32::from(network)
+            }
+            (IpAddr::V6(network), IpAddr::V6(ip)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(ip) & mask == u128::from(network)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A host as the checks see it: a lower-case name or an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostRef<'a> {
+    Name(&'a str),
+    Ip(IpAddr),
+}
+
+/// Lower-cases `host`, drops brackets around an IPv6 literal and one trailing dot.
+fn normalize_host(host: &str) -> String {
+    let host = host.trim();
+    let host = host
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(host);
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host.to_ascii_lowercase()
+}
+
+fn host_ref(normalized: &str) -> HostRef<'_> {
+    match normalized.parse::<IpAddr>() {
+        Ok(ip) => HostRef::Ip(ip),
+        Err(_) => HostRef::Name(normalized),
+    }
+}
+
+impl HostPattern {
+    /// Parses one `network.allow_hosts` entry.
+    pub fn parse(text: &str) -> Result<Self, HostPatternError> {
+        let error = |problem: &str| HostPatternError {
+            entry: text.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let lowered = text.trim().to_ascii_lowercase();
+        if lowered.is_empty() {
+            return Err(error("is empty"));
+        }
+        if lowered.contains("://") {
+            return Err(error(
+                "includes a scheme; write only the host, e.g. \"api.github.com\"",
+            ));
+        }
+        let (host, port) = split_port(&lowered).map_err(|problem| error(&problem))?;
+        let target = parse_target(host).map_err(|problem| error(&problem))?;
+        Ok(Self {
+            text: text.trim().to_owned(),
+            target,
+            port,
+        })
+    }
+
+    /// The entry as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The port this entry is limited to, if any.
+    pub fn port(&self) -> Option<u16> {
+        self.port
+    }
+
+    /// True for an IP address or CIDR entry: the only kind that can open a
+    /// special address.
+    pub fn is_address(&self) -> bool {
+        matches!(self.target, Target::Ip(_) | Target::Cidr(_))
+    }
+
+    fn port_matches(&self, port: u16) -> bool {
+        self.port.is_none_or(|allowed| allowed == port)
+    }
+
+    fn matches_host(&self, host: HostRef<'_>) -> bool {
+        match (&self.target, host) {
+            (Target::Any, _) => true,
+            (Target::Name(name), HostRef::Name(host)) => name == host,
+            (Target::Subdomains(suffix), HostRef::Name(host)) => {
+                host.strip_suffix(suffix.as_str()).is_some_and(|subdomain| {
+                    !subdomain.is_empty()
+                        && !subdomain.starts_with('.')
+                        && !subdomain.ends_with('.')
+                })
+            }
+            (Target::Ip(_) | Target::Cidr(_), HostRef::Ip(ip)) => self.matches_ip(ip),
+            _ => false,
+        }
+    }
+
+    /// Matches an address against an IP or CIDR entry; IPv4-mapped IPv6
+    /// addresses match their IPv4 form too.
+    fn matches_ip(&self, ip: IpAddr) -> bool {
+        let canonical = ip.to_canonical();
+        match self.target {
+            Target::Ip(allowed) => allowed == ip || allowed == canonical,
+            Target::Cidr(cidr) => cidr.contains(ip) || cidr.contains(canonical),
+            _ => false,
+        }
+    }
+}
+
+/// Splits `host[:port]`, `[v6][:port]` or a bare IPv6 address or range.
+fn split_port(entry: &str) -> Result<(&str, Option<u16>), String> {
+    if let Some(rest) = entry.strip_prefix('[') {
+        let (inner, after) = rest
+            .split_once(']')
+            .ok_or_else(|| "has '[' without a closing ']'".to_owned())?;
+        return match after {
+            "" => Ok((inner, None)),
+            _ => match after.strip_prefix(':') {
+                Some(port) => Ok((inner, Some(parse_port(port)?))),
+                None => Err(format!("has {after:?} after ']'; write \"[address]:port\"")),
+            },
+        };
+    }
+    match entry.matches(':').count() {
+        0 => Ok((entry, None)),
+        1 => {
+            let (host, port) = entry.split_once(':').unwrap_or((entry, ""));
+            Ok((host, Some(parse_port(port)?)))
+        }
+        // Bare IPv6: no port (write `[::1]:8080` for one).
+        _ => Ok((entry, None)),
+    }
+}
+
+fn parse_port(text: &str) -> Result<u16, String> {
+    match text.parse::<u16>() {
+        Ok(port) if port != 0 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(port),
+        _ => Err(format!("has port {text:?}; use a number from 1 to 65535")),
+    }
+}
+
+fn parse_target(host: &str) -> Result<Target, String> {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host == "*" {
+        return Ok(Target::Any);
+    }
+    if host.contains('/') {
+        return parse_cidr(host).map(Target::Cidr);
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(Target::Ip(ip.to_canonical()));
+    }
+    if host.contains(':') {
+        return Err("is not a valid IPv6 address".to_owned());
+    }
+    if let Some(suffix) = host.strip_prefix("*.") {
+        validate_name(suffix)?;
+        return Ok(Target::Subdomains(format!(".{suffix}")));
+    }
+    if host.contains('*') {
+        return Err(
+            "has '*' inside a name; use \"*\" alone or a leading \"*.\" as in \"*.example.com\""
+                .to_owned(),
+        );
+    }
+    validate_name(host)?;
+    Ok(Target::Name(host.to_owned()))
+}
+
+fn parse_cidr(text: &str) -> Result<Cidr, String> {
+    let bad =
+        || format!("is neither a host name nor a CIDR range like \"10.0.0.0/8\" (found {text:?})");
+    let (address, prefix) = text.split_once('/').ok_or_else(bad)?;
+    let address: IpAddr = address.parse().map_err(|_| bad())?;
+    let prefix: u8 = prefix
+        .parse()
+        .ok()
+        .filter(|_| prefix.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(bad)?;
+    let max = if address.is_ipv4() { 32 } else { 128 };
+    if prefix > max {
+        return Err(format!("has prefix length /{prefix}, longer than {max}"));
+    }
+    let network = match address {
+        IpAddr::V4(v4) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
+        }
+        IpAddr::V6(v6) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+        }
+    };
+    Ok(Cidr { network, prefix })
+}
+
+fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 253 {
+        return Err("is not a valid host name (1 to 253 characters)".to_owned());
+    }
+    if !name.is_ascii() {
+        return Err("is not ASCII; write internationalized names in punycode (xn--...)".to_owned());
+    }
+    for label in name.split('.') {
+        if label.is_empty() || label.len() > 63 {
+            return Err("has an empty or over-long label between dots".to_owned());
+        }
+        if let Some(bad) = label
+            .chars()
+            .find(|&c| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        {
+            return Err(format!(
+                "contains {bad:?}, which is not allowed in a host name"
+            ));
+        }
+    }
+    let last = name.rsplit('.').next().unwrap_or(name);
+    if last.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("looks like an IP address but is not a valid one".to_owned());
+    }
+    Ok(())
+}
+
+impl FromStr for HostPattern {
+    type Err = HostPatternError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::parse(text)
+    }
+}
+
+impl fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A `network.allow_hosts` entry that cannot be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("network.allow_hosts entry {entry:?} {problem}")]
+pub struct HostPatternError {
+    /// The entry as written.
+    pub entry: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// A profile's outbound network rules. Defaults deny: with no entries no host
+/// is reachable.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostRules {
+    /// The `network.allow_hosts` entries.
+    pub allow_hosts: Vec<HostPattern>,
+}
+
+impl HostRules {
+    /// Parses the `network.allow_hosts` entries.
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<Self, HostPatternError> {
+        let allow_hosts = entries
+            .iter()
+            .map(|entry| HostPattern::parse(entry.as_ref()))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { allow_hosts })
+    }
+
+    /// Checks a URL's host (name or IP literal, brackets allowed) and port
+    /// against the allow list. Run it for the first request and every redirect.
+    pub fn check_host(&self, host: &str, port: u16) -> Result<(), NetworkRefusal> {
+        let normalized = normalize_host(host);
+        if normalized.is_empty() {
+            return Err(NetworkRefusal::HostNotAllowed { host: normalized });
+        }
+        let target = host_ref(&normalized);
+        let mut other_port = false;
+        for pattern in &self.allow_hosts {
+            if pattern.matches_host(target) {
+                if pattern.port_matches(port) {
+                    return Ok(());
+                }
+                other_port = true;
+            }
+        }
+        Err(if other_port {
+            NetworkRefusal::PortNotAllowed {
+                host: normalized,
+                port,
+            }
+        } else {
+            NetworkRefusal::HostNotAllowed { host: normalized }
+        })
+    }
+
+    /// Checks one address `host` resolved to (or an IP literal host) before
+    /// connecting. A special address (see [`classify`]) is refused unless an IP
+    /// or CIDR entry covers it (and its port, if the entry names one): a name or
+    /// wildcard entry never opens one, so `*` cannot reach `169.254.169.254`.
+    ///
+    /// Call [`HostRules::check_host`] first; this does not repeat it.
+    pub fn check_address(&self, host: &str, port: u16, ip: IpAddr) -> Result<(), NetworkRefusal> {
+        let Some(range) = classify(ip) else {
+            return Ok(());
+        };
+        let explicit = self
+            .allow_hosts
+            .iter()
+            .any(|p| p.is_address() && p.matches_ip(ip) && p.port_matches(port));
+        if explicit {
+            Ok(())
+        } else {
+            Err(NetworkRefusal::SpecialAddress {
+                host: normalize_host(host),
+                ip,
+                range,
+            })
+        }
+    }
+}
+
+/// Why an outbound request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetworkRefusal {
+    /// No entry matches the host.
+    #[error(
+        "host {host:?} is not in the profile's network.allow_hosts; \
+         add it (or a pattern such as \"*.example.com\") to allow it"
+    )]
+    HostNotAllowed {
+        /// The normalized host.
+        host: String,
+    },
+    /// Entries match the host, but only on other ports.
+    #[error(
+        "host {host:?} port {port} is not in the profile's network.allow_hosts \
+         (the host is allowed on other ports only); add \"host:{port}\" or drop the port"
+    )]
+    PortNotAllowed {
+        /// The normalized host.
+        host: String,
+        /// The refused port.
+        port: u16,
+    },
+    /// The address is special and no IP or CIDR entry names it.
+    #[error(
+        "address {ip} of host {host:?} is {range}; private, loopback, link-local and metadata \
+         addresses are refused unless network.allow_hosts lists the address explicitly"
+    )]
+    SpecialAddress {
+        /// The normalized host.
+        host: String,
+        /// The refused address.
+        ip: IpAddr,
+        /// Why the address is special.
+        range: SpecialRange,
+    },
+}
+
+/// A range of addresses that is not the public internet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpecialRange {
+    /// `0.0.0.0/8`, `::`.
+    Unspecified,
+    /// `10/8`, `172.16/12`, `192.168/16`, local-use NAT64 `64:ff9b:1::/48`.
+    Private,
+    /// `127/8`, `::1`.
+    Loopback,
+    /// `169.254/16`, `fe80::/10`.
+    LinkLocal,
+    /// Cloud instance metadata: `169.254.169.254`, `169.254.170.2`,
+    /// `100.100.100.200`, `fd00:ec2::254`.
+    CloudMetadata,
+    /// Carrier-grade NAT, `100.64/10`.
+    SharedAddressSpace,
+    /// `192.0.0/24`.
+    ProtocolAssignments,
+    /// `198.18/15`.
+    Benchmarking,
+    /// `224/4`, `ff00::/8`.
+    Multicast,
+    /// `240/4` (except broadcast).
+    Reserved,
+    /// `255.255.255.255`.
+    Broadcast,
+    /// `fc00::/7`.
+    UniqueLocal,
+    /// `fec0::/10` (deprecated).
+    SiteLocal,
+    /// `100::/64`.
+    DiscardOnly,
+}
+
+impl SpecialRange {
+    /// A stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unspecified => "unspecified",
+            Self::Private => "private",
+            Self::Loopback => "loopback",
+            Self::LinkLocal => "link_local",
+            Self::CloudMetadata => "cloud_metadata",
+            Self::SharedAddressSpace => "shared_address_space",
+            Self::ProtocolAssignments => "protocol_assignments",
+            Self::Benchmarking => "benchmarking",
+            Self::Multicast => "multicast",
+            Self::Reserved => "reserved",
+            Self::Broadcast => "broadcast",
+            Self::UniqueLocal => "unique_local",
+            Self::SiteLocal => "site_local",
+            Self::DiscardOnly => "discard_only",
+        }
+    }
+
+    /// A phrase that reads after "is": "loopback", "a cloud metadata address".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Unspecified => "unspecified",
+            Self::Private => "private",
+            Self::Loopback => "loopback",
+            Self::LinkLocal => "link-local",
+            Self::CloudMetadata => "a cloud metadata address",
+            Self::SharedAddressSpace => "in the shared (carrier-grade nat) range",
+            Self::ProtocolAssignments => "reserved for ietf protocol assignments",
+            Self::Benchmarking => "reserved for benchmarking",
+            Self::Multicast => "multicast",
+            Self::Reserved => "reserved",
+            Self::Broadcast => "broadcast",
+            Self::UniqueLocal => "unique-local (private)",
+            Self::SiteLocal => "site-local (private)",
+            Self::DiscardOnly => "discard-only",
+        }
+    }
+}
+
+impl fmt::Display for SpecialRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+const METADATA_V4: [Ipv4Addr; 3] = [
+    Ipv4Addr::new(169, 254, 169, 254), // AWS, GCP, Azure, OpenStack, ...
+    Ipv4Addr::new(169, 254, 170, 2),   // AWS ECS task metadata
+    Ipv4Addr::new(100, 100, 100, 200), // Alibaba Cloud
+];
+
+const METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
+
+/// The special range `ip` belongs to, or `None` for an ordinary public
+/// address. IPv6 forms that embed an IPv4 address (mapped `::ffff:a.b.c.d`,
+/// compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, Teredo
+/// `2001::/32`) are classified by the IPv4 address they carry. Documentation
+/// ranges are left alone: they are not routed anywhere.
+pub fn classify(ip: IpAddr) -> Option<SpecialRange> {
+    match ip {
+        IpAddr::V4(v4) => classify_v4(v4),
+        IpAddr::V6(v6) => classify_v6(v6),
+    }
+}
+
+fn classify_v4(ip: Ipv4Addr) -> Option<SpecialRange> {
+    use SpecialRange::*;
+    if METADATA_V4.contains(&ip) {
+        return Some(CloudMetadata);
+    }
+    let [a, b, c, _] = ip.octets();
+    let range = match (a, b, c) {
+        (0, _, _) => Unspecified,
+        (10, _, _) => Private,
+        (100, 64..=127, _) => SharedAddressSpace,
+        (127, _, _) => Loopback,
+        (169, 254, _) => LinkLocal,
+        (172, 16..=31, _) => Private,
+        (192, 0, 0) => ProtocolAssignments,
+        (192, 168, _) => Private,
+        (198, 18..=19, _) => Benchmarking,
+        (224..=239, _, _) => Multicast,
+        _ if ip == Ipv4Addr::BROADCAST => Broadcast,
+        (240..=255, _, _) => Reserved,
+        _ => return None,
+    };
+    Some(range)
+}
+
+fn classify_v6(ip: Ipv6Addr) -> Option<SpecialRange> {
+    use SpecialRange::*;
+    if ip.is_unspecified() {
+        return Some(Unspecified);
+    }
+    if ip.is_loopback() {
+        return Some(Loopback);
+    }
+    if ip == METADATA_V6 {
+        return Some(CloudMetadata);
+    }
+    let s = ip.segments();
+    let low32 = Ipv4Addr::from(u32::from(s[6]) << 16 | u32::from(s[7]));
+    match s {
+        // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible, deprecated).
+        [0, 0, 0, 0, 0, 0xffff | 0, _, _] => classify_v4(low32),
+        // ::ffff:0:a.b.c.d (SIIT translated).
+        [0, 0, 0, 0, 0xffff, 0, _, _] => classify_v4(low32),
+        // NAT64 well-known prefix.
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => classify_v4(low32),
+        // Local-use NAT64 (RFC 8215): translates to anything, including private.
+        [0x64, 0xff9b, 1, ..] => Some(Private),
+        // 6to4 embeds the IPv4 address in bits 16..48.
+        [0x2002, high, low, ..] => {
+            classify_v4(Ipv4Addr::from(u32::from(high) << 16 | u32::from(low)))
+        }
+        // Teredo embeds the client address, bit-inverted, in the low 32 bits.
+        [0x2001, 0, ..] => classify_v4(Ipv4Addr::from(!u32::from(low32))),
+        [0x100, 0, 0, 0, ..] => Some(DiscardOnly),
+        [first, ..] if first & 0xfe00 == 0xfc00 => Some(UniqueLocal),
+        [first, ..] if first & 0xffc0 == 0xfe80 => Some(LinkLocal),
+        [first, ..] if first & 0xffc0 == 0xfec0 => Some(SiteLocal),
+        [first, ..] if first & 0xff00 == 0xff00 => Some(Multicast),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(entries: &[&str]) -> HostRules {
+        HostRules::parse(entries).expect("valid test entries")
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("valid test address")
+    }
+
+    #[test]
+    fn exact_names_match_case_insensitively_with_trailing_dot() {
+        let rules = rules(&["api.github.com"]);
+        assert_eq!(rules.check_host("api.github.com", 443), Ok(()));
+        assert_eq!(rules.check_host("API.GitHub.com", 443), Ok(()));
+        assert_eq!(rules.check_host("api.github.com.", 80), Ok(()));
+        assert!(rules.check_host("github.com", 443).is_err());
+        assert!(rules.check_host("x.api.github.com", 443).is_err());
+        assert!(rules.check_host("api.github.com.evil.com", 443).is_err());
+        let upper = self::rules(&["API.GITHUB.COM."]);
+        assert_eq!(upper.check_host("api.github.com", 443), Ok(()));
+    }
+
+    #[test]
+    fn wildcard_matches_subdomains_at_any_depth_but_not_the_apex() {
+        let rules = rules(&["*.wikipedia.org"]);
+        assert_eq!(rules.check_host("en.wikipedia.org", 443), Ok(()));
+        assert_eq!(rules.check_host("a.b.c.wikipedia.org", 443), Ok(()));
+        assert!(rules.check_host("wikipedia.org", 443).is_err());
+        assert!(rules.check_host("evilwikipedia.org", 443).is_err());
+        assert!(rules.check_host("wikipedia.org.evil.com", 443).is_err());
+        assert!(rules.check_host(".wikipedia.org", 443).is_err());
+    }
+
+    #[test]
+    fn star_matches_every_host() {
+        let rules = rules(&["*"]);
+        assert_eq!(rules.check_host("example.com", 443), Ok(()));
+        assert_eq!(rules.check_host("10.0.0.1", 80), Ok(()));
+        assert_eq!(rules.check_host("[::1]", 80), Ok(()));
+    }
+
+    #[test]
+    fn refusal_names_the_host_and_the_setting() {
+        let refusal = rules(&["api.github.com"])
+            .check_host("Evil.com", 443)
+            .unwrap_err();
+        assert_eq!(
+            refusal,
+            NetworkRefusal::HostNotAllowed {
+                host: "evil.com".into()
+            }
+        );
+        assert!(
+            refusal
+                .to_string()
+                .starts_with("host \"evil.com\" is not in the profile's network.allow_hosts")
+        );
+        assert!(HostRules::default().check_host("example.com", 443).is_err());
+    }
+
+    #[test]
+    fn ports_restrict_an_entry() {
+        let rules = rules(&["api.example.com:8443", "*.internal.dev:80", "*:9999"]);
+        assert_eq!(rules.check_host("api.example.com", 8443), Ok(()));
+        let refusal = rules.check_host("api.example.com", 443).unwrap_err();
+        assert_eq!(
+            refusal,
+            NetworkRefusal::PortNotAllowed {
+                host: "api.example.com".into(),
+                port: 443
+            }
+        );
+        assert!(refusal.to_string().contains("port 443"));
+        assert_eq!(rules.check_host("x.internal.dev", 80), Ok(()));
+        assert!(rules.check_host("x.internal.dev", 81).is_err());
+        assert_eq!(rules.check_host("anything.org", 9999), Ok(()));
+    }
+
+    #[test]
+    fn ip_and_cidr_entries_match_ip_hosts_only() {
+        let rules = rules(&["127.0.0.1", "10.0.0.0/8", "[::1]:8080", "fd00::/8"]);
+        assert_eq!(rules.check_host("127.0.0.1", 80), Ok(()));
+        assert_eq!(rules.check_host("10.200.3.4", 443), Ok(()));
+        assert!(rules.check_host("11.0.0.1", 443).is_err());
+        assert_eq!(rules.check_host("[::1]", 8080), Ok(()));
+        assert_eq!(rules.check_host("::1", 8080), Ok(()));
+        assert!(rules.check_host("[::1]", 80).is_err());
+        assert_eq!(rules.check_host("[fd12::1]", 443), Ok(()));
+        assert!(rules.check_host("localhost", 80).is_err());
+    }
+
+    #[test]
+    fn pattern_forms_parse() {
+        for entry in [
+            "api.github.com",
+            "*.wikipedia.org",
+            "*",
+            "*:443",
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "::1",
+            "[::1]",
+            "[::1]:8080",
+            "10.0.0.0/8",
+            "10.0.0.0/8:443",
+            "fc00::/7",
+            "[fc00::/7]:443",
+            "my_host.local",
+            "xn--bcher-kva.example",
+        ] {
+            assert!(HostPattern::parse(entry).is_ok(), "{entry}");
+        }
+        assert!(HostPattern::parse("[::1]:8080").unwrap().is_address());
+        assert_eq!(HostPattern::parse("[::1]:8080").unwrap().port(), Some(8080));
+        assert!(!HostPattern::parse("*").unwrap().is_address());
+    }
+
+    #[test]
+    fn bad_entries_are_rejected_with_the_entry_named() {
+        let cases = [
+            ("", "empty"),
+            ("https://api.github.com", "scheme"),
+            ("api.*.com", "'*' inside"),
+            ("*github.com", "'*' inside"),
+            ("api.github.com:0", "port"),
+            ("api.github.com:http", "port"),
+            ("api.github.com:70000", "port"),
+            ("10.0.0.0/33", "prefix length"),
+            ("api.github.com/repos", "cidr"),
+            ("[::1", "closing"),
+            ("[::1]8080", "after ']'"),
+            ("a..b", "label"),
+            ("bad host", "not allowed"),
+            ("bücher.de", "punycode"),
+            ("127.1", "ip address"),
+            ("1:2:3", "ipv6"),
+        ];
+        for (entry, expected) in cases {
+            let error = HostPattern::parse(entry).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .to_lowercase()
+                    .contains(&expected.to_lowercase()),
+                "{entry}: {error}"
+            );
+            assert_eq!(error.entry, entry);
+        }
+    }
+
+    #[test]
+    fn classify_ipv4_ranges() {
+        let cases = [
+            ("0.0.0.0", Some(SpecialRange::Unspecified)),
+            ("0.1.2.3", Some(SpecialRange::Unspecified)),
+            ("10.1.2.3", Some(SpecialRange::Private)),
+            ("172.16.0.1", Some(SpecialRange::Private)),
+            ("172.31.255.255", Some(SpecialRange::Private)),
+            ("172.32.0.1", None),
+            ("192.168.1.1", Some(SpecialRange::Private)),
+            ("127.0.0.1", Some(SpecialRange::Loopback)),
+            ("127.255.0.9", Some(SpecialRange::Loopback)),
+            ("169.254.0.5", Some(SpecialRange::LinkLocal)),
+            ("169.254.169.254", Some(SpecialRange::CloudMetadata)),
+            ("169.254.170.2", Some(SpecialRange::CloudMetadata)),
+            ("100.100.100.200", Some(SpecialRange::CloudMetadata)),
+            ("100.64.0.1", Some(SpecialRange::SharedAddressSpace)),
+            ("100.127.255.255", Some(SpecialRange::SharedAddressSpace)),
+            ("100.128.0.1", None),
+            ("192.0.0.8", Some(SpecialRange::ProtocolAssignments)),
+            ("198.18.0.1", Some(SpecialRange::Benchmarking)),
+            ("198.19.255.1", Some(SpecialRange::Benchmarking)),
+            ("198.20.0.1", None),
+            ("224.0.0.1", Some(SpecialRange::Multicast)),
+            ("239.255.255.250", Some(SpecialRange::Multicast)),
+            ("240.0.0.1", Some(SpecialRange::Reserved)),
+            ("255.255.255.255", Some(SpecialRange::Broadcast)),
+            ("8.8.8.8", None),
+            ("1.1.1.1", None),
+            ("192.0.2.1", None), // documentation: left alone
+        ];
+        for (address, expected) in cases {
+            assert_eq!(classify(ip(address)), expected, "{address}");
+        }
+    }
+
+    #[test]
+    fn classify_ipv6_ranges() {
+        let cases = [
+            ("::", Some(SpecialRange::Unspecified)),
+            ("::1", Some(SpecialRange::Loopback)),
+            ("fc00::1", Some(SpecialRange::UniqueLocal)),
+            ("fdff::1", Some(SpecialRange::UniqueLocal)),
+            ("fd00:ec2::254", Some(SpecialRange::CloudMetadata)),
+            ("fe80::1", Some(SpecialRange::LinkLocal)),
+            ("febf::1", Some(SpecialRange::LinkLocal)),
+            ("fec0::1", Some(SpecialRange::SiteLocal)),
+            ("ff02::1", Some(SpecialRange::Multicast)),
+            ("100::1", Some(SpecialRange::DiscardOnly)),
+            ("64:ff9b:1::1", Some(SpecialRange::Private)),
+            ("2606:4700:4700::1111", None),
+            ("2001:db8::1", None), // documentation: left alone
+        ];
+        for (address, expected) in cases {
+            assert_eq!(classify(ip(address)), expected, "{address}");
+        }
+    }
+
+    #[test]
+    fn classify_embedded_ipv4_by_what_it_carries() {
+        let cases = [
+            ("::ffff:127.0.0.1", Some(SpecialRange::Loopback)),
+            ("::ffff:169.254.169.254", Some(SpecialRange::CloudMetadata)),
+            ("::ffff:10.0.0.1", Some(SpecialRange::Private)),
+            ("::ffff:8.8.8.8", None),
+            ("::127.0.0.1", Some(SpecialRange::Loopback)),
+            ("::ffff:0:192.168.0.1", Some(SpecialRange::Private)),
+            ("64:ff9b::7f00:1", Some(SpecialRange::Loopback)),
+            ("64:ff9b::a9fe:a9fe", Some(SpecialRange::CloudMetadata)),
+            ("64:ff9b::808:808", None),
+            ("2002:7f00:1::", Some(SpecialRange::Loopback)),
+            ("2002:c0a8:101::1", Some(SpecialRange::Private)),
+            ("2002:808:808::1", None),
+            // Teredo client 127.0.0.1, inverted: 80ff:fffe.
+            (
+                "2001:0:4136:e378:8000:63bf:80ff:fffe",
+                Some(SpecialRange::Loopback),
+            ),
+        ];
+        for (address, expected) in cases {
+            assert_eq!(classify(ip(address)), expected, "{address}");
+        }
+    }
+
+    #[test]
+    fn public_addresses_pass_the_address_check() {
+        let rules = rules(&["*"]);
+        assert_eq!(
+            rules.check_address("example.com", 443, ip("93.184.216.34")),
+            Ok(())
+        );
+        assert_eq!(
+            rules.check_address("example.com", 443, ip("2606:2800::1")),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn wildcards_and_names_never_open_special_addresses() {
+        let rules = rules(&["*", "localhost", "*.internal.corp"]);
+        let refusal = rules
+            .check_address("localhost", 80, ip("127.0.0.1"))
+            .unwrap_err();
+        assert_eq!(
+            refusal.to_string(),
+            "address 127.0.0.1 of host \"localhost\" is loopback; private, loopback, link-local \
+             and metadata addresses are refused unless network.allow_hosts lists the address explicitly"
+        );
+        assert!(
+            rules
+                .check_address("db.internal.corp", 5432, ip("10.0.0.5"))
+                .is_err()
+        );
+        let metadata = rules
+            .check_address("169.254.169.254", 80, ip("169.254.169.254"))
+            .unwrap_err();
+        assert!(metadata.to_string().contains("is a cloud metadata address"));
+        assert!(
+            rules
+                .check_address("x", 80, ip("::ffff:127.0.0.1"))
+                .is_err()
+        );
+        assert!(rules.check_address("[::1]", 80, ip("::1")).is_err());
+    }
+
+    #[test]
+    fn explicit_addresses_open_special_addresses() {
+        let rules = rules(&["127.0.0.1:8080", "10.0.0.0/8", "[::1]", "169.254.169.254"]);
+        assert_eq!(
+            rules.check_address("localhost", 8080, ip("127.0.0.1")),
+            Ok(())
+        );
+        assert!(
+            rules
+                .check_address("localhost", 8081, ip("127.0.0.1"))
+                .is_err()
+        );
+        assert!(
+            rules
+                .check_address("localhost", 8080, ip("127.0.0.2"))
+                .is_err()
+        );
+        assert_eq!(rules.check_address("db", 5432, ip("10.9.8.7")), Ok(()));
+        assert!(rules.check_address("db", 5432, ip("192.168.0.1")).is_err());
+        assert_eq!(rules.check_address("localhost", 80, ip("::1")), Ok(()));
+        assert_eq!(rules.check_address("m", 80, ip("169.254.169.254")), Ok(()));
+    }
+
+    #[test]
+    fn mapped_addresses_match_their_ipv4_entry() {
+        let rules = rules(&["127.0.0.1", "10.0.0.0/8"]);
+        assert_eq!(rules.check_address("x", 80, ip("::ffff:127.0.0.1")), Ok(()));
+        assert_eq!(rules.check_address("x", 80, ip("::ffff:10.1.1.1")), Ok(()));
+        assert_eq!(rules.check_host("::ffff:127.0.0.1", 80), Ok(()));
+        // An entry written in mapped form covers the plain IPv4 address too.
+        let mapped = self::rules(&["::ffff:127.0.0.1"]);
+        assert_eq!(mapped.check_address("x", 80, ip("127.0.0.1")), Ok(()));
+    }
+
+    #[test]
+    fn cidr_entries_mask_host_bits() {
+        let rules = rules(&["10.1.2.3/16", "0.0.0.0/0:443"]);
+        assert_eq!(rules.check_address("x", 80, ip("10.1.200.1")), Ok(()));
+        assert_eq!(rules.check_address("x", 443, ip("192.168.1.1")), Ok(()));
+        assert!(rules.check_address("x", 80, ip("192.168.1.1")).is_err());
+        let v6 = self::rules(&["fe80::/10"]);
+        assert_eq!(v6.check_address("x", 80, ip("fe80::abcd")), Ok(()));
+        assert!(v6.check_address("x", 80, ip("fc00::1")).is_err());
+    }
+
+    #[test]
+    fn range_names_are_stable() {
+        assert_eq!(SpecialRange::CloudMetadata.as_str(), "cloud_metadata");
+        assert_eq!(SpecialRange::LinkLocal.to_string(), "link-local");
+    }
+}

@@ -1,0 +1,642 @@
+//! Filesystem grants: the directories a profile may read or write, the deny
+//! globs carved out of them, and lexical path normalization.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// What a path is opened for. `Write` covers reading too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    /// Read files and list directories.
+    Read,
+    /// Create, modify, rename and remove, as well as read.
+    Write,
+}
+
+impl Access {
+    /// `"read"` or `"write"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+        }
+    }
+
+    /// True if a grant of `self` permits `wanted`.
+    pub fn covers(self, wanted: Access) -> bool {
+        self >= wanted
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Lexically normalizes a path: drops `.`, resolves `..` against the preceding
+/// component and never climbs above `/`. No filesystem access, so symlinks are
+/// not resolved; callers canonicalize where a link could lead elsewhere.
+///
+/// A relative path stays relative and keeps leading `..` components.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
+            },
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// A profile's filesystem rules: absolute directories granted for reading or
+/// writing, minus deny globs. Defaults deny: with no grants nothing is reachable.
+#[derive(Debug, Clone)]
+pub struct PathRules {
+    grants: Vec<(PathBuf, Access)>,
+    /// Deny patterns as written in the config, for messages.
+    deny_patterns: Vec<String>,
+    deny_set: GlobSet,
+    /// For each glob in `deny_set`, the index of the pattern it came from.
+    deny_sources: Vec<usize>,
+}
+
+impl Default for PathRules {
+    fn default() -> Self {
+        Self {
+            grants: Vec::new(),
+            deny_patterns: Vec::new(),
+            deny_set: GlobSet::empty(),
+            deny_sources: Vec::new(),
+        }
+    }
+}
+
+impl PathRules {
+    /// Builds the rules from `file.read` and `file.write` directories and
+    /// `file.deny` globs, all already resolved against the config's directory.
+    ///
+    /// Grants are absolute directories; a trailing `/**` is accepted and
+    /// stripped. Deny globs are absolute or start with `**/`; `*` stays within
+    /// one path component and `**` crosses them. A glob that names a directory
+    /// (`/w/secrets`, `/w/secrets/**`) denies the directory and everything in it.
+    pub fn new<R, W, D>(read: R, write: W, deny: D) -> Result<Self, PathRuleError>
+    where
+        R: IntoIterator<Item: AsRef<Path>>,
+        W: IntoIterator<Item: AsRef<Path>>,
+        D: IntoIterator<Item: AsRef<str>>,
+    {
+        let mut grants: Vec<(PathBuf, Access)> = Vec::new();
+        for (paths, access, key) in [
+            (collect_paths(write), Access::Write, "file.write"),
+            (collect_paths(read), Access::Read, "file.read"),
+        ] {
+            for path in paths {
+                let dir = grant_dir(&path, key)?;
+                match grants.iter_mut().find(|(existing, _)| *existing == dir) {
+                    Some((_, existing)) => *existing = (*existing).max(access),
+                    None => grants.push((dir, access)),
+                }
+            }
+        }
+
+        let mut deny_patterns = Vec::new();
+        let mut deny_sources = Vec::new();
+        let mut builder = GlobSetBuilder::new();
+        for (index, pattern) in deny.into_iter().enumerate() {
+            let pattern = pattern.as_ref();
+            let normalized = normalize_deny(pattern)?;
+            let mut globs = vec![normalized.clone()];
+            // `dir/**` matches what is inside `dir`; deny `dir` itself as well.
+            if let Some(dir) = normalized.strip_suffix("/**") {
+                globs.push(if dir.is_empty() {
+                    "/".to_owned()
+                } else {
+                    dir.to_owned()
+                });
+            }
+            for glob in globs {
+                let glob = GlobBuilder::new(&glob)
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|error| PathRuleError::InvalidDeny {
+                        pattern: pattern.to_owned(),
+                        reason: error.kind().to_string(),
+                    })?;
+                builder.add(glob);
+                deny_sources.push(index);
+            }
+            deny_patterns.push(pattern.to_owned());
+        }
+        let deny_set = builder
+            .build()
+            .map_err(|error| PathRuleError::InvalidDeny {
+                pattern: deny_patterns.join(", "),
+                reason: error.kind().to_string(),
+            })?;
+        Ok(Self {
+            grants,
+            deny_patterns,
+            deny_set,
+            deny_sources,
+        })
+    }
+
+    /// Checks an absolute host path for `access`. The path is normalized
+    /// lexically first, so `..` cannot climb out of a grant; symlinks must be
+    /// resolved by the caller.
+    pub fn check(&self, path: &Path, access: Access) -> Result<(), PathRefusal> {
+        if !path.is_absolute() {
+            return Err(PathRefusal::NotAbsolute {
+                path: path.to_owned(),
+            });
+        }
+        let path = normalize(path);
+        if let Some(pattern) = self.denied_by(&path) {
+            return Err(PathRefusal::Denied {
+                path,
+                pattern: pattern.to_owned(),
+            });
+        }
+        let granted = self
+            .grants
+            .iter()
+            .any(|(dir, granted)| granted.covers(access) && path.starts_with(dir));
+        if granted {
+            Ok(())
+        } else {
+            Err(PathRefusal::NotGranted { path, access })
+        }
+    }
+
+    /// The deny pattern that covers `path` (after normalization), if any; used
+    /// to hide denied entries from directory listings.
+    pub fn is_denied(&self, path: &Path) -> Option<&str> {
+        self.denied_by(&normalize(path))
+    }
+
+    /// The granted directories with their access, for preopening. A directory
+    /// granted both ways appears once, as `Write`.
+    pub fn grants(&self) -> impl Iterator<Item = (&Path, Access)> {
+        self.grants
+            .iter()
+            .map(|(dir, access)| (dir.as_path(), *access))
+    }
+
+    /// The deny patterns as written.
+    pub fn deny_patterns(&self) -> impl Iterator<Item = &str> {
+        self.deny_patterns.iter().map(String::as_str)
+    }
+
+    /// Checks `path` and each of its ancestors, so a denied directory denies
+    /// everything beneath it. Reports the first pattern in config order.
+    fn denied_by(&self, path: &Path) -> Option<&str> {
+        if self.deny_patterns.is_empty() {
+            return None;
+        }
+        let source = path
+            .ancestors()
+            .filter(|candidate| !candidate.as_os_str().is_empty())
+            .flat_map(|candidate| self.deny_set.matches(candidate))
+            .filter_map(|glob| self.deny_sources.get(glob).copied())
+            .min()?;
+        self.deny_patterns.get(source).map(String::as_str)
+    }
+}
+
+fn collect_paths<I: IntoIterator<Item: AsRef<Path>>>(paths: I) -> Vec<PathBuf> {
+    paths.into_iter().map(|p| p.as_ref().to_owned()).collect()
+}
+
+/// A grant as a normalized absolute directory, with a trailing `/**` removed.
+fn grant_dir(path: &Path, key: &'static str) -> Result<PathBuf, PathRuleError> {
+    let dir = if path.file_name().is_some_and(|name| name == "**") {
+        path.parent().unwrap_or(path)
+    } else {
+        path
+    };
+    let has_glob = dir
+        .components()
+        .any(|c| c.as_os_str().as_encoded_bytes().contains(&b'*'));
+    if has_glob {
+        return Err(PathRuleError::GlobInGrant {
+            key,
+            path: path.to_owned(),
+        });
+    }
+    if !dir.is_absolute() {
+        return Err(PathRuleError::RelativeGrant {
+            key,
+            path: path.to_owned(),
+        });
+    }
+    Ok(normalize(dir))
+}
+
+/// Validates a deny glob and resolves `.`, `..`, repeated and trailing slashes.
+fn normalize_deny(pattern: &str) -> Result<String, PathRuleError> {
+    let absolute = pattern.starts_with('/');
+    if !absolute && !pattern.starts_with("**/") && pattern != "**" {
+        return Err(PathRuleError::RelativeDeny {
+            pattern: pattern.to_owned(),
+        });
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in pattern.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                let literal = parts.last().is_some_and(|last| {
+                    *last != "**" && !last.contains(['*', '?', '[', ']', '{', '}'])
+                });
+                if !literal {
+                    return Err(PathRuleError::InvalidDeny {
+                        pattern: pattern.to_owned(),
+                        reason: "'..' follows a wildcard or climbs above '/'".to_owned(),
+                    });
+                }
+                parts.pop();
+            }
+            _ => parts.push(part),
+        }
+    }
+    let joined = parts.join("/");
+    Ok(if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    })
+}
+
+/// A filesystem rule in the config that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathRuleError {
+    /// A grant that is not absolute after resolution.
+    #[error(
+        "{key} entry {path:?} is not an absolute path; resolve it against the config directory"
+    )]
+    RelativeGrant {
+        /// `file.read` or `file.write`.
+        key: &'static str,
+        /// The grant as given.
+        path: PathBuf,
+    },
+    /// A grant with a wildcard other than a trailing `/**`.
+    #[error(
+        "{key} entry {path:?} contains a wildcard; grants are directories \
+         (a trailing \"/**\" is accepted), use file.deny to exclude files"
+    )]
+    GlobInGrant {
+        /// `file.read` or `file.write`.
+        key: &'static str,
+        /// The grant as given.
+        path: PathBuf,
+    },
+    /// A deny glob that could only ever match relative paths.
+    #[error(
+        "file.deny pattern {pattern:?} is relative; resolve it against the config directory \
+         or start it with \"**/\" to match at any depth"
+    )]
+    RelativeDeny {
+        /// The pattern as given.
+        pattern: String,
+    },
+    /// A deny glob that does not parse.
+    #[error("file.deny pattern {pattern:?} is not a valid glob: {reason}")]
+    InvalidDeny {
+        /// The pattern as given.
+        pattern: String,
+        /// What the glob parser said.
+        reason: String,
+    },
+}
+
+/// Why a path was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathRefusal {
+    /// The path was not absolute (a caller bug: resolve it first).
+    #[error("path {path:?} is not absolute; resolve it against the sandbox's directories first")]
+    NotAbsolute {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// A `file.deny` glob covers the path or one of its parent directories.
+    #[error(
+        "path {path:?} matches file.deny pattern {pattern:?}; \
+         remove or narrow that pattern to allow it"
+    )]
+    Denied {
+        /// The normalized path.
+        path: PathBuf,
+        /// The deny pattern as written.
+        pattern: String,
+    },
+    /// No grant with enough access contains the path.
+    #[error("{}", not_granted_message(path, *access))]
+    NotGranted {
+        /// The normalized path.
+        path: PathBuf,
+        /// The access that was asked for.
+        access: Access,
+    },
+}
+
+fn not_granted_message(path: &Path, access: Access) -> String {
+    match access {
+        Access::Read => format!(
+            "path {path:?} is outside the profile's file.read and file.write directories; \
+             add a directory containing it to file.read to allow reading it"
+        ),
+        Access::Write => format!(
+            "path {path:?} is outside the profile's file.write directories; \
+             add a directory containing it to file.write to allow writing it"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(read: &[&str], write: &[&str], deny: &[&str]) -> PathRules {
+        PathRules::new(read, write, deny).expect("valid test rules")
+    }
+
+    /// The developer profile from the design, resolved against `/w`.
+    fn workspace() -> PathRules {
+        rules(
+            &["/w/workspace/**"],
+            &["/w/workspace/**"],
+            &["/w/workspace/.env", "/w/workspace/secrets/**", "**/*.pem"],
+        )
+    }
+
+    fn read(rules: &PathRules, path: &str) -> Result<(), PathRefusal> {
+        rules.check(Path::new(path), Access::Read)
+    }
+
+    fn write(rules: &PathRules, path: &str) -> Result<(), PathRefusal> {
+        rules.check(Path::new(path), Access::Write)
+    }
+
+    #[test]
+    fn normalize_resolves_dots_lexically() {
+        let cases = [
+            ("/a/b/../c", "/a/c"),
+            ("/a/./b/", "/a/b"),
+            ("//a//b", "/a/b"),
+            ("/..", "/"),
+            ("/../../etc/passwd", "/etc/passwd"),
+            ("/a/b/../../..", "/"),
+            ("/", "/"),
+            ("a/../..", ".."),
+            ("a/..", "."),
+            ("./a", "a"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(normalize(Path::new(input)), Path::new(expected), "{input}");
+        }
+    }
+
+    #[test]
+    fn grants_allow_paths_inside_them() {
+        let rules = workspace();
+        assert_eq!(read(&rules, "/w/workspace"), Ok(()));
+        assert_eq!(read(&rules, "/w/workspace/src/main.rs"), Ok(()));
+        assert_eq!(write(&rules, "/w/workspace/out/report.txt"), Ok(()));
+    }
+
+    #[test]
+    fn paths_outside_grants_are_refused() {
+        let rules = workspace();
+        assert_eq!(
+            read(&rules, "/etc/passwd"),
+            Err(PathRefusal::NotGranted {
+                path: "/etc/passwd".into(),
+                access: Access::Read
+            })
+        );
+        assert!(read(&rules, "/w").is_err());
+        assert!(read(&rules, "/").is_err());
+    }
+
+    #[test]
+    fn sibling_with_a_common_prefix_is_not_inside() {
+        let rules = workspace();
+        assert!(read(&rules, "/w/workspace-evil/x").is_err());
+        assert!(read(&rules, "/w/workspace2").is_err());
+        assert!(write(&rules, "/w/workspace.bak").is_err());
+    }
+
+    #[test]
+    fn dot_dot_cannot_escape_a_grant() {
+        let rules = workspace();
+        assert!(read(&rules, "/w/workspace/../secret.txt").is_err());
+        assert!(read(&rules, "/w/workspace/a/../../workspace-evil").is_err());
+        assert!(write(&rules, "/w/workspace/../../etc/passwd").is_err());
+        assert_eq!(read(&rules, "/w/workspace/a/../b"), Ok(()));
+        assert_eq!(read(&rules, "/w/other/../workspace/b"), Ok(()));
+    }
+
+    #[test]
+    fn write_implies_read_but_not_the_reverse() {
+        let rules = rules(&["/data"], &["/out"], &[]);
+        assert_eq!(read(&rules, "/out/x"), Ok(()));
+        assert_eq!(write(&rules, "/out/x"), Ok(()));
+        assert_eq!(read(&rules, "/data/x"), Ok(()));
+        let refusal = write(&rules, "/data/x").unwrap_err();
+        assert_eq!(
+            refusal.to_string(),
+            "path \"/data/x\" is outside the profile's file.write directories; \
+             add a directory containing it to file.write to allow writing it"
+        );
+    }
+
+    #[test]
+    fn nested_grants_keep_their_own_access() {
+        let rules = rules(&["/w"], &["/w/out"], &[]);
+        assert_eq!(write(&rules, "/w/out/a"), Ok(()));
+        assert!(write(&rules, "/w/in/a").is_err());
+        assert_eq!(read(&rules, "/w/in/a"), Ok(()));
+    }
+
+    #[test]
+    fn denied_files_are_refused_inside_grants() {
+        let rules = workspace();
+        let refusal = read(&rules, "/w/workspace/.env").unwrap_err();
+        assert_eq!(
+            refusal.to_string(),
+            "path \"/w/workspace/.env\" matches file.deny pattern \"/w/workspace/.env\"; \
+             remove or narrow that pattern to allow it"
+        );
+        assert!(write(&rules, "/w/workspace/.env").is_err());
+        assert!(read(&rules, "/w/workspace/./src/../.env").is_err());
+        assert_eq!(read(&rules, "/w/workspace/.env.example"), Ok(()));
+        assert_eq!(read(&rules, "/w/workspace/src/.env"), Ok(()));
+    }
+
+    #[test]
+    fn denied_directory_covers_itself_and_everything_beneath() {
+        let rules = workspace();
+        for path in [
+            "/w/workspace/secrets",
+            "/w/workspace/secrets/",
+            "/w/workspace/secrets/a",
+            "/w/workspace/secrets/a/b/c.txt",
+            "/w/workspace/x/../secrets/a",
+        ] {
+            assert!(
+                matches!(
+                    read(&rules, path),
+                    Err(PathRefusal::Denied { ref pattern, .. }) if pattern == "/w/workspace/secrets/**"
+                ),
+                "{path}"
+            );
+        }
+        assert_eq!(read(&rules, "/w/workspace/secrets-public/a"), Ok(()));
+        assert_eq!(read(&rules, "/w/workspace/not-secrets"), Ok(()));
+    }
+
+    #[test]
+    fn a_plain_directory_glob_denies_descendants() {
+        let rules = rules(&["/w"], &[], &["/w/secrets", "**/.git"]);
+        assert!(read(&rules, "/w/secrets").is_err());
+        assert!(read(&rules, "/w/secrets/key").is_err());
+        assert!(read(&rules, "/w/repo/.git/config").is_err());
+        assert_eq!(read(&rules, "/w/secretsx"), Ok(()));
+        assert_eq!(read(&rules, "/w/repo/.gitignore"), Ok(()));
+    }
+
+    #[test]
+    fn any_depth_globs_match_everywhere() {
+        let rules = workspace();
+        assert!(read(&rules, "/w/workspace/key.pem").is_err());
+        assert!(read(&rules, "/w/workspace/a/b/c/key.pem").is_err());
+        assert_eq!(read(&rules, "/w/workspace/key.pem.txt"), Ok(()));
+        let env = self::rules(&["/w"], &[], &["**/.env"]);
+        assert!(read(&env, "/w/.env").is_err());
+        assert!(read(&env, "/w/deep/er/.env").is_err());
+        assert_eq!(read(&env, "/w/deep/.envrc"), Ok(()));
+    }
+
+    #[test]
+    fn single_star_stays_within_a_component() {
+        let rules = rules(&["/w"], &[], &["/w/*.key"]);
+        assert!(read(&rules, "/w/a.key").is_err());
+        assert_eq!(read(&rules, "/w/sub/a.key"), Ok(()));
+    }
+
+    #[test]
+    fn is_denied_names_the_pattern_for_listing_filters() {
+        let rules = workspace();
+        assert_eq!(
+            rules.is_denied(Path::new("/w/workspace/secrets")),
+            Some("/w/workspace/secrets/**")
+        );
+        assert_eq!(
+            rules.is_denied(Path::new("/w/workspace/a.pem")),
+            Some("**/*.pem")
+        );
+        assert_eq!(rules.is_denied(Path::new("/w/workspace/src")), None);
+        assert_eq!(rules.deny_patterns().count(), 3);
+    }
+
+    #[test]
+    fn first_deny_pattern_in_config_order_is_reported() {
+        let rules = rules(&["/w"], &[], &["**/*.pem", "/w/keys/**"]);
+        assert_eq!(
+            rules.is_denied(Path::new("/w/keys/a.pem")),
+            Some("**/*.pem")
+        );
+        assert_eq!(
+            rules.is_denied(Path::new("/w/keys/a.txt")),
+            Some("/w/keys/**")
+        );
+    }
+
+    #[test]
+    fn grants_are_listed_for_preopening_once_each() {
+        let rules = rules(
+            &["/w/workspace/**", "/data", "/data/"],
+            &["/w/workspace"],
+            &[],
+        );
+        let grants: Vec<_> = rules.grants().collect();
+        assert_eq!(
+            grants,
+            [
+                (Path::new("/w/workspace"), Access::Write),
+                (Path::new("/data"), Access::Read)
+            ]
+        );
+    }
+
+    #[test]
+    fn no_grants_means_nothing_is_reachable() {
+        let rules = PathRules::default();
+        assert!(read(&rules, "/").is_err());
+        assert_eq!(rules.is_denied(Path::new("/x")), None);
+        assert_eq!(rules.grants().count(), 0);
+    }
+
+    #[test]
+    fn relative_paths_are_refused() {
+        let rules = workspace();
+        assert!(matches!(
+            read(&rules, "workspace/a"),
+            Err(PathRefusal::NotAbsolute { .. })
+        ));
+    }
+
+    #[test]
+    fn config_errors_name_the_key_and_entry() {
+        let relative = PathRules::new(["workspace"], Vec::<&str>::new(), Vec::<&str>::new());
+        assert_eq!(
+            relative.unwrap_err().to_string(),
+            "file.read entry \"workspace\" is not an absolute path; resolve it against the config directory"
+        );
+        let glob = PathRules::new(Vec::<&str>::new(), ["/w/*.txt"], Vec::<&str>::new());
+        assert!(matches!(
+            glob,
+            Err(PathRuleError::GlobInGrant {
+                key: "file.write",
+                ..
+            })
+        ));
+        let deny = PathRules::new(["/w"], Vec::<&str>::new(), [".env"]);
+        assert!(matches!(deny, Err(PathRuleError::RelativeDeny { .. })));
+        let broken = PathRules::new(["/w"], Vec::<&str>::new(), ["/w/[abc"]);
+        assert!(matches!(broken, Err(PathRuleError::InvalidDeny { .. })));
+    }
+
+    #[test]
+    fn deny_patterns_are_normalized_like_paths() {
+        let rules = rules(&["/w"], &[], &["/w/./a/../secrets/", "/w//b"]);
+        assert!(read(&rules, "/w/secrets/x").is_err());
+        assert!(read(&rules, "/w/b").is_err());
+        assert_eq!(read(&rules, "/w/a"), Ok(()));
+        assert!(PathRules::new(["/w"], Vec::<&str>::new(), ["/w/*/../x"]).is_err());
+    }
+
+    #[test]
+    fn root_deny_covers_everything() {
+        let rules = rules(&["/w"], &[], &["/**"]);
+        assert!(read(&rules, "/w/a").is_err());
+        assert!(read(&rules, "/w").is_err());
+    }
+}

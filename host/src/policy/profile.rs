@@ -1,0 +1,160 @@
+//! A permission profile, resolved against a workspace: every rule a call is
+//! checked against, and the limits it runs under.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::commands::CommandRules;
+use super::hosts::HostRules;
+use super::paths::PathRules;
+use super::permissions::PermissionRules;
+use super::wildcard;
+
+/// What to do with a command the dangerous-command detector flags.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DangerousMode {
+    /// Refuse it.
+    #[default]
+    Deny,
+    /// Ask the approver; refuse unless approved.
+    Approve,
+    /// Run it (the profile's deny_commands still apply).
+    Allow,
+}
+
+/// Resource limits of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest linear memory of the instance, in bytes.
+    pub memory: usize,
+    /// Wall-clock time limit of one call.
+    pub timeout: Duration,
+    /// Largest result, in bytes.
+    pub max_output: usize,
+    /// Largest arguments, in bytes.
+    pub max_arguments: usize,
+    /// Most calls running at once under the profile.
+    pub concurrency: usize,
+}
+
+impl Default for Limits {
+    /// 64 MiB of memory, 30 s, 1 MiB of output, 1 MiB of arguments, 16 calls at once.
+    fn default() -> Self {
+        Self {
+            memory: 64 << 20,
+            timeout: Duration::from_secs(30),
+            max_output: 1 << 20,
+            max_arguments: 1 << 20,
+            concurrency: 16,
+        }
+    }
+}
+
+/// Limits of outbound HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkLimits {
+    /// Longest a request may take (the guest may ask for less).
+    pub timeout: Duration,
+    /// Largest response body, in bytes.
+    pub max_response: u64,
+    /// Most redirects followed.
+    pub max_redirects: usize,
+}
+
+impl Default for NetworkLimits {
+    /// 30 s, 10 MiB, 5 redirects.
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            max_response: 10 << 20,
+            max_redirects: 5,
+        }
+    }
+}
+
+/// How terminal commands run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalSettings {
+    /// What to do with dangerous commands.
+    pub dangerous: DangerousMode,
+    /// Longest a command may run (the guest may ask for less).
+    pub timeout: Duration,
+    /// Most bytes kept of stdout and of stderr each.
+    pub max_output: usize,
+    /// Host environment variables passed to commands (besides a default
+    /// `PATH`); everything else is scrubbed.
+    pub env: Vec<String>,
+}
+
+impl Default for TerminalSettings {
+    /// Deny dangerous commands, 60 s, 256 KiB of output, no environment.
+    fn default() -> Self {
+        Self {
+            dangerous: DangerousMode::Deny,
+            timeout: Duration::from_secs(60),
+            max_output: 256 << 10,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// Every rule of a profile, with file grants resolved against a workspace.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// The profile's name in the config.
+    pub name: String,
+    /// The directory relative file grants were resolved against.
+    pub workspace: PathBuf,
+    /// Which permissions tools may have.
+    pub permissions: PermissionRules,
+    /// Which files they may read and write.
+    pub paths: PathRules,
+    /// Which hosts they may reach.
+    pub hosts: HostRules,
+    /// Which commands they may run.
+    pub commands: CommandRules,
+    /// How commands run.
+    pub terminal: TerminalSettings,
+    /// Limits of outbound HTTP.
+    pub network: NetworkLimits,
+    /// Host environment variables (names, `*` wildcards) tools may receive.
+    pub env: Vec<String>,
+    /// Limits of each call.
+    pub limits: Limits,
+}
+
+impl Profile {
+    /// A profile that allows nothing: no permissions, no files, no hosts.
+    pub fn deny_all(name: impl Into<String>, workspace: impl Into<PathBuf>) -> Self {
+        let none: [&str; 0] = [];
+        Self {
+            name: name.into(),
+            workspace: workspace.into(),
+            permissions: PermissionRules::parse(&none, &none, &none)
+                .expect("empty rules are valid"),
+            paths: PathRules::new(Vec::<PathBuf>::new(), Vec::<PathBuf>::new(), none)
+                .expect("empty rules are valid"),
+            hosts: HostRules::parse(&none).expect("empty rules are valid"),
+            commands: CommandRules::parse(&none, &none).expect("empty rules are valid"),
+            terminal: TerminalSettings::default(),
+            network: NetworkLimits::default(),
+            env: Vec::new(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Whether the profile lets tools receive the host variable `name`.
+    pub fn allows_env(&self, name: &str) -> bool {
+        self.env
+            .iter()
+            .any(|pattern| wildcard::matches(pattern, name))
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+}

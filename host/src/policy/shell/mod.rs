@@ -1,0 +1,802 @@
+//! How the policy reads shell syntax: a command line split into pipelines of
+//! simple commands, with substitutions, here-documents and the commands a
+//! shell is handed found too (words and invocations live in the submodules).
+
+mod invocation;
+mod words;
+
+use std::mem;
+
+pub(super) use invocation::{
+    Invocation, dash_c_string, exec_commands, exec_commands_of_find, invocation, is_shell,
+    shell_payloads, starts_shell,
+};
+use words::scan_group;
+pub(super) use words::{Token, tokenize, words};
+
+/// How deep `$(...)`, backticks and `<(...)` may nest before the parser stops
+/// looking inside; a line that goes deeper is reported as too complex.
+const MAX_NESTING: usize = 16;
+
+/// Characters of look-ahead (deciding whether `((` is arithmetic) allowed per
+/// character of input, so hostile lines cost linear time; a line that needs
+/// more is reported as too complex.
+const LOOKAHEAD_PER_CHAR: usize = 8;
+
+/// One simple command found in a line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct SimpleCommand {
+    /// The command as written, whitespace collapsed outside quotes, comments
+    /// and here-document bodies removed.
+    pub(super) text: String,
+    /// The inner text of each `$(...)`, backtick and `<(...)`/`>(...)` in it.
+    pub(super) substitutions: Vec<String>,
+    /// The bodies of its here-documents.
+    pub(super) heredocs: Vec<String>,
+    id: usize,
+}
+
+/// Simple commands joined by `|`.
+pub(super) type Pipeline = Vec<SimpleCommand>;
+
+/// A parsed command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct ParsedLine {
+    /// Every pipeline, including those inside substitutions, in the order
+    /// they end.
+    pub(super) pipelines: Vec<Pipeline>,
+    /// True if the line nests substitutions deeper, or needs more look-ahead,
+    /// than the parser allows; its commands may be incomplete.
+    pub(super) too_complex: bool,
+}
+
+impl ParsedLine {
+    /// All simple commands, flattened.
+    pub(super) fn commands(&self) -> impl Iterator<Item = &SimpleCommand> {
+        self.pipelines.iter().flatten()
+    }
+}
+
+/// Parses a command line into pipelines of simple commands.
+///
+/// Not a shell parser: it follows bash closely enough that quoting, comments,
+/// `$'...'`, `${...}`, arithmetic and here-documents cannot hide a command,
+/// and where it is unsure it finds more commands rather than fewer.
+pub(super) fn parse(line: &str) -> ParsedLine {
+    let chars: Vec<char> = line.chars().collect();
+    let mut parser = Parser {
+        chars: &chars,
+        pos: 0,
+        next_id: 1,
+        lookahead_budget: chars.len().saturating_mul(LOOKAHEAD_PER_CHAR) + 1024,
+        pending: Vec::new(),
+        bodies: Vec::new(),
+        out: ParsedLine::default(),
+    };
+    parser.sequence(None, 0, true);
+    let Parser {
+        bodies, mut out, ..
+    } = parser;
+    for (id, body) in bodies {
+        if let Some(command) = out
+            .pipelines
+            .iter_mut()
+            .flatten()
+            .find(|command| command.id == id)
+        {
+            command.heredocs.push(body);
+        }
+    }
+    out
+}
+
+struct Parser<'a> {
+    chars: &'a [char],
+    pos: usize,
+    next_id: usize,
+    /// Characters of look-ahead left (see [`LOOKAHEAD_PER_CHAR`]).
+    lookahead_budget: usize,
+    /// Here-documents whose bodies start after the next newline.
+    pending: Vec<PendingHeredoc>,
+    /// Bodies read so far, keyed by the id of the command that owns them.
+    bodies: Vec<(usize, String)>,
+    out: ParsedLine,
+}
+
+struct PendingHeredoc {
+    owner: usize,
+    delimiter: String,
+    strip_tabs: bool,
+    /// A quoted delimiter turns off expansion in the body.
+    literal: bool,
+}
+
+/// The command and pipeline being built at one nesting level.
+struct Builder {
+    command: SimpleCommand,
+    pipeline: Pipeline,
+    /// False inside `$((...))`: arithmetic is not a command, though
+    /// substitutions inside it are.
+    keep: bool,
+    /// True where a `#` would start a comment.
+    word_start: bool,
+}
+
+impl Builder {
+    fn new(keep: bool, id: usize) -> Self {
+        Self {
+            command: SimpleCommand {
+                id,
+                ..SimpleCommand::default()
+            },
+            pipeline: Vec::new(),
+            keep,
+            word_start: true,
+        }
+    }
+
+    fn push(&mut self, c: char) {
+        self.command.text.push(c);
+        self.word_start = matches!(c, '<' | '>' | '&' | '|');
+    }
+
+    fn push_str(&mut self, s: &str) {
+        self.command.text.push_str(s);
+        self.word_start = false;
+    }
+
+    fn space(&mut self) {
+        if !self.command.text.is_empty() && !self.command.text.ends_with(' ') {
+            self.command.text.push(' ');
+        }
+        self.word_start = true;
+    }
+
+    /// Ends the simple command (at `|`).
+    fn end_command(&mut self, next_id: &mut usize) {
+        let id = *next_id;
+        *next_id += 1;
+        let mut command = mem::replace(
+            &mut self.command,
+            SimpleCommand {
+                id,
+                ..SimpleCommand::default()
+            },
+        );
+        self.word_start = true;
+        if let Some(text) = strip_keywords(&command.text).map(str::to_owned)
+            && self.keep
+        {
+            command.text = text;
+            self.pipeline.push(command);
+        }
+    }
+
+    /// Ends the pipeline (at `;`, `&&`, `||`, `&`, a newline or a parenthesis).
+    fn end_pipeline(&mut self, next_id: &mut usize, out: &mut ParsedLine) {
+        self.end_command(next_id);
+        if !self.pipeline.is_empty() {
+            out.pipelines.push(mem::take(&mut self.pipeline));
+        }
+    }
+}
+
+/// Drops reserved words that only group or branch (`if`, `then`, `{`, `!`,
+/// `function NAME`, ...) from the front of a command; `None` if nothing is left.
+fn strip_keywords(text: &str) -> Option<&str> {
+    const LEADING: [&str; 14] = [
+        "{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "esac",
+        "coproc",
+    ];
+    let mut rest = text.trim();
+    loop {
+        let (first, after) = rest.split_once(' ').unwrap_or((rest, ""));
+        if LEADING.contains(&first) {
+            rest = after.trim_start();
+        } else if first == "function" {
+            // `function NAME { body`: the body is the command.
+            let after_name = after.split_once(' ').map_or("", |(_, body)| body);
+            rest = after_name.trim_start();
+        } else {
+            break;
+        }
+    }
+    (!rest.is_empty()).then_some(rest)
+}
+
+impl Parser<'_> {
+    fn peek(&self, offset: usize) -> Option<char> {
+        self.chars.get(self.pos + offset).copied()
+    }
+
+    fn slice(&self, start: usize, end: usize) -> String {
+        self.chars
+            .get(start..end.min(self.chars.len()))
+            .unwrap_or_default()
+            .iter()
+            .collect()
+    }
+
+    fn new_builder(&mut self, keep: bool) -> Builder {
+        let id = self.next_id;
+        self.next_id += 1;
+        Builder::new(keep, id)
+    }
+
+    /// Parses commands until the unquoted `end` (`)` or a backtick) or the end
+    /// of input. Returns the text consumed, without the terminator.
+    fn sequence(&mut self, end: Option<char>, depth: usize, keep: bool) -> String {
+        let start = self.pos;
+        let mut b = self.new_builder(keep);
+        let mut parens = 0usize;
+        while let Some(c) = self.peek(0) {
+            if Some(c) == end && (c != ')' || parens == 0) {
+                let raw = self.slice(start, self.pos);
+                self.pos += 1;
+                b.end_pipeline(&mut self.next_id, &mut self.out);
+                return raw;
+            }
+            let next = self.peek(1);
+            match c {
+                '#' if b.word_start => self.comment(),
+                '\'' => self.single_quoted(&mut b),
+                '"' => self.double_quoted(&mut b, depth),
+                '\\' => self.escaped(&mut b),
+                '$' if next == Some('\'') => self.ansi_quoted(&mut b),
+                '$' if next == Some('(') => self.dollar_paren(&mut b, depth),
+                '$' if next == Some('{') => self.bracketed(&mut b, depth, '{', '}'),
+                '$' if next == Some('[') => self.bracketed(&mut b, depth, '[', ']'),
+                '`' => self.backtick(&mut b, depth),
+                '<' | '>' if next == Some('(') => self.process_substitution(&mut b, depth),
+                // No here-documents in arithmetic, where `<<` is a shift.
+                '<' if next == Some('<') && self.peek(2) != Some('<') && b.keep => {
+                    self.heredoc(&mut b);
+                }
+                '(' if next == Some('(') && self.closes_as_arithmetic(self.pos + 1) => {
+                    self.arithmetic_command(&mut b, depth);
+                }
+                '\n' => {
+                    self.pos += 1;
+                    b.end_pipeline(&mut self.next_id, &mut self.out);
+                    self.heredoc_bodies(depth);
+                }
+                ';' => {
+                    self.pos += 1;
+                    b.end_pipeline(&mut self.next_id, &mut self.out);
+                }
+                '&' => {
+                    let prev = self.pos.checked_sub(1).and_then(|i| self.chars.get(i));
+                    if next == Some('&') {
+                        self.pos += 2;
+                        b.end_pipeline(&mut self.next_id, &mut self.out);
+                    } else if next == Some('>') || matches!(prev, Some('>' | '<')) {
+                        // `&>file`, `2>&1`, `<&3`: a redirection, not a separator.
+                        self.pos += 1;
+                        b.push('&');
+                    } else {
+                        self.pos += 1;
+                        b.end_pipeline(&mut self.next_id, &mut self.out);
+                    }
+                }
+                '|' => {
+                    let prev = self.pos.checked_sub(1).and_then(|i| self.chars.get(i));
+                    if next == Some('|') {
+                        self.pos += 2;
+                        b.end_pipeline(&mut self.next_id, &mut self.out);
+                    } else if prev == Some(&'>') {
+                        self.pos += 1;
+                        b.push('|');
+                    } else {
+                        self.pos += if next == Some('&') { 2 } else { 1 };
+                        b.end_command(&mut self.next_id);
+                    }
+                }
+                '(' => {
+                    parens += 1;
+                    self.pos += 1;
+                    b.end_pipeline(&mut self.next_id, &mut self.out);
+                }
+                ')' => {
+                    parens = parens.saturating_sub(1);
+                    self.pos += 1;
+                    b.end_pipeline(&mut self.next_id, &mut self.out);
+                }
+                c if c.is_whitespace() => {
+                    self.pos += 1;
+                    b.space();
+                }
+                c => {
+                    self.pos += 1;
+                    b.push(c);
+                }
+            }
+        }
+        b.end_pipeline(&mut self.next_id, &mut self.out);
+        self.slice(start, self.chars.len())
+    }
+
+    /// Skips a comment up to (not including) the newline.
+    fn comment(&mut self) {
+        while let Some(c) = self.peek(0) {
+            if c == '\n' {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+
+    fn single_quoted(&mut self, b: &mut Builder) {
+        b.push('\'');
+        self.pos += 1;
+        while let Some(c) = self.peek(0) {
+            self.pos += 1;
+            b.push(c);
+            if c == '\'' {
+                break;
+            }
+        }
+        b.word_start = false;
+    }
+
+    /// `$'...'`, where `\'` does not end the string.
+    fn ansi_quoted(&mut self, b: &mut Builder) {
+        b.push_str("$'");
+        self.pos += 2;
+        while let Some(c) = self.peek(0) {
+            self.pos += 1;
+            b.push(c);
+            match c {
+                '\\' => {
+                    if let Some(escaped) = self.peek(0) {
+                        self.pos += 1;
+                        b.push(escaped);
+                    }
+                }
+                '\'' => break,
+                _ => {}
+            }
+        }
+        b.word_start = false;
+    }
+
+    fn double_quoted(&mut self, b: &mut Builder, depth: usize) {
+        b.push('"');
+        self.pos += 1;
+        while let Some(c) = self.peek(0) {
+            match c {
+                '"' => {
+                    self.pos += 1;
+                    b.push('"');
+                    break;
+                }
+                '\\' => self.escaped(b),
+                '$' if self.peek(1) == Some('(') => self.dollar_paren(b, depth),
+                '$' if self.peek(1) == Some('{') => self.bracketed(b, depth, '{', '}'),
+                '`' => self.backtick(b, depth),
+                _ => {
+                    self.pos += 1;
+                    b.push(c);
+                }
+            }
+        }
+        b.word_start = false;
+    }
+
+    /// True if the `(` at `open` closes with `))`: `$((...))` or `((...))`.
+    /// Out of look-ahead budget, answers false (so the contents count as
+    /// commands) and marks the line too complex.
+    fn closes_as_arithmetic(&mut self, open: usize) -> bool {
+        if self.chars.get(open) != Some(&'(') {
+            return false;
+        }
+        match scan_group(self.chars, open, &mut self.lookahead_budget) {
+            Some(after_inner) => self.chars.get(after_inner) == Some(&')'),
+            None => {
+                self.out.too_complex = true;
+                false
+            }
+        }
+    }
+
+    /// `((...))`: an arithmetic command, not a command; its substitutions are.
+    fn arithmetic_command(&mut self, b: &mut Builder, depth: usize) {
+        if depth >= MAX_NESTING {
+            self.too_deep(b);
+            return;
+        }
+        b.end_pipeline(&mut self.next_id, &mut self.out);
+        self.pos += 1;
+        self.sequence(Some(')'), depth + 1, false);
+    }
+
+    /// A backslash outside single quotes; backslash-newline joins lines.
+    fn escaped(&mut self, b: &mut Builder) {
+        self.pos += 1;
+        match self.peek(0) {
+            Some('\n') => self.pos += 1,
+            Some(c) => {
+                self.pos += 1;
+                b.push('\\');
+                b.push(c);
+            }
+            None => b.push('\\'),
+        }
+        b.word_start = false;
+    }
+
+    /// `$(...)` or arithmetic `$((...))`.
+    fn dollar_paren(&mut self, b: &mut Builder, depth: usize) {
+        if depth >= MAX_NESTING {
+            self.too_deep(b);
+            return;
+        }
+        let arithmetic = self.closes_as_arithmetic(self.pos + 2);
+        self.pos += 2;
+        let inner = self.sequence(Some(')'), depth + 1, !arithmetic);
+        b.push_str("$(");
+        b.push_str(&collapse_whitespace(&inner));
+        b.push(')');
+        if !arithmetic {
+            b.command.substitutions.push(inner);
+        }
+    }
+
+    /// `<(...)` or `>(...)`.
+    fn process_substitution(&mut self, b: &mut Builder, depth: usize) {
+        if depth >= MAX_NESTING {
+            self.too_deep(b);
+            return;
+        }
+        let open = self.peek(0).unwrap_or('<');
+        self.pos += 2;
+        let inner = self.sequence(Some(')'), depth + 1, true);
+        b.push(open);
+        b.push('(');
+        b.push_str(&collapse_whitespace(&inner));
+        b.push(')');
+        b.command.substitutions.push(inner);
+    }
+
+    fn backtick(&mut self, b: &mut Builder, depth: usize) {
+        if depth >= MAX_NESTING {
+            self.too_deep(b);
+            return;
+        }
+        self.pos += 1;
+        let inner = self.sequence(Some('`'), depth + 1, true);
+        b.push_str("`");
+        b.push_str(&collapse_whitespace(&inner));
+        b.push_str("`");
+        b.command.substitutions.push(inner);
+    }
+
+    /// Past the nesting limit: record it and keep the rest as plain text.
+    fn too_deep(&mut self, b: &mut Builder) {
+        self.out.too_complex = true;
+        let rest = self.slice(self.pos, self.chars.len());
+        self.pos = self.chars.len();
+        b.push_str(&collapse_whitespace(&rest));
+    }
+
+    /// `${...}` or `$[...]`: separators inside are literal, substitutions are not.
+    fn bracketed(&mut self, b: &mut Builder, depth: usize, open: char, close: char) {
+        b.push('$');
+        b.push(open);
+        self.pos += 2;
+        let mut level = 1usize;
+        while let Some(c) = self.peek(0) {
+            match c {
+                '\\' => self.escaped(b),
+                '\'' => self.single_quoted(b),
+                '"' => self.double_quoted(b, depth),
+                '$' if self.peek(1) == Some('(') => self.dollar_paren(b, depth),
+                '`' => self.backtick(b, depth),
+                _ => {
+                    self.pos += 1;
+                    b.push(c);
+                    if c == open {
+                        level += 1;
+                    } else if c == close {
+                        level -= 1;
+                        if level == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        b.word_start = false;
+    }
+
+    /// `<<word` or `<<-word`: the body starts after the next newline.
+    fn heredoc(&mut self, b: &mut Builder) {
+        self.pos += 2;
+        b.push_str("<<");
+        let strip_tabs = self.peek(0) == Some('-');
+        if strip_tabs {
+            self.pos += 1;
+            b.push('-');
+        }
+        while self.peek(0).is_some_and(|c| c == ' ' || c == '\t') {
+            self.pos += 1;
+        }
+        let mut delimiter = String::new();
+        let mut literal = false;
+        let mut quote: Option<char> = None;
+        while let Some(c) = self.peek(0) {
+            match (quote, c) {
+                (None, '\'' | '"') => {
+                    quote = Some(c);
+                    literal = true;
+                }
+                (Some(open), c) if c == open => quote = None,
+                (None, '\\') => {
+                    literal = true;
+                    if let Some(escaped) = self.peek(1) {
+                        b.push('\\');
+                        self.pos += 1;
+                        delimiter.push(escaped);
+                        b.push(escaped);
+                        self.pos += 1;
+                        continue;
+                    }
+                }
+                (None, c) if c.is_whitespace() || ";&|()<>".contains(c) => break,
+                (_, c) => delimiter.push(c),
+            }
+            b.push(c);
+            self.pos += 1;
+        }
+        b.word_start = false;
+        if !delimiter.is_empty() {
+            self.pending.push(PendingHeredoc {
+                owner: b.command.id,
+                delimiter,
+                strip_tabs,
+                literal,
+            });
+        }
+    }
+
+    /// Reads the bodies of pending here-documents, which start here (just
+    /// after a newline). Expanding bodies are searched for substitutions.
+    fn heredoc_bodies(&mut self, depth: usize) {
+        for heredoc in mem::take(&mut self.pending) {
+            let body_start = self.pos;
+            let mut line_start = self.pos;
+            let (body_end, resume) = loop {
+                if line_start >= self.chars.len() {
+                    break (self.chars.len(), self.chars.len());
+                }
+                let line_end = self.chars[line_start..]
+                    .iter()
+                    .position(|&c| c == '\n')
+                    .map_or(self.chars.len(), |offset| line_start + offset);
+                let line = self.slice(line_start, line_end);
+                let line = if heredoc.strip_tabs {
+                    line.trim_start_matches('\t')
+                } else {
+                    &line
+                };
+                if line == heredoc.delimiter {
+                    break (line_start, (line_end + 1).min(self.chars.len()));
+                }
+                line_start = line_end + 1;
+            };
+            let body = self.slice(body_start, body_end);
+            if !heredoc.literal {
+                self.expansions(body_start, body_end, depth);
+            }
+            self.bodies.push((heredoc.owner, body));
+            self.pos = self.pos.max(resume);
+        }
+    }
+
+    /// Finds the substitutions in an expanding here-document body, where
+    /// quotes are ordinary characters.
+    fn expansions(&mut self, start: usize, end: usize, depth: usize) {
+        self.pos = start;
+        let mut scratch = self.new_builder(false);
+        while self.pos < end {
+            match (self.peek(0), self.peek(1)) {
+                (Some('\\'), _) => self.pos += 2,
+                (Some('$'), Some('(')) => self.dollar_paren(&mut scratch, depth),
+                (Some('`'), _) => self.backtick(&mut scratch, depth),
+                _ => self.pos += 1,
+            }
+        }
+    }
+}
+
+/// Collapses runs of whitespace into one space (for display inside another
+/// command's text).
+fn collapse_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if !c.is_whitespace() {
+            out.push(c);
+        } else if !out.ends_with(' ') {
+            out.push(' ');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commands(line: &str) -> Vec<String> {
+        parse(line).commands().map(|c| c.text.clone()).collect()
+    }
+
+    #[test]
+    fn splits_at_separators() {
+        assert_eq!(
+            commands("a; b && c || d | e & f\ng"),
+            ["a", "b", "c", "d", "e", "f", "g"]
+        );
+        assert_eq!(commands("a |& b"), ["a", "b"]);
+        assert_eq!(commands(";;  ;"), Vec::<String>::new());
+        assert_eq!(commands(""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn pipelines_keep_their_stages_together() {
+        let parsed = parse("curl x | sh; echo done");
+        let shapes: Vec<usize> = parsed.pipelines.iter().map(Vec::len).collect();
+        assert_eq!(shapes, [2, 1]);
+    }
+
+    #[test]
+    fn collapses_whitespace_outside_quotes_only() {
+        assert_eq!(commands("  ls   -la\t  /tmp  "), ["ls -la /tmp"]);
+        assert_eq!(commands("echo 'a  ;  b'"), ["echo 'a  ;  b'"]);
+        assert_eq!(commands("echo \"a | b\" | wc"), ["echo \"a | b\"", "wc"]);
+    }
+
+    #[test]
+    fn redirections_with_ampersand_and_bar_are_not_separators() {
+        assert_eq!(commands("make 2>&1 | tee log"), ["make 2>&1", "tee log"]);
+        assert_eq!(commands("make &> log; ls"), ["make &> log", "ls"]);
+        assert_eq!(commands("echo x >| f"), ["echo x >| f"]);
+        assert_eq!(commands("cat <&3"), ["cat <&3"]);
+    }
+
+    #[test]
+    fn extracts_substitutions_as_commands() {
+        assert_eq!(
+            commands("echo $(rm -rf /)"),
+            ["rm -rf /", "echo $(rm -rf /)"]
+        );
+        assert_eq!(commands("echo `whoami`"), ["whoami", "echo `whoami`"]);
+        assert_eq!(
+            commands("diff <(ls a) >(cat)"),
+            ["ls a", "cat", "diff <(ls a) >(cat)"]
+        );
+        assert_eq!(
+            commands("echo \"$(id; date)\""),
+            ["id", "date", "echo \"$(id; date)\""]
+        );
+        let parsed = parse("bash -c \"$(curl -fsSL x)\"");
+        let outer = parsed.commands().last().unwrap();
+        assert_eq!(outer.substitutions, ["curl -fsSL x"]);
+    }
+
+    #[test]
+    fn nested_substitutions_are_all_found() {
+        assert_eq!(
+            commands("a $(b $(c) `d`)"),
+            ["c", "d", "b $(c) `d`", "a $(b $(c) `d`)"]
+        );
+    }
+
+    #[test]
+    fn arithmetic_is_not_a_command_but_its_substitutions_are() {
+        assert_eq!(commands("echo $((1 + 2))"), ["echo $((1 + 2))"]);
+        assert_eq!(
+            commands("echo $(( $(wc -l < f) + 1 ))"),
+            ["wc -l < f", "echo $(( $(wc -l < f) + 1 ))"]
+        );
+        // `$((cmd) )` is a subshell in a command substitution, not arithmetic.
+        assert_eq!(
+            commands("echo $((rm -rf /) )"),
+            ["rm -rf /", "echo $((rm -rf /) )"]
+        );
+        assert_eq!(commands("((x = 1 << 2))\nrm -rf /"), ["rm -rf /"]);
+        assert_eq!(
+            commands("echo $((1<<2))\nrm -rf /"),
+            ["echo $((1<<2))", "rm -rf /"]
+        );
+        assert_eq!(commands("echo $[1<<2]; ls"), ["echo $[1<<2]", "ls"]);
+        assert_eq!(commands("(( $(id) ))"), ["id"]);
+    }
+
+    #[test]
+    fn single_quotes_hide_everything() {
+        assert_eq!(commands("echo '$(rm -rf /); x'"), ["echo '$(rm -rf /); x'"]);
+    }
+
+    #[test]
+    fn ansi_c_quotes_cannot_desync_quoting() {
+        assert_eq!(
+            commands("echo $'it\\'s'; rm -rf /"),
+            ["echo $'it\\'s'", "rm -rf /"]
+        );
+    }
+
+    #[test]
+    fn comments_start_at_word_boundaries_only() {
+        assert_eq!(
+            commands("ls # it's a comment\nrm -rf /"),
+            ["ls", "rm -rf /"]
+        );
+        assert_eq!(commands("echo a#b; ls"), ["echo a#b", "ls"]);
+        assert_eq!(commands("echo a\\ #b; ls"), ["echo a\\ #b", "ls"]);
+        assert_eq!(commands("echo ${#x}; ls"), ["echo ${#x}", "ls"]);
+        assert_eq!(commands("echo a >#b\nls"), ["echo a >", "ls"]);
+    }
+
+    #[test]
+    fn braced_parameters_keep_separators_literal() {
+        assert_eq!(commands("echo ${x//;/}; ls"), ["echo ${x//;/}", "ls"]);
+        assert_eq!(commands("echo ${x:-$(id)}"), ["id", "echo ${x:-$(id)}"]);
+    }
+
+    #[test]
+    fn line_continuations_join() {
+        assert_eq!(commands("r\\\nm -rf /"), ["rm -rf /"]);
+    }
+
+    #[test]
+    fn keywords_and_groups_are_peeled() {
+        assert_eq!(commands("if true; then rm -rf /; fi"), ["true", "rm -rf /"]);
+        assert_eq!(commands("{ ls; } && ( cd x; pwd )"), ["ls", "cd x", "pwd"]);
+        assert_eq!(
+            commands("while read l; do echo $l; done < f"),
+            ["read l", "echo $l", "< f"]
+        );
+        assert_eq!(commands("! grep x f"), ["grep x f"]);
+        assert_eq!(commands("function f { rm -rf /; }; f"), ["rm -rf /", "f"]);
+        assert_eq!(commands("f() { rm -rf /; }"), ["f", "rm -rf /"]);
+    }
+
+    #[test]
+    fn heredoc_bodies_are_not_commands_but_are_kept() {
+        let parsed = parse("cat <<EOF > out\nit's $(id)\nEOF\nrm -rf /");
+        let texts: Vec<_> = parsed.commands().map(|c| c.text.as_str()).collect();
+        assert_eq!(texts, ["cat <<EOF > out", "id", "rm -rf /"]);
+        let cat = parsed.commands().next().unwrap();
+        assert_eq!(cat.heredocs, ["it's $(id)\n"]);
+    }
+
+    #[test]
+    fn quoted_heredoc_bodies_are_literal() {
+        let parsed = parse("sh <<'EOF'\n$(id)\nEOF\nls");
+        let texts: Vec<_> = parsed.commands().map(|c| c.text.as_str()).collect();
+        assert_eq!(texts, ["sh <<'EOF'", "ls"]);
+        assert_eq!(parsed.commands().next().unwrap().heredocs, ["$(id)\n"]);
+    }
+
+    #[test]
+    fn heredoc_with_tabs_and_trailing_commands() {
+        let parsed = parse("cat <<-END; echo after\n\tbody\n\tEND\nls");
+        let texts: Vec<_> = parsed.commands().map(|c| c.text.as_str()).collect();
+        assert_eq!(texts, ["cat <<-END", "echo after", "ls"]);
+        assert_eq!(parsed.commands().next().unwrap().heredocs, ["\tbody\n"]);
+        let unterminated = parse("cat <<EOF\nno end");
+        assert_eq!(unterminated.commands().next().unwrap().heredocs, ["no end"]);
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_reported() {
+        let deep = "$(".repeat(40) + "id" + &")".repeat(40);
+        assert!(parse(&deep).too_complex);
+        assert!(!parse("$($($(id)))").too_complex);
+        let quoted = "echo \"$(".repeat(40);
+        assert!(parse(&quoted).too_complex);
+        let parens = "((".repeat(3000);
+        assert!(parse(&parens).too_complex);
+        assert!(!parse("echo $((1 + $((2 * 3)))) && ((i++))").too_complex);
+    }
+}

@@ -1,0 +1,421 @@
+//! `wasi:filesystem/types` with the profile's `file.deny` rules enforced on
+//! every path-taking call, delegating the work to wasmtime-wasi.
+//!
+//! Preopens alone confine a guest to its granted directories, but cannot carve
+//! `.env` or `secrets/**` out of them. Here each descriptor remembers the host
+//! path it was opened at; every path a guest names is resolved against it,
+//! normalized, checked, and checked again after following symlinks, before
+//! wasmtime-wasi (and cap-std beneath it) performs the operation. Directory
+//! listings leave denied entries out.
+
+use std::path::{Path, PathBuf};
+
+use wasmtime::component::{HasData, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::FsResult;
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    ErrorCode, HostDescriptor, HostDirectoryEntryStream,
+};
+use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
+
+use crate::policy::{Access, PathRefusal, paths};
+use crate::runtime::sandbox::{FileGrants, Sandbox};
+
+/// The filesystem view of a sandbox: wasmtime-wasi's, plus the rules.
+pub(crate) struct PolicedFs<'a> {
+    inner: WasiFilesystemCtxView<'a>,
+    grants: &'a mut FileGrants,
+}
+
+/// Links [`PolicedFs`] as the implementation of `wasi:filesystem`.
+pub(crate) struct PolicedFsData;
+
+impl HasData for PolicedFsData {
+    type Data<'a> = PolicedFs<'a>;
+}
+
+impl Sandbox {
+    pub(crate) fn policed_fs(&mut self) -> PolicedFs<'_> {
+        let (inner, grants) = self.filesystem_parts();
+        PolicedFs { inner, grants }
+    }
+}
+
+/// Adds the policed `wasi:filesystem/{types,preopens}`, replacing
+/// wasmtime-wasi's (the linker must allow shadowing).
+pub(crate) fn add_to_linker(
+    linker: &mut wasmtime::component::Linker<Sandbox>,
+) -> wasmtime::Result<()> {
+    types::add_to_linker::<Sandbox, PolicedFsData>(linker, Sandbox::policed_fs)?;
+    preopens::add_to_linker::<Sandbox, PolicedFsData>(linker, Sandbox::policed_fs)?;
+    Ok(())
+}
+
+impl PolicedFs<'_> {
+    /// The host path of a directory descriptor.
+    fn dir_path(&self, fd: &Resource<Descriptor>) -> Result<PathBuf, ErrorCode> {
+        self.grants
+            .descriptors
+            .get(&fd.rep())
+            .cloned()
+            .ok_or(ErrorCode::BadDescriptor)
+    }
+
+    /// Resolves `path` against the descriptor and checks it for `access`.
+    fn check(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        access: Access,
+        operation: &'static str,
+    ) -> Result<PathBuf, ErrorCode> {
+        let target = paths::normalize(&self.dir_path(fd)?.join(path));
+        self.check_path(&target, access, operation)?;
+        Ok(target)
+    }
+
+    fn check_path(
+        &mut self,
+        target: &Path,
+        access: Access,
+        operation: &'static str,
+    ) -> Result<(), ErrorCode> {
+        let refusal = self.grants.refusal(target, access).or_else(|| {
+            // Follow symlinks: where the path really leads must be allowed too.
+            let real = real_path(target)?;
+            (real != target)
+                .then(|| self.grants.refusal(&real, access))
+                .flatten()
+        });
+        match refusal {
+            None => Ok(()),
+            Some(refusal) => {
+                let code = match &refusal {
+                    PathRefusal::Denied { .. } => ErrorCode::Access,
+                    PathRefusal::NotGranted {
+                        access: Access::Write,
+                        ..
+                    } if self.grants.refusal(target, Access::Read).is_none() => {
+                        ErrorCode::NotPermitted
+                    }
+                    _ => ErrorCode::NoEntry,
+                };
+                self.grants.record_refusal(operation, target, &refusal);
+                Err(code)
+            }
+        }
+    }
+}
+
+/// `target` with symlinks resolved: canonical if it exists, else its
+/// canonical parent joined with its name. `None` if neither resolves.
+fn real_path(target: &Path) -> Option<PathBuf> {
+    if let Ok(real) = std::fs::canonicalize(target) {
+        return Some(real);
+    }
+    let parent = std::fs::canonicalize(target.parent()?).ok()?;
+    Some(parent.join(target.file_name()?))
+}
+
+fn wants_write(oflags: types::OpenFlags, flags: types::DescriptorFlags) -> bool {
+    oflags.intersects(types::OpenFlags::CREATE | types::OpenFlags::TRUNCATE)
+        || flags
+            .intersects(types::DescriptorFlags::WRITE | types::DescriptorFlags::MUTATE_DIRECTORY)
+}
+
+impl preopens::Host for PolicedFs<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        let dirs = self.inner.get_directories()?;
+        for (fd, guest_path) in &dirs {
+            // Guest paths of preopens are the host paths themselves.
+            self.grants
+                .descriptors
+                .insert(fd.rep(), PathBuf::from(guest_path));
+        }
+        Ok(dirs)
+    }
+}
+
+impl types::Host for PolicedFs<'_> {
+    fn convert_error_code(
+        &mut self,
+        err: wasmtime_wasi::p2::FsError,
+    ) -> wasmtime::Result<ErrorCode> {
+        types::Host::convert_error_code(&mut self.inner, err)
+    }
+
+    fn filesystem_error_code(
+        &mut self,
+        err: Resource<wasmtime::Error>,
+    ) -> wasmtime::Result<Option<ErrorCode>> {
+        types::Host::filesystem_error_code(&mut self.inner, err)
+    }
+}
+
+impl HostDescriptor for PolicedFs<'_> {
+    async fn advise(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+        len: types::Filesize,
+        advice: types::Advice,
+    ) -> FsResult<()> {
+        self.inner.advise(fd, offset, len, advice).await
+    }
+
+    async fn sync_data(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        self.inner.sync_data(fd).await
+    }
+
+    async fn get_flags(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorFlags> {
+        self.inner.get_flags(fd).await
+    }
+
+    async fn get_type(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorType> {
+        self.inner.get_type(fd).await
+    }
+
+    async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
+        self.inner.set_size(fd, size).await
+    }
+
+    async fn set_times(
+        &mut self,
+        fd: Resource<Descriptor>,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        self.inner.set_times(fd, atim, mtim).await
+    }
+
+    async fn read(
+        &mut self,
+        fd: Resource<Descriptor>,
+        len: types::Filesize,
+        offset: types::Filesize,
+    ) -> FsResult<(Vec<u8>, bool)> {
+        self.inner.read(fd, len, offset).await
+    }
+
+    async fn write(
+        &mut self,
+        fd: Resource<Descriptor>,
+        buf: Vec<u8>,
+        offset: types::Filesize,
+    ) -> FsResult<types::Filesize> {
+        self.inner.write(fd, buf, offset).await
+    }
+
+    async fn read_directory(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<types::DirectoryEntryStream>> {
+        let dir = self.dir_path(&fd)?;
+        let stream = self.inner.read_directory(fd).await?;
+        self.grants.streams.insert(stream.rep(), dir);
+        Ok(stream)
+    }
+
+    async fn sync(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        self.inner.sync(fd).await
+    }
+
+    async fn create_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &path, Access::Write, "create directory")?;
+        self.inner.create_directory_at(fd, path).await
+    }
+
+    async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
+        self.inner.stat(fd).await
+    }
+
+    async fn stat_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+    ) -> FsResult<types::DescriptorStat> {
+        self.check(&fd, &path, Access::Read, "stat")?;
+        self.inner.stat_at(fd, path_flags, path).await
+    }
+
+    async fn set_times_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        self.check(&fd, &path, Access::Write, "set times")?;
+        self.inner
+            .set_times_at(fd, path_flags, path, atim, mtim)
+            .await
+    }
+
+    async fn link_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path_flags: types::PathFlags,
+        old_path: String,
+        new_descriptor: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        // A hard link to a file makes it reachable under the new name, so the
+        // file itself must be writable and not denied.
+        self.check(&fd, &old_path, Access::Write, "link")?;
+        self.check(&new_descriptor, &new_path, Access::Write, "link")?;
+        self.inner
+            .link_at(fd, old_path_flags, old_path, new_descriptor, new_path)
+            .await
+    }
+
+    async fn open_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+        oflags: types::OpenFlags,
+        flags: types::DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        let access = if wants_write(oflags, flags) {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        let target = self.check(&fd, &path, access, "open")?;
+        let opened = self
+            .inner
+            .open_at(fd, path_flags, path, oflags, flags)
+            .await?;
+        self.grants.descriptors.insert(opened.rep(), target);
+        Ok(opened)
+    }
+
+    fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
+        self.grants.descriptors.remove(&fd.rep());
+        HostDescriptor::drop(&mut self.inner, fd)
+    }
+
+    async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        self.check(&fd, &path, Access::Read, "readlink")?;
+        self.inner.readlink_at(fd, path).await
+    }
+
+    async fn remove_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &path, Access::Write, "remove directory")?;
+        self.inner.remove_directory_at(fd, path).await
+    }
+
+    async fn rename_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path: String,
+        new_fd: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &old_path, Access::Write, "rename")?;
+        self.check(&new_fd, &new_path, Access::Write, "rename")?;
+        self.inner.rename_at(fd, old_path, new_fd, new_path).await
+    }
+
+    async fn symlink_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        src_path: String,
+        dest_path: String,
+    ) -> FsResult<()> {
+        let link = self.check(&fd, &dest_path, Access::Write, "symlink")?;
+        // Where the link points must be readable: no links into denied places.
+        let parent = link.parent().unwrap_or(Path::new("/"));
+        let pointee = paths::normalize(&parent.join(&src_path));
+        self.check_path(&pointee, Access::Read, "symlink")?;
+        self.inner.symlink_at(fd, src_path, dest_path).await
+    }
+
+    async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.check(&fd, &path, Access::Write, "unlink")?;
+        self.inner.unlink_file_at(fd, path).await
+    }
+
+    fn read_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynInputStream>> {
+        self.inner.read_via_stream(fd, offset)
+    }
+
+    fn write_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        self.inner.write_via_stream(fd, offset)
+    }
+
+    fn append_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        self.inner.append_via_stream(fd)
+    }
+
+    async fn is_same_object(
+        &mut self,
+        a: Resource<Descriptor>,
+        b: Resource<Descriptor>,
+    ) -> wasmtime::Result<bool> {
+        self.inner.is_same_object(a, b).await
+    }
+
+    async fn metadata_hash(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<types::MetadataHashValue> {
+        self.inner.metadata_hash(fd).await
+    }
+
+    async fn metadata_hash_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+    ) -> FsResult<types::MetadataHashValue> {
+        self.check(&fd, &path, Access::Read, "stat")?;
+        self.inner.metadata_hash_at(fd, path_flags, path).await
+    }
+}
+
+impl HostDirectoryEntryStream for PolicedFs<'_> {
+    async fn read_directory_entry(
+        &mut self,
+        stream: Resource<types::DirectoryEntryStream>,
+    ) -> FsResult<Option<types::DirectoryEntry>> {
+        let dir = self.grants.streams.get(&stream.rep()).cloned();
+        loop {
+            let entry = self
+                .inner
+                .read_directory_entry(Resource::new_borrow(stream.rep()))
+                .await?;
+            match (&entry, &dir) {
+                (Some(e), Some(dir)) if self.grants.is_hidden(&dir.join(&e.name)) => continue,
+                _ => return Ok(entry),
+            }
+        }
+    }
+
+    fn drop(&mut self, stream: Resource<types::DirectoryEntryStream>) -> wasmtime::Result<()> {
+        self.grants.streams.remove(&stream.rep());
+        HostDirectoryEntryStream::drop(&mut self.inner, stream)
+    }
+}
