@@ -8,8 +8,10 @@ mod check;
 mod cli;
 mod dispatch;
 mod loading;
+mod network;
 mod registry;
 mod stateful;
+mod terminal;
 
 use std::time::Duration;
 

@@ -1,0 +1,2 @@
+//! Network: the `http` import under profiles (allowed and denied hosts,
+//! private addresses, redirects, DNS, size and time caps).

@@ -1,0 +1,2 @@
+//! Terminal: the `terminal` import under profiles (allowed and denied
+//! commands, dangerous commands in each mode, approvals, limits).
