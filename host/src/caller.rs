@@ -69,12 +69,14 @@ impl Caller {
             _ => Err(CallError::new(
                 ErrorKind::Busy,
                 format!(
-                    "{} already has {} calls running (its limit) and none finished within {wait:?}",
+                    "{} is at its limit of {} concurrent call{} and no call finished within {wait:?}; \
+                     retry later",
                     match &self.tenant {
                         Some(t) => format!("tenant {t:?}"),
                         None => format!("profile {:?}", self.profile.name),
                     },
-                    self.concurrency
+                    self.concurrency,
+                    if self.concurrency == 1 { "" } else { "s" }
                 ),
             )),
         }

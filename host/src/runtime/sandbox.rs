@@ -66,7 +66,7 @@ impl Sandbox {
         if grants.file_read || grants.file_write {
             files.profile = Some(grants.profile.clone());
             files.write = grants.file_write;
-            preopen(&mut wasi, &grants.profile, grants.file_write);
+            files.preopens = preopen(&mut wasi, &grants.profile, grants.file_write);
         }
         Self {
             wasi: wasi.build(),
@@ -154,29 +154,48 @@ impl WasiView for Sandbox {
     }
 }
 
-/// Preopens the profile's grants at their own host paths: write grants
-/// read-write when the tool may write, everything else read-only. The guest
-/// starts in the workspace when a grant covers it.
-fn preopen(wasi: &mut wasmtime_wasi::WasiCtxBuilder, profile: &Profile, write: bool) {
-    let mut cwd = None;
+/// Preopens the profile's grants at their own host paths (write grants
+/// read-write when the tool may write, everything else read-only), and the
+/// workspace once more as `.`, so relative paths resolve in it (wasi-libc
+/// starts in `/` and resolves relative paths through a `.` preopen). Returns
+/// the host path of each preopen, in order.
+fn preopen(
+    wasi: &mut wasmtime_wasi::WasiCtxBuilder,
+    profile: &Profile,
+    write: bool,
+) -> Vec<PathBuf> {
+    let mut opened = Vec::new();
+    let mut covers_workspace = false;
+    let mut writes_in_workspace = false;
     for (dir, access) in profile.paths.grants() {
         let writable = write && access == Access::Write;
-        let perms = if writable {
-            FsPerms::ReadWrite
-        } else {
-            FsPerms::ReadOnly
-        };
         let guest_path = dir.to_string_lossy();
-        if let Err(e) = wasi.preopened_dir(dir, guest_path.as_ref(), perms) {
+        if let Err(e) = wasi.preopened_dir(dir, guest_path.as_ref(), perms(writable)) {
             tracing::debug!(dir = %dir.display(), error = %e, "granted directory not preopened");
             continue;
         }
-        if profile.workspace().starts_with(dir) {
-            cwd = Some(profile.workspace().to_string_lossy().into_owned());
-        }
+        opened.push(dir.to_path_buf());
+        covers_workspace |= profile.workspace().starts_with(dir);
+        writes_in_workspace |= writable
+            && (dir.starts_with(profile.workspace()) || profile.workspace().starts_with(dir));
     }
-    if let Some(cwd) = cwd {
-        wasi.initial_cwd(cwd);
+    // Through `.` the guest reaches every grant under the workspace, so it is
+    // writable when one of them is; the policy decides each path.
+    if covers_workspace
+        && wasi
+            .preopened_dir(profile.workspace(), ".", perms(writes_in_workspace))
+            .is_ok()
+    {
+        opened.push(profile.workspace().to_path_buf());
+    }
+    opened
+}
+
+fn perms(writable: bool) -> FsPerms {
+    if writable {
+        FsPerms::ReadWrite
+    } else {
+        FsPerms::ReadOnly
     }
 }
 
@@ -186,6 +205,7 @@ fn preopen(wasi: &mut wasmtime_wasi::WasiCtxBuilder, profile: &Profile, write: b
 pub(crate) struct FileGrants {
     profile: Option<Arc<Profile>>,
     write: bool,
+    pub(crate) preopens: Vec<PathBuf>,
     pub(crate) descriptors: HashMap<u32, PathBuf>,
     pub(crate) streams: HashMap<u32, PathBuf>,
     refusals: Vec<CapabilityUse>,

@@ -62,7 +62,8 @@ impl PolicedFs<'_> {
             .ok_or(ErrorCode::BadDescriptor)
     }
 
-    /// Resolves `path` against the descriptor and checks it for `access`.
+    /// Resolves `path` against the descriptor and checks it for `access`,
+    /// following a symlink in the last component (most operations do).
     fn check(
         &mut self,
         fd: &Resource<Descriptor>,
@@ -70,8 +71,21 @@ impl PolicedFs<'_> {
         access: Access,
         operation: &'static str,
     ) -> Result<PathBuf, ErrorCode> {
+        self.check_with(fd, path, access, operation, true)
+    }
+
+    /// [`Self::check`], following a final symlink only when `follow`
+    /// (`stat` of a link describes the link itself).
+    fn check_with(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        access: Access,
+        operation: &'static str,
+        follow: bool,
+    ) -> Result<PathBuf, ErrorCode> {
         let target = paths::normalize(&self.dir_path(fd)?.join(path));
-        self.check_path(&target, access, operation)?;
+        self.check_path(&target, access, operation, follow)?;
         Ok(target)
     }
 
@@ -80,10 +94,11 @@ impl PolicedFs<'_> {
         target: &Path,
         access: Access,
         operation: &'static str,
+        follow: bool,
     ) -> Result<(), ErrorCode> {
         let refusal = self.grants.refusal(target, access).or_else(|| {
-            // Follow symlinks: where the path really leads must be allowed too.
-            let real = real_path(target)?;
+            // Where the path really leads must be allowed too.
+            let real = real_path(target, follow)?;
             (real != target)
                 .then(|| self.grants.refusal(&real, access))
                 .flatten()
@@ -108,10 +123,10 @@ impl PolicedFs<'_> {
     }
 }
 
-/// `target` with symlinks resolved: canonical if it exists, else its
-/// canonical parent joined with its name. `None` if neither resolves.
-fn real_path(target: &Path) -> Option<PathBuf> {
-    if let Ok(real) = std::fs::canonicalize(target) {
+/// `target` with symlinks resolved: canonical if it exists (and `follow`),
+/// else its canonical parent joined with its name. `None` if neither resolves.
+fn real_path(target: &Path, follow: bool) -> Option<PathBuf> {
+    if follow && let Ok(real) = std::fs::canonicalize(target) {
         return Some(real);
     }
     let parent = std::fs::canonicalize(target.parent()?).ok()?;
@@ -127,11 +142,10 @@ fn wants_write(oflags: types::OpenFlags, flags: types::DescriptorFlags) -> bool 
 impl preopens::Host for PolicedFs<'_> {
     fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
         let dirs = self.inner.get_directories()?;
-        for (fd, guest_path) in &dirs {
-            // Guest paths of preopens are the host paths themselves.
-            self.grants
-                .descriptors
-                .insert(fd.rep(), PathBuf::from(guest_path));
+        // Preopens come back in the order they were made, which is the order
+        // of the host paths the sandbox recorded.
+        for ((fd, _), host_path) in dirs.iter().zip(&self.grants.preopens) {
+            self.grants.descriptors.insert(fd.rep(), host_path.clone());
         }
         Ok(dirs)
     }
@@ -240,7 +254,8 @@ impl HostDescriptor for PolicedFs<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::DescriptorStat> {
-        self.check(&fd, &path, Access::Read, "stat")?;
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        self.check_with(&fd, &path, Access::Read, "stat", follow)?;
         self.inner.stat_at(fd, path_flags, path).await
     }
 
@@ -252,7 +267,8 @@ impl HostDescriptor for PolicedFs<'_> {
         atim: types::NewTimestamp,
         mtim: types::NewTimestamp,
     ) -> FsResult<()> {
-        self.check(&fd, &path, Access::Write, "set times")?;
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        self.check_with(&fd, &path, Access::Write, "set times", follow)?;
         self.inner
             .set_times_at(fd, path_flags, path, atim, mtim)
             .await
@@ -288,7 +304,8 @@ impl HostDescriptor for PolicedFs<'_> {
         } else {
             Access::Read
         };
-        let target = self.check(&fd, &path, access, "open")?;
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        let target = self.check_with(&fd, &path, access, "open", follow)?;
         let opened = self
             .inner
             .open_at(fd, path_flags, path, oflags, flags)
@@ -303,7 +320,7 @@ impl HostDescriptor for PolicedFs<'_> {
     }
 
     async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
-        self.check(&fd, &path, Access::Read, "readlink")?;
+        self.check_with(&fd, &path, Access::Read, "readlink", false)?;
         self.inner.readlink_at(fd, path).await
     }
 
@@ -338,12 +355,12 @@ impl HostDescriptor for PolicedFs<'_> {
         // Where the link points must be readable: no links into denied places.
         let parent = link.parent().unwrap_or(Path::new("/"));
         let pointee = paths::normalize(&parent.join(&src_path));
-        self.check_path(&pointee, Access::Read, "symlink")?;
+        self.check_path(&pointee, Access::Read, "symlink", true)?;
         self.inner.symlink_at(fd, src_path, dest_path).await
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        self.check(&fd, &path, Access::Write, "unlink")?;
+        self.check_with(&fd, &path, Access::Write, "unlink", false)?;
         self.inner.unlink_file_at(fd, path).await
     }
 
@@ -391,7 +408,8 @@ impl HostDescriptor for PolicedFs<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
-        self.check(&fd, &path, Access::Read, "stat")?;
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        self.check_with(&fd, &path, Access::Read, "stat", follow)?;
         self.inner.metadata_hash_at(fd, path_flags, path).await
     }
 }

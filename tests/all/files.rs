@@ -1,0 +1,247 @@
+//! Files: the profile's read and write grants are preopened, and `file.deny`
+//! is enforced on every path operation, through `..`, absolute paths and
+//! symlinks. Outside the grants nothing exists.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use toolhost::config::{Config, ConfigSource};
+use toolhost::{ErrorKind, Host};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    host: Host,
+}
+
+impl Fixture {
+    fn ws(&self, rel: &str) -> String {
+        self.root
+            .join("workspace")
+            .join(rel)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    async fn call(&self, tool: &str, arguments: Value) -> Value {
+        let result = self
+            .host
+            .call(tool, arguments.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{tool} {arguments}: {e}"));
+        serde_json::from_str(result.get()).unwrap()
+    }
+
+    async fn read(&self, path: &str) -> Value {
+        self.call("read", json!({ "path": path })).await
+    }
+}
+
+const PROFILE: &str = r#"
+default_profile = "p"
+[profiles.p]
+allow = ["file:*"]
+file.read = ["."]
+file.write = ["out"]
+file.deny = [".env", "secrets/**"]
+"#;
+
+async fn fixture(profile: &str) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let ws = root.join("workspace");
+    for sub in ["sub", "secrets", "out"] {
+        std::fs::create_dir_all(ws.join(sub)).unwrap();
+    }
+    std::fs::create_dir_all(root.join("outside")).unwrap();
+    std::fs::write(ws.join("notes.txt"), "hello").unwrap();
+    std::fs::write(ws.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(ws.join("secrets/key.txt"), "key").unwrap();
+    std::fs::write(ws.join("sub/a.txt"), "a").unwrap();
+    std::fs::write(root.join("outside/x.txt"), "outside").unwrap();
+    std::os::unix::fs::symlink(ws.join(".env"), ws.join("link_to_env")).unwrap();
+    std::os::unix::fs::symlink(root.join("outside/x.txt"), ws.join("link_out")).unwrap();
+    std::os::unix::fs::symlink(ws.join("secrets"), ws.join("sub/secrets_dir")).unwrap();
+    let config = Config::parse(profile, ConfigSource::Embedded, &ws).unwrap();
+    let host = Host::builder()
+        .plugin_file(toolhost_tests::FILES)
+        .profile(config.profile("p", None).unwrap())
+        .build()
+        .await
+        .unwrap();
+    Fixture {
+        _dir: dir,
+        root,
+        host,
+    }
+}
+
+fn error_of(value: &Value) -> &str {
+    value["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("expected an error: {value}"))
+}
+
+#[tokio::test]
+async fn granted_files_are_readable_by_absolute_and_relative_path() {
+    let f = fixture(PROFILE).await;
+    assert_eq!(f.read(&f.ws("notes.txt")).await, json!({"ok": "hello"}));
+    assert_eq!(f.read("notes.txt").await, json!({"ok": "hello"}));
+    assert_eq!(f.read("sub/a.txt").await, json!({"ok": "a"}));
+}
+
+#[tokio::test]
+async fn denied_files_are_refused_by_every_spelling() {
+    let f = fixture(PROFILE).await;
+    for path in [
+        f.ws(".env"),
+        ".env".to_string(),
+        "sub/../.env".to_string(),
+        f.ws("sub/../secrets/key.txt"),
+        "secrets/key.txt".to_string(),
+        "./secrets/../.env".to_string(),
+    ] {
+        let result = f.read(&path).await;
+        assert_eq!(error_of(&result), "permission_denied", "{path}: {result}");
+    }
+}
+
+#[tokio::test]
+async fn paths_outside_the_grants_do_not_exist() {
+    let f = fixture(PROFILE).await;
+    let outside = f.root.join("outside/x.txt").to_string_lossy().into_owned();
+    for path in [outside.as_str(), "../outside/x.txt", "/etc/passwd"] {
+        let result = f.read(path).await;
+        assert_eq!(error_of(&result), "not_found", "{path}: {result}");
+    }
+}
+
+#[tokio::test]
+async fn symlinks_to_denied_or_ungranted_places_fail() {
+    let f = fixture(PROFILE).await;
+    assert_eq!(error_of(&f.read("link_to_env").await), "permission_denied");
+    assert_ne!(f.read("link_out").await.get("ok"), Some(&json!("outside")));
+    assert!(f.read("link_out").await.get("error").is_some());
+    assert_eq!(
+        error_of(&f.read("sub/secrets_dir/key.txt").await),
+        "permission_denied"
+    );
+    assert!(
+        f.call("readlink", json!({"path": "link_to_env"}))
+            .await
+            .get("error")
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn listings_leave_denied_entries_out_and_stat_refuses_them() {
+    let f = fixture(PROFILE).await;
+    let listed = f.call("list", json!({"path": "."})).await;
+    let names: Vec<&str> = listed["ok"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"notes.txt"), "{names:?}");
+    assert!(!names.contains(&".env"), "{names:?}");
+    assert!(!names.contains(&"secrets"), "{names:?}");
+    let listed = f.call("list", json!({"path": "secrets"})).await;
+    assert_eq!(error_of(&listed), "permission_denied");
+    assert_eq!(
+        f.call("stat", json!({"path": ".env"})).await["error"],
+        "permission_denied"
+    );
+    assert_eq!(
+        f.call("stat", json!({"path": "notes.txt"})).await,
+        json!({"ok": 5})
+    );
+}
+
+#[tokio::test]
+async fn writes_only_in_write_grants_and_never_to_denied_paths() {
+    let f = fixture(PROFILE).await;
+    let wrote = f
+        .call("write", json!({"path": "out/new.txt", "content": "x"}))
+        .await;
+    assert_eq!(wrote, json!({"ok": null}));
+    assert_eq!(std::fs::read_to_string(f.ws("out/new.txt")).unwrap(), "x");
+
+    let refused = f
+        .call("write", json!({"path": "notes.txt", "content": "x"}))
+        .await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    assert_eq!(std::fs::read_to_string(f.ws("notes.txt")).unwrap(), "hello");
+
+    for (tool, args) in [
+        ("write", json!({"path": "out/../.env", "content": "x"})),
+        ("remove", json!({"path": ".env"})),
+        ("mkdir", json!({"path": "secrets/sub"})),
+        (
+            "rename",
+            json!({"from": "out/new.txt", "to": "secrets/new.txt"}),
+        ),
+        ("rename", json!({"from": ".env", "to": "out/stolen"})),
+    ] {
+        let result = f.call(tool, args.clone()).await;
+        assert!(result.get("error").is_some(), "{tool} {args}: {result}");
+    }
+    assert!(Path::new(&f.ws(".env")).exists());
+    assert!(!Path::new(&f.ws("secrets/new.txt")).exists());
+    assert!(!Path::new(&f.ws("out/stolen")).exists());
+}
+
+#[tokio::test]
+async fn a_guest_cannot_link_to_a_denied_file() {
+    let f = fixture(PROFILE).await;
+    // Link targets are relative (absolute ones would leave the directory).
+    let refused = f
+        .call(
+            "symlink",
+            json!({"from": "../.env", "to": f.ws("out/env_link")}),
+        )
+        .await;
+    assert_eq!(error_of(&refused), "permission_denied", "{refused}");
+    assert!(!Path::new(&f.ws("out/env_link")).exists());
+    let allowed = f
+        .call(
+            "symlink",
+            json!({"from": "../notes.txt", "to": f.ws("out/notes_link")}),
+        )
+        .await;
+    assert_eq!(allowed, json!({"ok": null}));
+    // Read through the workspace (a link may not leave the directory it was
+    // opened from, so not through the `out` grant itself).
+    assert_eq!(f.read("out/notes_link").await, json!({"ok": "hello"}));
+}
+
+#[tokio::test]
+async fn a_tool_that_did_not_declare_file_access_sees_no_files() {
+    let f = fixture(PROFILE).await;
+    let result = f
+        .call("sneaky_read", json!({"path": f.ws("notes.txt")}))
+        .await;
+    assert_eq!(error_of(&result), "not_found", "{result}");
+}
+
+#[tokio::test]
+async fn a_profile_without_file_write_hides_writing_tools() {
+    let f = fixture(
+        r#"
+        default_profile = "p"
+        [profiles.p]
+        allow = ["file:read"]
+        file.read = ["."]
+        "#,
+    )
+    .await;
+    assert_eq!(f.read("notes.txt").await, json!({"ok": "hello"}));
+    let error = f
+        .host
+        .call("write", json!({"path": "notes.txt", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unavailable);
+    assert!(error.message().contains("file:write"), "{error}");
+}
