@@ -29,12 +29,16 @@ fn calls(c: &mut Criterion) {
         .find(|p| &**p.name() == "echo")
         .expect("the echo plugin is bundled");
     let echo_tool = host.snapshot().tool("echo").unwrap().spec.clone();
+    let limits = host.limits();
 
     let mut group = c.benchmark_group("call");
     group.bench_function("instantiate (fresh store + instance, no call)", |b| {
         b.to_async(&rt)
-            .iter(|| echo_plugin.instantiate_only(host.runtime(), host.limits()))
+            .iter(|| echo_plugin.instantiate_only(host.runtime(), &limits))
     });
+    let grants = std::sync::Arc::new(toolhost::runtime::Grants::none(
+        host.caller().profile().clone(),
+    ));
     group.bench_function(
         "PluginVersion::call echo (fresh instance, no dispatch)",
         |b| {
@@ -43,7 +47,8 @@ fn calls(c: &mut Criterion) {
                     host.runtime(),
                     &echo_tool,
                     r#"{"text":"hi"}"#,
-                    host.limits(),
+                    &limits,
+                    grants.clone(),
                 )
             })
         },

@@ -316,7 +316,7 @@ fn list(
     all: bool,
 ) -> Result<ExitCode> {
     let listing = host
-        .listing(host.caller(), selection)
+        .listing(&host.caller(), selection)
         .map_err(anyhow::Error::msg)?;
     let tools: Vec<_> = listing
         .iter()

@@ -15,7 +15,7 @@ use crate::hooks::CallInfo;
 use crate::host::Host;
 use crate::policy::PermissionDecision;
 use crate::registry::{Generation, ToolEntry};
-use crate::runtime::{ApprovalScope, CapabilityUse, Grants};
+use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants};
 use crate::spec::ToolSpec;
 
 /// A call's arguments: JSON text (as models send them, possibly malformed)
@@ -98,7 +98,7 @@ impl Host {
     /// Runs one call end to end as the default caller. Every failure, at any
     /// stage, is a [`CallError`]; nothing panics.
     pub async fn dispatch(&self, request: CallRequest) -> Result<Box<RawValue>, CallError> {
-        let caller = self.caller().clone();
+        let caller = self.caller();
         self.dispatch_as(&caller, request).await
     }
 
@@ -112,11 +112,24 @@ impl Host {
         request: CallRequest,
     ) -> Result<Box<RawValue>, CallError> {
         let started = Instant::now();
-        let snapshot = self.snapshot();
-        let entry = snapshot.tool(&request.tool);
-        let (result, uses) = match entry {
-            None => (Err(unknown_tool(&request.tool, &snapshot)), Vec::new()),
-            Some(entry) => self.run_entry(caller, entry, &request, started).await,
+        let resolved = self.resolve(&request.tool).await;
+        let entry = resolved.as_ref().ok().map(|(entry, _)| entry);
+        let (result, uses) = match &resolved {
+            Err(error) => (Err(error.clone()), Vec::new()),
+            Ok((entry, _flight)) => {
+                tokio::select! {
+                    biased;
+                    done = self.run_entry(caller, entry, &request, started) => done,
+                    () = entry.plugin.cancelled() => (Err(CallError::new(
+                        ErrorKind::Cancelled,
+                        format!(
+                            "tool {:?}: plugin {:?} was unloaded or replaced and the call ran \
+                             past the drain grace period",
+                            entry.spec.name, &**entry.plugin.name()
+                        ),
+                    )), Vec::new()),
+                }
+            }
         };
         if let Err(error) = &result {
             tracing::debug!(tool = %request.tool, %error, "call failed");
@@ -142,6 +155,32 @@ impl Host {
             });
         }
         result
+    }
+
+    /// The tool's current entry, registered as in flight on its plugin
+    /// version. A version that started draining between lookup and
+    /// registration is skipped for its successor.
+    async fn resolve(&self, name: &str) -> Result<(ToolEntry, Flight), CallError> {
+        for _ in 0..8 {
+            let snapshot = self.snapshot();
+            let Some(entry) = snapshot.tool(name).cloned() else {
+                return Err(match snapshot.removed(name) {
+                    Some(plugin) => CallError::new(
+                        ErrorKind::Unavailable,
+                        format!("tool {name:?} is unavailable: its plugin {plugin:?} was removed"),
+                    ),
+                    None => unknown_tool(name, &snapshot),
+                });
+            };
+            if let Some(flight) = entry.plugin.begin_call() {
+                return Ok((entry, flight));
+            }
+            tokio::task::yield_now().await;
+        }
+        Err(CallError::new(
+            ErrorKind::Unavailable,
+            format!("tool {name:?} is being reloaded; retry"),
+        ))
     }
 
     async fn run_entry(
@@ -243,7 +282,7 @@ impl Host {
             }
         };
         let result = output.and_then(|output| normalize_output(&entry.spec, output));
-        self.after_call(&info, result.as_deref().map_err(|e| e), started);
+        self.after_call(&info, result.as_deref(), started);
         (result, uses)
     }
 
@@ -299,7 +338,7 @@ impl Host {
     /// in request order: one result per call, whatever happens to the others.
     /// `session` applies to every call of the batch.
     pub async fn dispatch_batch(&self, batch: &Value, session: Option<&str>) -> Value {
-        let caller = self.caller().clone();
+        let caller = self.caller();
         self.dispatch_batch_as(&caller, batch, session).await
     }
 

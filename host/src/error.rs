@@ -39,6 +39,8 @@ pub enum ErrorKind {
     Busy,
     /// A hook (or a human asked for approval) refused the call.
     Blocked,
+    /// The call was stopped because its plugin version was unloaded.
+    Cancelled,
     /// The request around the call is malformed (a batch entry without a
     /// function name, for example).
     InvalidRequest,
@@ -63,6 +65,7 @@ impl ErrorKind {
             Self::InvalidOutput => "invalid_output",
             Self::Busy => "busy",
             Self::Blocked => "blocked",
+            Self::Cancelled => "cancelled",
             Self::InvalidRequest => "invalid_request",
             Self::Internal => "internal",
         }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use arc_swap::ArcSwap;
 use serde_json::Value;
 
 use crate::approval::{Approvals, Approver, DenyApprover};
@@ -22,6 +23,14 @@ use crate::runtime::{
 };
 use crate::spec::ToolSpec;
 use crate::toolsets::{CompositeToolset, Selection, Toolsets};
+
+/// What can change while the host runs (on config reload), swapped as one.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) caller: Caller,
+    pub(crate) toolsets: Toolsets,
+    pub(crate) config: Option<Arc<Config>>,
+}
 
 /// A tool in a listing, and why it is hidden from the caller, if it is.
 #[derive(Debug, Clone)]
@@ -239,11 +248,14 @@ impl HostBuilder {
             inner: Arc::new(Inner {
                 runtime,
                 registry: Registry::default(),
-                caller,
+                settings: ArcSwap::from_pointee(Settings {
+                    caller,
+                    toolsets,
+                    config: self.config,
+                }),
                 audit: self.audit,
-                config: self.config,
                 load_errors: Mutex::default(),
-                toolsets,
+                events: tokio::sync::broadcast::channel(256).0,
                 hooks: self.hooks,
                 batch_concurrency: self.batch_concurrency,
                 session_idle: self.session_idle,
@@ -297,11 +309,10 @@ pub struct Host {
 struct Inner {
     runtime: Arc<Runtime>,
     registry: Registry,
-    caller: Caller,
+    settings: ArcSwap<Settings>,
     audit: Option<Arc<AuditLog>>,
-    config: Option<Arc<Config>>,
-    load_errors: Mutex<Vec<LoadError>>,
-    toolsets: Toolsets,
+    load_errors: Mutex<BTreeMap<String, LoadError>>,
+    events: tokio::sync::broadcast::Sender<crate::reload::ReloadEvent>,
     hooks: Vec<Arc<dyn CallHook>>,
     batch_concurrency: usize,
     session_idle: Duration,
@@ -312,7 +323,7 @@ impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Host")
             .field("generation", &self.registry.snapshot().number())
-            .field("profile", &self.caller.profile().name)
+            .field("profile", &self.settings.load().caller.profile().name)
             .finish_non_exhaustive()
     }
 }
@@ -370,28 +381,57 @@ impl Host {
         self.snapshot().plugins().cloned().collect()
     }
 
-    /// Plugins that failed to load, with why.
+    /// Plugins that failed to load (their latest failure), with why.
     pub fn load_errors(&self) -> Vec<LoadError> {
         self.inner
             .load_errors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn clear_load_error(&self, plugin: &str) {
+        self.inner
+            .load_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(plugin);
     }
 
     /// The call limits of the default caller.
-    pub fn limits(&self) -> &Limits {
-        &self.inner.caller.profile().limits
+    pub fn limits(&self) -> Limits {
+        self.caller().profile().limits.clone()
     }
 
     /// The default caller (the local user: CLI, MCP over stdio).
-    pub fn caller(&self) -> &Caller {
-        &self.inner.caller
+    pub fn caller(&self) -> Caller {
+        self.inner.settings.load().caller.clone()
     }
 
-    /// The configuration the host was built from, if any.
-    pub fn config(&self) -> Option<&Arc<Config>> {
-        self.inner.config.as_ref()
+    /// The configuration the host runs on, if it was built from one.
+    pub fn config(&self) -> Option<Arc<Config>> {
+        self.inner.settings.load().config.clone()
+    }
+
+    pub(crate) fn settings(&self) -> Arc<Settings> {
+        self.inner.settings.load_full()
+    }
+
+    pub(crate) fn set_settings(&self, settings: Settings) {
+        self.inner.settings.store(Arc::new(settings));
+    }
+
+    pub(crate) fn events_sender(
+        &self,
+    ) -> &tokio::sync::broadcast::Sender<crate::reload::ReloadEvent> {
+        &self.inner.events
+    }
+
+    /// Reload events (loaded, replaced, removed, drained, failed, config).
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<crate::reload::ReloadEvent> {
+        self.inner.events.subscribe()
     }
 
     pub(crate) fn audit_log(&self) -> Option<&AuditLog> {
@@ -399,8 +439,8 @@ impl Host {
     }
 
     /// The composite toolsets.
-    pub fn toolsets(&self) -> &Toolsets {
-        &self.inner.toolsets
+    pub fn toolsets(&self) -> Toolsets {
+        self.inner.settings.load().toolsets.clone()
     }
 
     pub(crate) fn hooks(&self) -> &[Arc<dyn CallHook>] {
@@ -419,7 +459,7 @@ impl Host {
     /// The tools a selection of toolsets offers the default caller, sorted
     /// by name.
     pub fn select(&self, selection: &Selection) -> Result<Vec<Arc<ToolSpec>>, String> {
-        self.select_for(self.caller(), selection)
+        self.select_for(&self.caller(), selection)
     }
 
     /// The tools a selection of toolsets offers `caller`: those available
@@ -441,7 +481,12 @@ impl Host {
     /// why they are hidden.
     pub fn listing(&self, caller: &Caller, selection: &Selection) -> Result<Vec<Listed>, String> {
         let snapshot = self.snapshot();
-        let names = self.inner.toolsets.select(selection, &snapshot)?;
+        let names = self
+            .inner
+            .settings
+            .load()
+            .toolsets
+            .select(selection, &snapshot)?;
         Ok(names
             .iter()
             .filter_map(|name| snapshot.tool(name))
@@ -455,7 +500,7 @@ impl Host {
     /// The OpenAI `tools` array for a selection; `strict` rewrites schemas for
     /// strict mode where they allow it.
     pub fn openai_tools(&self, selection: &Selection, strict: bool) -> Result<Value, String> {
-        self.openai_tools_for(self.caller(), selection, strict)
+        self.openai_tools_for(&self.caller(), selection, strict)
     }
 
     /// [`Host::openai_tools`] for `caller`.
@@ -476,7 +521,7 @@ impl Host {
 
     /// The MCP `tools/list` entries for a selection.
     pub fn mcp_tools(&self, selection: &Selection) -> Result<Value, String> {
-        self.mcp_tools_for(self.caller(), selection)
+        self.mcp_tools_for(&self.caller(), selection)
     }
 
     /// [`Host::mcp_tools`] for `caller`.
@@ -487,14 +532,34 @@ impl Host {
         ))
     }
 
-    /// Unloads the plugin called `name`: its tools disappear at once, its
-    /// stateful sessions are torn down (after their calls in progress).
-    /// Returns the version removed.
+    /// Unloads the plugin called `name` now: its tools disappear at once,
+    /// calls in flight finish (see [`Host::unload`] for a bounded drain), its
+    /// stateful sessions are torn down. Returns the version removed.
     pub async fn remove_plugin(&self, name: &str) -> Option<Arc<PluginVersion>> {
-        let removed = self.inner.registry.remove(name)?;
-        let sessions = removed.close_sessions().await;
-        tracing::info!(plugin = %name, version = %removed.hash().short(), sessions, "plugin removed");
+        let removed = self.remove_from_registry(name)?;
+        removed.drain(Duration::MAX).await;
+        tracing::info!(plugin = %name, version = %removed.hash().short(), "plugin removed");
         Some(removed)
+    }
+
+    pub(crate) fn remove_from_registry(&self, name: &str) -> Option<Arc<PluginVersion>> {
+        self.inner.registry.remove(name)
+    }
+
+    /// Makes `version` live and returns the version it replaced; refuses it
+    /// (keeping the old one) when a tool name collides with another plugin's.
+    pub(crate) fn swap_in(
+        &self,
+        version: PluginVersion,
+    ) -> Result<Option<Arc<PluginVersion>>, LoadError> {
+        let added = self.inner.registry.add(Arc::new(version))?;
+        match added.collisions {
+            Some(error) => {
+                self.record_load_error(error);
+                Ok(added.replaced)
+            }
+            None => Ok(added.replaced),
+        }
     }
 
     /// Loads (compiles, describes, validates) one plugin without registering it.
@@ -554,13 +619,13 @@ impl Host {
         }
     }
 
-    fn record_load_error(&self, error: LoadError) {
+    pub(crate) fn record_load_error(&self, error: LoadError) {
         tracing::error!("{error}");
         self.inner
             .load_errors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(error);
+            .insert(error.plugin.clone(), error);
     }
 }
 

@@ -37,6 +37,7 @@ pub mod hooks;
 mod host;
 pub mod policy;
 pub mod registry;
+pub mod reload;
 pub mod runtime;
 mod spec;
 pub mod toolsets;

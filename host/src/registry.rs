@@ -25,6 +25,8 @@ pub struct Generation {
     number: u64,
     plugins: BTreeMap<Arc<str>, Arc<PluginVersion>>,
     tools: BTreeMap<String, ToolEntry>,
+    /// Tools of removed plugins, so calls to them say so.
+    removed: BTreeMap<String, Arc<str>>,
 }
 
 impl Generation {
@@ -51,6 +53,20 @@ impl Generation {
     /// The plugin called `name`.
     pub fn plugin(&self, name: &str) -> Option<&Arc<PluginVersion>> {
         self.plugins.get(name)
+    }
+
+    /// The plugin that provided tool `name` before it was removed.
+    pub fn removed(&self, name: &str) -> Option<&str> {
+        self.removed.get(name).map(|p| &**p)
+    }
+
+    fn next(&self) -> Generation {
+        Generation {
+            number: self.number + 1,
+            plugins: self.plugins.clone(),
+            tools: self.tools.clone(),
+            removed: self.removed.clone(),
+        }
     }
 }
 
@@ -100,13 +116,16 @@ impl Registry {
             if removed.is_none() {
                 return current.clone();
             }
-            let mut next = Generation {
-                number: current.number + 1,
-                plugins: current.plugins.clone(),
-                tools: current.tools.clone(),
-            };
+            let mut next = current.next();
             next.plugins.remove(name);
-            next.tools.retain(|_, t| &**t.plugin.name() != name);
+            let plugin: Arc<str> = name.into();
+            next.tools.retain(|tool, t| {
+                let keep = &**t.plugin.name() != name;
+                if !keep {
+                    next.removed.insert(tool.clone(), plugin.clone());
+                }
+                keep
+            });
             Arc::new(next)
         });
         removed
@@ -150,14 +169,11 @@ fn with_plugin(
         };
         return (None, Err(error));
     }
-    let mut next = Generation {
-        number: current.number + 1,
-        plugins: current.plugins.clone(),
-        tools: current.tools.clone(),
-    };
+    let mut next = current.next();
     next.tools.retain(|_, t| t.plugin.name() != name);
     for spec in version.tools() {
         if !collisions.contains(&spec.name) {
+            next.removed.remove(&spec.name);
             next.tools.insert(
                 spec.name.clone(),
                 ToolEntry {

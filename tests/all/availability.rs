@@ -24,7 +24,7 @@ async fn host_with(profile_toml: &str) -> Host {
 }
 
 fn hidden_reason(host: &Host, tool: &str) -> Option<String> {
-    host.listing(host.caller(), &Selection::all())
+    host.listing(&host.caller(), &Selection::all())
         .unwrap()
         .into_iter()
         .find(|l| l.spec.name == tool)

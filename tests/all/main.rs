@@ -13,6 +13,7 @@ mod limits;
 mod loading;
 mod network;
 mod registry;
+mod reload;
 mod stateful;
 mod terminal;
 

@@ -201,6 +201,7 @@ async fn removing_a_plugin_drops_its_tools_at_once() {
     let removed = host.remove_plugin("shapes").await.unwrap();
     assert_eq!(&**removed.name(), "shapes");
     assert!(host.snapshot().tool("sort_points").is_none());
-    let (kind, _) = crate::call_err(&host, "sort_points", "{}").await;
-    assert_eq!(kind, toolhost::ErrorKind::UnknownTool);
+    let (kind, text) = crate::call_err(&host, "sort_points", "{}").await;
+    assert_eq!(kind, toolhost::ErrorKind::Unavailable);
+    assert!(text.contains("its plugin \"shapes\" was removed"), "{text}");
 }

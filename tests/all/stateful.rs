@@ -103,7 +103,7 @@ async fn unloading_a_stateful_plugin_tears_its_sessions_down() {
             host.runtime(),
             &removed.tools()[0],
             r#"{"action":"list"}"#,
-            host.limits(),
+            &host.limits(),
             "s1",
             std::sync::Arc::new(grants),
         )

@@ -5,6 +5,7 @@ pub(crate) mod bindings;
 mod cache;
 mod capture;
 mod engine;
+mod flight;
 mod grants;
 mod host;
 mod plugin;
@@ -13,6 +14,7 @@ mod session;
 
 pub use cache::{ArtifactCache, Compiled};
 pub use engine::{EPOCH_TICK, MAX_MEMORY, Runtime};
+pub use flight::{Drained, Flight};
 pub use grants::{ApprovalScope, CapabilityUse, Grants};
 pub use plugin::{
     CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion, TOOL_INTERFACE,

@@ -13,6 +13,7 @@ use wasmtime::{Store, Trap};
 use super::bindings::{GuestToolError, LifecycleIndices, Manifest, ToolIndices};
 use super::cache::{ArtifactCache, Compiled};
 use super::engine::Runtime;
+use super::flight::{Drained, Flight, Flights};
 use super::grants::Grants;
 use super::sandbox::{Identity, Limits, Sandbox};
 use super::session::{LiveInstance, MAX_SESSIONS, NoSlot, Sessions};
@@ -150,6 +151,7 @@ pub struct PluginVersion {
     imports: Vec<String>,
     sessions: Sessions,
     compiled: Compiled,
+    flights: Arc<Flights>,
 }
 
 impl fmt::Debug for PluginVersion {
@@ -264,6 +266,7 @@ impl PluginVersion {
             imports,
             sessions: Sessions::default(),
             compiled: Compiled::Fresh,
+            flights: Arc::default(),
         })
     }
 
@@ -509,6 +512,32 @@ impl PluginVersion {
     /// How many sessions this version keeps.
     pub fn session_count(&self) -> usize {
         self.sessions.len()
+    }
+
+    /// Registers a call on this version; `None` once it is being drained
+    /// (the caller should resolve the tool again).
+    pub fn begin_call(&self) -> Option<Flight> {
+        self.flights.begin()
+    }
+
+    /// Resolves when the calls still running on this drained version are
+    /// cancelled.
+    pub(crate) async fn cancelled(&self) {
+        self.flights.cancelled().await
+    }
+
+    /// Calls running on this version now.
+    pub fn in_flight(&self) -> usize {
+        self.flights.count()
+    }
+
+    /// Retires this version: no new calls start on it, calls in flight finish
+    /// within `grace` or are cancelled, then its stateful sessions are torn
+    /// down.
+    pub async fn drain(&self, grace: Duration) -> Drained {
+        let drained = self.flights.drain(grace).await;
+        self.sessions.close_all().await;
+        drained
     }
 
     /// Tears down the sessions idle for longer than `idle`; returns how many.

@@ -3,4 +3,5 @@
 pub(crate) mod filesystem;
 mod http;
 mod log;
+mod process_group;
 mod terminal;

@@ -1,11 +1,321 @@
+//! `terminal`: runs a guest's command line with `/bin/sh -c` after checking
+//! it against the profile, in this order: the tool declared
+//! `terminal:execute` and the profile allows it; `terminal.deny_commands` and
+//! `terminal.allow_commands`; the working directory; the dangerous-command
+//! detector under `terminal.dangerous` (`deny`, `approve` asks the approver,
+//! `allow`). Every command line, run or refused, goes to the audit record.
+//!
+//! What a command gets:
+//! - a working directory inside a directory the profile grants for reading
+//!   (`file.read` or `file.write`, minus `file.deny`), checked as written and
+//!   again with symlinks resolved. A relative `cwd` is taken relative to the
+//!   workspace; without one, commands start in the workspace when it is
+//!   granted, else in the first granted directory. A profile that grants no
+//!   directory cannot run commands. Write access is not required: the
+//!   directory check only decides where a command starts, it does not confine
+//!   what the command touches (that is the job of the command rules, the
+//!   detector and the approver).
+//! - an empty environment plus the host variables named (exactly, no
+//!   wildcards) in `terminal.env` that are set;
+//!   `PATH=/usr/local/bin:/usr/bin:/bin` unless `terminal.env` passes `PATH`;
+//!   `HOME` set to the default working directory unless `terminal.env`
+//!   passes `HOME`, so programs looking in `~` find the workspace rather than
+//!   the host user's dotfiles and credentials.
+//! - the smaller of the guest's timeout and `terminal.timeout`; at expiry,
+//!   when the shell exits, or when the call is abandoned, its whole process
+//!   group is killed.
+//! - stdout and stderr kept up to `terminal.max_output` bytes each.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::process_group::{self, Finished, ShellCommand};
+use crate::approval::{ApprovalRequest, Subject};
+use crate::policy::{
+    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, dangerous, paths,
+};
 use crate::runtime::bindings::toolhost::plugin::terminal::{Command, Host, Output, TerminalError};
-use crate::runtime::sandbox::Sandbox;
+use crate::runtime::grants::{ApprovalScope, CapabilityUse, Grants};
+use crate::runtime::sandbox::{Identity, Sandbox};
+
+/// `PATH` of commands unless the profile passes the host's.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The permission a tool must declare to use this import.
+const PERMISSION: &str = "terminal:execute";
+
+/// Most characters of a command line quoted in refusals and audit records.
+const MAX_QUOTED: usize = 1000;
 
 impl Host for Sandbox {
     async fn run(&mut self, command: Command) -> wasmtime::Result<Result<Output, TerminalError>> {
-        Ok(Err(TerminalError::Denied(format!(
-            "plugin {:?} may not run {:?}: terminal access is not granted",
-            self.identity.plugin, command.command_line
-        ))))
+        // `Sandbox` is not `Sync`: nothing borrowed from it lives across an await.
+        let grants = self.grants.clone();
+        let identity = self.identity.clone();
+        let line = command.command_line.as_str();
+        let quoted = quote(line);
+        let cwd = match authorize(&grants, &identity, line, command.cwd.as_deref()).await {
+            Ok(cwd) => cwd,
+            Err(reason) => {
+                let message = format!("command {quoted:?} refused: {reason}");
+                self.record(CapabilityUse::refused("terminal", quoted, reason));
+                return Ok(Err(TerminalError::Denied(message)));
+            }
+        };
+        self.record(CapabilityUse::allowed("terminal", quoted));
+
+        let profile = &grants.profile;
+        let settings = &profile.terminal;
+        let timeout = command.timeout_ms.map_or(settings.timeout, |ms| {
+            settings.timeout.min(Duration::from_millis(ms.into()))
+        });
+        let env = environment(profile, &cwd.home);
+        let shell = ShellCommand {
+            line,
+            cwd: &cwd.dir,
+            env: &env,
+            stdin: command.stdin,
+            timeout,
+            max_output: settings.max_output,
+        };
+        Ok(match shell.run().await {
+            Ok(Finished::Exited(captured)) => Ok(Output {
+                exit_code: captured.exit_code,
+                stdout: process_group::decode(&captured.stdout, captured.stdout_cut),
+                stderr: process_group::decode(&captured.stderr, captured.stderr_cut),
+                truncated: captured.stdout_cut || captured.stderr_cut,
+            }),
+            Ok(Finished::TimedOut) => {
+                tracing::debug!(
+                    plugin = %identity.plugin,
+                    ?timeout,
+                    "command killed at its time limit"
+                );
+                Err(TerminalError::Timeout)
+            }
+            Err(e) => Err(TerminalError::Failed(format!(
+                "could not run /bin/sh in {}: {e}",
+                cwd.dir.display()
+            ))),
+        })
+    }
+}
+
+/// Where a command runs, and its `HOME`.
+struct WorkingDir {
+    /// The working directory, symlinks resolved.
+    dir: PathBuf,
+    /// The default working directory, symlinks resolved.
+    home: PathBuf,
+}
+
+/// Checks a command line against the grants and the profile, asking the
+/// approver if it is dangerous and the profile says so. `Ok` has where it
+/// runs; `Err` says why it may not run, which setting refused it and how to
+/// allow it.
+async fn authorize(
+    grants: &Grants,
+    identity: &Identity,
+    line: &str,
+    cwd: Option<&str>,
+) -> Result<WorkingDir, String> {
+    let profile = &grants.profile;
+    if !grants.terminal {
+        return Err(not_granted(identity, profile));
+    }
+    profile
+        .commands
+        .check(line)
+        .map_err(|refusal| format!("profile {:?}: {refusal}", profile.name))?;
+    let dir = working_dir(profile, cwd)?;
+
+    let dangers = dangerous::detect(line);
+    if dangers.is_empty() {
+        return Ok(dir);
+    }
+    let found = dangers
+        .iter()
+        .map(|d| format!("{}: {d}", d.category))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match profile.terminal.dangerous {
+        DangerousMode::Allow => {
+            tracing::info!(
+                plugin = %identity.plugin,
+                dangers = %found,
+                "running a dangerous command: terminal.dangerous = \"allow\""
+            );
+            Ok(dir)
+        }
+        DangerousMode::Deny => Err(format!(
+            "it looks dangerous ({found}) and profile {:?} sets terminal.dangerous = \"deny\"; \
+                 set terminal.dangerous = \"approve\" to have such commands approved case by case \
+                 (or \"allow\" to run them unasked)",
+            profile.name
+        )),
+        DangerousMode::Approve => {
+            let Some(scope) = &grants.approvals else {
+                return Err(format!(
+                    "it looks dangerous ({found}) and profile {:?} sets \
+                         terminal.dangerous = \"approve\", but this call has no approver to ask; \
+                         run it through a host with an approver",
+                    profile.name
+                ));
+            };
+            let request = ApprovalRequest {
+                tool: identity
+                    .tool
+                    .as_deref()
+                    .unwrap_or(&grants.subject)
+                    .to_string(),
+                profile: profile.name.clone(),
+                tenant: scope.tenant.clone(),
+                session: session_of(scope),
+                subject: Subject::DangerousCommand {
+                    command: line.to_string(),
+                    findings: dangers
+                        .iter()
+                        .map(|d| (d.category.as_str().to_string(), d.reason.clone()))
+                        .collect(),
+                },
+            };
+            scope
+                .approvals
+                .check(&scope.scope, &request)
+                .await
+                .map_err(|refusal| {
+                    format!(
+                        "profile {:?} sets terminal.dangerous = \"approve\": {refusal}",
+                        profile.name
+                    )
+                })?;
+            Ok(dir)
+        }
+    }
+}
+
+/// Why a call without the terminal grant may not run commands: the tool did
+/// not declare the permission, or the profile does not allow it.
+fn not_granted(identity: &Identity, profile: &Profile) -> String {
+    let refusal = match profile.permissions.decide(PERMISSION) {
+        PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. } => {
+            return format!(
+                "tool {:?} of plugin {:?} did not declare permission {PERMISSION:?}; \
+                     a tool may only use what it declares, so add {PERMISSION:?} to its \
+                     permissions",
+                identity.tool.as_deref().unwrap_or("-"),
+                identity.plugin
+            );
+        }
+        PermissionDecision::Denied { pattern } => PermissionRefusal::Denied {
+            permission: PERMISSION.to_string(),
+            pattern,
+        },
+        PermissionDecision::NotGranted => PermissionRefusal::NotGranted {
+            permission: PERMISSION.to_string(),
+        },
+    };
+    format!("profile {:?}: {refusal}", profile.name)
+}
+
+/// The working directory for `requested` (relative to the workspace) or the
+/// default one, with symlinks resolved; both must lie in a directory the
+/// profile grants for reading.
+fn working_dir(profile: &Profile, requested: Option<&str>) -> Result<WorkingDir, String> {
+    let Some(requested) = requested else {
+        let dir = resolve_dir(profile, &default_dir(profile)?)?;
+        return Ok(WorkingDir {
+            home: dir.clone(),
+            dir,
+        });
+    };
+    let dir = resolve_dir(
+        profile,
+        &paths::normalize(&profile.workspace().join(requested)),
+    )?;
+    let home = default_dir(profile)
+        .and_then(|home| resolve_dir(profile, &home))
+        .unwrap_or_else(|_| dir.clone());
+    Ok(WorkingDir { dir, home })
+}
+
+/// The workspace if the profile grants it, else the first granted directory.
+fn default_dir(profile: &Profile) -> Result<PathBuf, String> {
+    let workspace = paths::normalize(profile.workspace());
+    if profile.paths.check(&workspace, Access::Read).is_ok() {
+        return Ok(workspace);
+    }
+    profile
+        .paths
+        .grants()
+        .map(|(dir, _)| dir)
+        .find(|dir| profile.paths.check(dir, Access::Read).is_ok())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| {
+            format!(
+                "profile {:?} grants no directory to run commands in; add the workspace \
+                 (\".\") to file.read or file.write",
+                profile.name
+            )
+        })
+}
+
+/// Checks `dir` as written and with symlinks resolved; returns the latter.
+fn resolve_dir(profile: &Profile, dir: &Path) -> Result<PathBuf, String> {
+    profile
+        .paths
+        .check(dir, Access::Read)
+        .map_err(|refusal| format!("working directory: {refusal}"))?;
+    let real = std::fs::canonicalize(dir)
+        .map_err(|e| format!("working directory {:?} cannot be used: {e}", dir))?;
+    if real != dir {
+        profile.paths.check(&real, Access::Read).map_err(|refusal| {
+            format!(
+                "working directory {dir:?} leads to {real:?} through a symbolic link, and {refusal}"
+            )
+        })?;
+    }
+    if !real.is_dir() {
+        return Err(format!(
+            "working directory {dir:?} is not a directory; pass a directory as cwd"
+        ));
+    }
+    Ok(real)
+}
+
+/// The whole environment of a command: the variables `terminal.env` names
+/// that the host has, and defaults for `PATH` and `HOME`.
+fn environment(profile: &Profile, home: &Path) -> Vec<(String, OsString)> {
+    let mut env: Vec<(String, OsString)> = profile
+        .terminal
+        .env
+        .iter()
+        .filter(|name| !name.is_empty() && !name.contains(['=', '\0']))
+        .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
+        .collect();
+    let has = |env: &[(String, OsString)], name: &str| env.iter().any(|(n, _)| n == name);
+    if !has(&env, "PATH") {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
+    }
+    if !has(&env, "HOME") {
+        env.push(("HOME".into(), home.into()));
+    }
+    env
+}
+
+/// The session of an approval scope (`tenant/session`, `-` for none).
+fn session_of(scope: &ApprovalScope) -> Option<String> {
+    let tenant = scope.tenant.as_deref().unwrap_or("-");
+    let session = scope.scope.strip_prefix(tenant)?.strip_prefix('/')?;
+    (session != "-").then(|| session.to_string())
+}
+
+/// A command line for a message or the audit: at most [`MAX_QUOTED`]
+/// characters.
+fn quote(line: &str) -> String {
+    match line.char_indices().nth(MAX_QUOTED) {
+        Some((end, _)) => format!("{}...", &line[..end]),
+        None => line.to_string(),
     }
 }

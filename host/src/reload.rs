@@ -1,0 +1,538 @@
+//! Hot reload: the plugin directory (and the config file) watched with
+//! `notify`, changes debounced per file, each plugin loaded off the hot path
+//! and swapped in atomically; replaced and removed versions drained; every
+//! step published as a [`ReloadEvent`]. A broken file never replaces a
+//! working version, and an invalid config never replaces the running one.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context as _, Result};
+use notify::{RecursiveMode, Watcher as _};
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::caller::Caller;
+use crate::config::Config;
+use crate::host::{Host, Settings};
+use crate::runtime::{LoadError, PluginSource, plugin_name_for};
+
+/// Default quiet time after the last change to a file before it is loaded.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// Default time calls on a replaced or removed version may take to finish.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// How many times a file that fails to load while still changing is retried.
+const RETRIES: u32 = 5;
+
+/// What happened to a plugin or to the config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ReloadEvent {
+    /// A new plugin is serving.
+    Loaded {
+        /// Plugin name.
+        plugin: String,
+        /// Content hash (12 hex digits).
+        version: String,
+        /// Its tools.
+        tools: Vec<String>,
+    },
+    /// A plugin's new version is serving; the old one is draining.
+    Replaced {
+        /// Plugin name.
+        plugin: String,
+        /// The old version.
+        from: String,
+        /// The new version.
+        to: String,
+        /// Its tools.
+        tools: Vec<String>,
+    },
+    /// A plugin is gone; its version is draining.
+    Removed {
+        /// Plugin name.
+        plugin: String,
+        /// The removed version.
+        version: String,
+    },
+    /// A replaced or removed version finished draining.
+    Drained {
+        /// Plugin name.
+        plugin: String,
+        /// The drained version.
+        version: String,
+        /// Calls that were in flight when the drain began.
+        in_flight: usize,
+        /// Of those, calls cancelled at the end of the grace period.
+        cancelled: usize,
+    },
+    /// A plugin file could not be loaded; any previous version keeps serving.
+    Failed {
+        /// Plugin name.
+        plugin: String,
+        /// Why.
+        reason: String,
+    },
+    /// The config file changed and was applied.
+    ConfigReloaded {
+        /// The file.
+        path: String,
+    },
+    /// The config file changed but is invalid; the running config stays.
+    ConfigRejected {
+        /// The file.
+        path: String,
+        /// Every problem.
+        reason: String,
+    },
+}
+
+impl ReloadEvent {
+    /// Whether the set of tools (or their definitions) may have changed.
+    pub fn changes_tools(&self) -> bool {
+        matches!(
+            self,
+            Self::Loaded { .. }
+                | Self::Replaced { .. }
+                | Self::Removed { .. }
+                | Self::ConfigReloaded { .. }
+        )
+    }
+}
+
+impl std::fmt::Display for ReloadEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Loaded {
+                plugin,
+                version,
+                tools,
+            } => write!(f, "loaded {plugin} {version}: {}", tools.join(", ")),
+            Self::Replaced {
+                plugin, from, to, ..
+            } => write!(f, "replaced {plugin} {from} → {to}"),
+            Self::Removed { plugin, version } => write!(f, "removed {plugin} {version}"),
+            Self::Drained {
+                plugin,
+                version,
+                in_flight,
+                cancelled,
+            } => write!(
+                f,
+                "drained {plugin} {version}: {in_flight} call(s) in flight, {cancelled} cancelled"
+            ),
+            Self::Failed { plugin, reason } => write!(f, "failed {plugin}: {reason}"),
+            Self::ConfigReloaded { path } => write!(f, "config reloaded from {path}"),
+            Self::ConfigRejected { path, reason } => {
+                write!(f, "config {path} rejected, running config kept: {reason}")
+            }
+        }
+    }
+}
+
+impl Host {
+    fn publish(&self, event: ReloadEvent) {
+        match &event {
+            ReloadEvent::Failed { .. } | ReloadEvent::ConfigRejected { .. } => {
+                tracing::error!("{event}")
+            }
+            _ => tracing::info!("{event}"),
+        }
+        let _ = self.events_sender().send(event);
+    }
+
+    /// Loads (or reloads) the plugin file at `path` and swaps it in. On any
+    /// failure the running version, if any, keeps serving, and the failure is
+    /// recorded and published. The replaced version drains in the background
+    /// within `grace`.
+    pub async fn reload_file(&self, path: &Path, grace: Duration) -> Result<(), LoadError> {
+        let result = self.try_reload_file(path, grace).await;
+        if let Err(error) = &result {
+            self.fail(error);
+        }
+        result
+    }
+
+    /// [`Host::reload_file`] without recording or publishing a failure.
+    async fn try_reload_file(&self, path: &Path, grace: Duration) -> Result<(), LoadError> {
+        let name = plugin_name_for(path);
+        let version = self
+            .load(&name, PluginSource::File(path.to_path_buf()))
+            .await?;
+        let tools: Vec<String> = version.tools().iter().map(|t| t.name.clone()).collect();
+        let hash = version.hash().short();
+        let replaced = self.swap_in(version)?;
+        self.clear_load_error(&name);
+        match replaced {
+            Some(old) => {
+                self.publish(ReloadEvent::Replaced {
+                    plugin: name.clone(),
+                    from: old.hash().short(),
+                    to: hash,
+                    tools,
+                });
+                self.drain_in_background(old, grace);
+            }
+            None => self.publish(ReloadEvent::Loaded {
+                plugin: name,
+                version: hash,
+                tools,
+            }),
+        }
+        Ok(())
+    }
+
+    fn fail(&self, error: &LoadError) {
+        self.record_load_error(error.clone());
+        let _ = self.events_sender().send(ReloadEvent::Failed {
+            plugin: error.plugin.clone(),
+            reason: error.problems.join("; "),
+        });
+    }
+
+    /// Unloads the plugin called `name`: its tools disappear at once and
+    /// calls to them get an "unavailable" error; calls in flight finish within
+    /// `grace` or are cancelled; then its sessions are torn down.
+    pub async fn unload(&self, name: &str, grace: Duration) -> Option<crate::runtime::Drained> {
+        let removed = self.remove_from_registry(name)?;
+        self.publish(ReloadEvent::Removed {
+            plugin: name.to_string(),
+            version: removed.hash().short(),
+        });
+        let drained = removed.drain(grace).await;
+        self.publish(ReloadEvent::Drained {
+            plugin: name.to_string(),
+            version: removed.hash().short(),
+            in_flight: drained.in_flight,
+            cancelled: drained.cancelled,
+        });
+        Some(drained)
+    }
+
+    fn drain_in_background(&self, old: Arc<crate::runtime::PluginVersion>, grace: Duration) {
+        let host = self.clone();
+        tokio::spawn(async move {
+            let drained = old.drain(grace).await;
+            host.publish(ReloadEvent::Drained {
+                plugin: old.name().to_string(),
+                version: old.hash().short(),
+                in_flight: drained.in_flight,
+                cancelled: drained.cancelled,
+            });
+        });
+    }
+
+    /// Validates `path` and, when valid, applies its profiles and toolsets
+    /// atomically; when not, keeps the running configuration.
+    pub fn reload_config(&self, path: &Path) -> Result<(), String> {
+        let shown = path.display().to_string();
+        let applied = Config::load(path)
+            .map_err(|e| e.to_string())
+            .and_then(|config| self.apply_config(config));
+        match &applied {
+            Ok(()) => self.publish(ReloadEvent::ConfigReloaded { path: shown }),
+            Err(reason) => self.publish(ReloadEvent::ConfigRejected {
+                path: shown,
+                reason: reason.clone(),
+            }),
+        }
+        applied
+    }
+
+    /// Applies the profiles and toolsets of `config` as one step.
+    pub fn apply_config(&self, config: Config) -> Result<(), String> {
+        let current = self.settings();
+        let profile = config.profile(&config.default_profile, None)?;
+        let caller = Caller::new(profile, current.caller.approvals().clone());
+        self.set_settings(Settings {
+            caller,
+            toolsets: config.toolsets.clone(),
+            config: Some(Arc::new(config)),
+        });
+        Ok(())
+    }
+
+    /// Watches `dir` for plugin files (and `config`, if given) until the
+    /// returned [`Watcher`] is dropped. The directory may not exist yet.
+    pub fn watch(
+        &self,
+        dir: &Path,
+        config: Option<&Path>,
+        options: WatchOptions,
+    ) -> Result<Watcher> {
+        Watcher::start(self.clone(), dir, config, options)
+    }
+}
+
+/// Tuning of a [`Watcher`].
+#[derive(Debug, Clone, Copy)]
+pub struct WatchOptions {
+    /// Quiet time after a file's last change before it is loaded.
+    pub debounce: Duration,
+    /// Time calls on a replaced or removed version may take to finish.
+    pub grace: Duration,
+}
+
+impl Default for WatchOptions {
+    /// [`DEFAULT_DEBOUNCE`] and [`DEFAULT_GRACE`].
+    fn default() -> Self {
+        Self {
+            debounce: DEFAULT_DEBOUNCE,
+            grace: DEFAULT_GRACE,
+        }
+    }
+}
+
+/// A running directory watcher. Dropping it stops watching.
+pub struct Watcher {
+    _watcher: Arc<std::sync::Mutex<notify::RecommendedWatcher>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watcher")
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What a path is to the watcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Plugin,
+    Config,
+    Directory,
+}
+
+struct Pending {
+    since: Instant,
+    attempts: u32,
+}
+
+impl Watcher {
+    fn start(host: Host, dir: &Path, config: Option<&Path>, options: WatchOptions) -> Result<Self> {
+        let dir =
+            std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
+        let config = config.map(std::path::absolute).transpose()?;
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+                Ok(event) => {
+                    for path in event.paths {
+                        let _ = sender.send(path);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "file watcher error"),
+            })
+            .context("starting the file watcher")?;
+        // The directory itself, and its parent so that creating (or
+        // re-creating) the directory is noticed.
+        let parent = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+        if parent.is_dir() {
+            watcher
+                .watch(&parent, RecursiveMode::NonRecursive)
+                .with_context(|| format!("watching {}", parent.display()))?;
+        }
+        if dir.is_dir() {
+            watcher
+                .watch(&dir, RecursiveMode::NonRecursive)
+                .with_context(|| format!("watching {}", dir.display()))?;
+        }
+        if let Some(config) = &config
+            && let Some(config_dir) = config.parent()
+            && config_dir != parent
+            && config_dir != dir
+        {
+            watcher
+                .watch(config_dir, RecursiveMode::NonRecursive)
+                .with_context(|| format!("watching {}", config_dir.display()))?;
+        }
+        if !dir.is_dir() {
+            tracing::info!(dir = %dir.display(), "plugin directory does not exist yet; waiting for it");
+        }
+        let watcher = Arc::new(std::sync::Mutex::new(watcher));
+        let watched = Watched {
+            dir,
+            config,
+            watcher: watcher.clone(),
+        };
+        let task = tokio::spawn(run(host, watched, receiver, options));
+        Ok(Self {
+            _watcher: watcher,
+            task,
+        })
+    }
+}
+
+struct Watched {
+    dir: PathBuf,
+    config: Option<PathBuf>,
+    watcher: Arc<std::sync::Mutex<notify::RecommendedWatcher>>,
+}
+
+impl Watched {
+    /// (Re)starts watching the directory after it appeared.
+    fn watch_directory(&self) {
+        let mut watcher = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = watcher.unwatch(&self.dir);
+        if let Err(e) = watcher.watch(&self.dir, RecursiveMode::NonRecursive) {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "cannot watch the plugin directory");
+        }
+    }
+
+    fn kind(&self, path: &Path) -> Option<Kind> {
+        if Some(path) == self.config.as_deref() {
+            return Some(Kind::Config);
+        }
+        if path == self.dir {
+            return Some(Kind::Directory);
+        }
+        if path.parent() == Some(&self.dir) && path.extension().is_some_and(|e| e == "wasm") {
+            return Some(Kind::Plugin);
+        }
+        None
+    }
+}
+
+async fn run(
+    host: Host,
+    watched: Watched,
+    mut events: mpsc::UnboundedReceiver<PathBuf>,
+    options: WatchOptions,
+) {
+    let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
+    let mut busy: HashSet<PathBuf> = HashSet::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(PathBuf, bool)>();
+    let mut dir_watched = watched.dir.is_dir();
+    let tick = (options.debounce / 3).max(Duration::from_millis(10));
+    let mut ticker = tokio::time::interval(tick);
+    loop {
+        tokio::select! {
+            Some(path) = events.recv() => {
+                if let Some(kind) = watched.kind(&path) {
+                    if kind == Kind::Directory {
+                        let exists = watched.dir.is_dir();
+                        if exists && !dir_watched {
+                            // The directory appeared (or came back): watch it
+                            // and look at every plugin in it.
+                            watched.watch_directory();
+                            for file in wasm_files(&watched.dir) {
+                                pending.insert(file, Pending { since: Instant::now(), attempts: 0 });
+                            }
+                        } else if !exists && dir_watched {
+                            // It went away: so did its plugins.
+                            for plugin in host.plugins() {
+                                if let PluginSource::File(file) = plugin.source()
+                                    && file.parent() == Some(&watched.dir)
+                                {
+                                    pending.insert(file.clone(), Pending { since: Instant::now(), attempts: 0 });
+                                }
+                            }
+                        }
+                        dir_watched = exists;
+                        continue;
+                    }
+                    let entry = pending.entry(path).or_insert(Pending { since: Instant::now(), attempts: 0 });
+                    entry.since = Instant::now();
+                }
+            }
+            Some((path, retry)) = done_rx.recv() => {
+                busy.remove(&path);
+                if retry {
+                    let entry = pending.entry(path).or_insert(Pending { since: Instant::now(), attempts: 0 });
+                    entry.attempts += 1;
+                    entry.since = Instant::now();
+                }
+            }
+            _ = ticker.tick() => {
+                let ready: Vec<PathBuf> = pending
+                    .iter()
+                    .filter(|(path, p)| p.since.elapsed() >= options.debounce * (p.attempts + 1) && !busy.contains(*path))
+                    .map(|(path, _)| path.clone())
+                    .collect();
+                for path in ready {
+                    let attempts = pending.remove(&path).map(|p| p.attempts).unwrap_or(0);
+                    let kind = watched.kind(&path);
+                    busy.insert(path.clone());
+                    let host = host.clone();
+                    let done = done_tx.clone();
+                    tokio::spawn(async move {
+                        let retry = match kind {
+                            Some(Kind::Config) => {
+                                if path.is_file() {
+                                    let _ = host.reload_config(&path);
+                                }
+                                false
+                            }
+                            _ => process_plugin(&host, &path, attempts, options.grace).await,
+                        };
+                        let _ = done.send((path, retry));
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Loads, reloads or unloads the plugin at `path`. Returns true when it
+/// should be retried (the file was still changing).
+async fn process_plugin(host: &Host, path: &Path, attempts: u32, grace: Duration) -> bool {
+    if !path.is_file() {
+        let name = plugin_name_for(path);
+        let ours = host
+            .snapshot()
+            .plugin(&name)
+            .is_some_and(|p| p.source() == &PluginSource::File(path.to_path_buf()));
+        if ours {
+            host.unload(&name, grace).await;
+        }
+        return false;
+    }
+    let before = fingerprint(path);
+    match host.try_reload_file(path, grace).await {
+        Ok(()) => false,
+        Err(_)
+            if attempts < RETRIES && (fingerprint(path) != before || recently_modified(path)) =>
+        {
+            tracing::debug!(file = %path.display(), "plugin file is still changing; retrying");
+            true
+        }
+        Err(error) => {
+            host.fail(&error);
+            false
+        }
+    }
+}
+
+fn fingerprint(path: &Path) -> Option<(u64, SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+fn recently_modified(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < Duration::from_secs(2))
+}
+
+fn wasm_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+        .collect()
+}

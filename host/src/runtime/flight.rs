@@ -1,0 +1,163 @@
+//! Calls in flight on one plugin version, so that a replaced or removed
+//! version can be drained: no new calls start on it, calls in progress run
+//! to completion up to a grace period, and the rest are cancelled.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+
+/// How a drain went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drained {
+    /// Calls in flight when the drain began.
+    pub in_flight: usize,
+    /// Of those, how many were cancelled at the end of the grace period.
+    pub cancelled: usize,
+}
+
+/// The in-flight calls of one version.
+#[derive(Debug)]
+pub(crate) struct Flights {
+    count: AtomicUsize,
+    closed: watch::Sender<bool>,
+    cancelled: watch::Sender<bool>,
+    idle: Notify,
+}
+
+impl Default for Flights {
+    fn default() -> Self {
+        Self {
+            count: AtomicUsize::new(0),
+            closed: watch::Sender::new(false),
+            cancelled: watch::Sender::new(false),
+            idle: Notify::new(),
+        }
+    }
+}
+
+/// Held for the duration of one call.
+#[derive(Debug)]
+pub struct Flight {
+    flights: Arc<Flights>,
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        if self.flights.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.flights.idle.notify_waiters();
+        }
+    }
+}
+
+impl Flights {
+    /// Registers a call; `None` once the version is closed.
+    pub(crate) fn begin(self: &Arc<Self>) -> Option<Flight> {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        let flight = Flight {
+            flights: self.clone(),
+        };
+        if *self.closed.borrow() {
+            return None;
+        }
+        Some(flight)
+    }
+
+    /// Calls in flight now.
+    pub(crate) fn count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Resolves when the version's remaining calls are cancelled.
+    pub(crate) async fn cancelled(&self) {
+        let mut receiver = self.cancelled.subscribe();
+        let _ = receiver.wait_for(|cancelled| *cancelled).await;
+    }
+
+    /// Stops new calls, waits up to `grace` for the calls in flight, then
+    /// cancels the rest and waits for them to stop.
+    pub(crate) async fn drain(&self, grace: Duration) -> Drained {
+        self.closed.send_replace(true);
+        let in_flight = self.count();
+        let finished = tokio::time::timeout(grace, self.wait_idle()).await.is_ok();
+        let mut cancelled = 0;
+        if !finished {
+            cancelled = self.count();
+            self.cancelled.send_replace(true);
+            self.wait_idle().await;
+        }
+        Drained {
+            in_flight,
+            cancelled,
+        }
+    }
+
+    async fn wait_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn drain_waits_for_calls_then_refuses_new_ones() {
+        let flights = Arc::new(Flights::default());
+        let worker = {
+            let flights = flights.clone();
+            tokio::spawn(async move {
+                let _flight = flights.begin().unwrap();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let drained = flights.drain(Duration::from_secs(5)).await;
+        assert_eq!(
+            drained,
+            Drained {
+                in_flight: 1,
+                cancelled: 0
+            }
+        );
+        worker.await.unwrap();
+        assert!(flights.begin().is_none());
+        assert_eq!(flights.count(), 0);
+    }
+
+    #[tokio::test]
+    async fn calls_past_the_grace_period_are_cancelled() {
+        let flights = Arc::new(Flights::default());
+        let worker = {
+            let flights = flights.clone();
+            tokio::spawn(async move {
+                let _flight = flights.begin().unwrap();
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(60)) => "finished",
+                    _ = flights.cancelled() => "cancelled",
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let drained = flights.drain(Duration::from_millis(50)).await;
+        assert_eq!(
+            drained,
+            Drained {
+                in_flight: 1,
+                cancelled: 1
+            }
+        );
+        assert_eq!(worker.await.unwrap(), "cancelled");
+    }
+}
