@@ -86,6 +86,19 @@ enum Command {
         /// The `.wasm` file
         file: PathBuf,
     },
+    /// Load the plugins, watch the plugin directory and config file, and
+    /// print each reload as it happens (for authors iterating on a plugin)
+    Watch {
+        /// Print events as JSON lines
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the loaded plugins, their versions and load errors
+    Status {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Check or show the configuration
     Config {
         #[command(subcommand)]
@@ -201,6 +214,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(call(&host, request).await)
         }
         Command::Config { action } => config_command(&cli.global, action),
+        Command::Watch { json } => watch(&cli.global, json).await,
+        Command::Status { json } => {
+            let host = host(&cli.global).await?;
+            status(&host, json)
+        }
         Command::Check { file } => {
             let report = check::check_file(&file).await?;
             print!("{report}");
@@ -249,8 +267,20 @@ fn config_command(global: &Global, action: ConfigAction) -> Result<ExitCode> {
 /// Loads the configuration and builds the host it describes, with the
 /// command line's overrides.
 async fn host(global: &Global) -> Result<Host> {
-    let config = Config::discover(global.config.as_deref())?;
-    let mut config = config;
+    let config = effective_config(global)?;
+    let builder: HostBuilder = Host::builder()
+        .config(&config)?
+        .approver(TtyApprover::or_deny());
+    let host = builder.build().await?;
+    for error in host.load_errors() {
+        eprintln!("warning: {error}");
+    }
+    Ok(host)
+}
+
+/// The configuration with the command line's overrides applied.
+fn effective_config(global: &Global) -> Result<Config> {
+    let mut config = Config::discover(global.config.as_deref())?;
     if let Some(profile) = &global.profile {
         if !config.profiles.contains_key(profile) {
             anyhow::bail!(
@@ -278,14 +308,84 @@ async fn host(global: &Global) -> Result<Host> {
     if global.no_bundled {
         config.bundled = false;
     }
-    let builder: HostBuilder = Host::builder()
-        .config(&config)?
-        .approver(TtyApprover::or_deny());
-    let host = builder.build().await?;
-    for error in host.load_errors() {
-        eprintln!("warning: {error}");
+    Ok(config)
+}
+
+async fn watch(global: &Global, json: bool) -> Result<ExitCode> {
+    let config = effective_config(global)?;
+    let host = host(global).await?;
+    let dir = config
+        .plugins
+        .clone()
+        .unwrap_or_else(|| config.base_dir.join("plugins"));
+    let config_file = match &config.source {
+        config::ConfigSource::File(path) => Some(path.clone()),
+        config::ConfigSource::Embedded => None,
+    };
+    let mut events = host.events();
+    let _watcher = host.watch(&dir, config_file.as_deref(), Default::default())?;
+    eprintln!(
+        "watching {}{} — {} tools loaded; Ctrl-C to stop",
+        dir.display(),
+        config_file
+            .as_ref()
+            .map(|c| format!(" and {}", c.display()))
+            .unwrap_or_default(),
+        host.tools().len()
+    );
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Ok(event) if json => println!("{}", serde_json::to_string(&event)?),
+                Ok(event) => println!("{} {event}", crate::audit::now_rfc3339()),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    eprintln!("warning: {n} events were missed");
+                }
+                Err(_) => return Ok(ExitCode::SUCCESS),
+            },
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+        }
     }
-    Ok(host)
+}
+
+fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
+    let plugins: Vec<serde_json::Value> = host
+        .plugins()
+        .iter()
+        .map(|p| {
+            json!({
+                "plugin": &**p.name(),
+                "version": p.hash().to_string(),
+                "source": p.source().to_string(),
+                "tools": p.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                "stateful": p.is_stateful(),
+                "compiled": format!("{:?}", p.compiled()).to_lowercase(),
+            })
+        })
+        .collect();
+    let errors: Vec<String> = host.load_errors().iter().map(ToString::to_string).collect();
+    if as_json {
+        let status = json!({ "plugins": plugins, "load_errors": errors });
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        for p in &plugins {
+            println!(
+                "{:12} {}  {:8}  {}",
+                p["plugin"].as_str().unwrap_or_default(),
+                &p["version"].as_str().unwrap_or_default()[..12],
+                p["compiled"].as_str().unwrap_or_default(),
+                p["source"].as_str().unwrap_or_default()
+            );
+        }
+        for error in &errors {
+            println!("✗ {error}");
+        }
+    }
+    Ok(if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// `-` reads stdin; anything else is the text itself, or (for a batch) a file.
