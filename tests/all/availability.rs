@@ -3,17 +3,11 @@
 //! guest sees only the variables it declared.
 
 use serde_json::Value;
-use toolhost::config::{Config, ConfigSource};
 use toolhost::{ErrorKind, Host, Selection};
 
-fn config(text: &str) -> Config {
-    let dir = std::env::temp_dir();
-    Config::parse(text, ConfigSource::Embedded, &dir).unwrap()
-}
-
+/// A host with the `shapes` guest under profile `p` written as `profile_toml`.
 async fn host_with(profile_toml: &str) -> Host {
-    let config = config(profile_toml);
-    let profile = config.profile("p", None).unwrap();
+    let profile = crate::profile(profile_toml, &std::env::temp_dir());
     Host::builder()
         .bundled(true)
         .plugin_file(toolhost_tests::SHAPES)
@@ -36,8 +30,6 @@ fn hidden_reason(host: &Host, tool: &str) -> Option<String> {
 async fn a_denied_permission_hides_the_tool_with_the_reason() {
     let host = host_with(
         r#"
-        default_profile = "p"
-        [profiles.p]
         allow = ["*"]
         deny = ["env:*"]
         env.allow = ["SHAPES_TOKEN"]
@@ -65,8 +57,6 @@ async fn a_denied_permission_hides_the_tool_with_the_reason() {
 async fn a_permission_outside_the_allow_list_hides_the_tool() {
     let host = host_with(
         r#"
-        default_profile = "p"
-        [profiles.p]
         allow = ["file:read"]
         "#,
     )
@@ -82,8 +72,6 @@ async fn a_permission_outside_the_allow_list_hides_the_tool() {
 async fn required_env_vars_must_be_passed_and_set_and_only_they_reach_the_guest() {
     let not_passed = host_with(
         r#"
-        default_profile = "p"
-        [profiles.p]
         allow = ["env:read"]
         "#,
     )
@@ -93,8 +81,6 @@ async fn required_env_vars_must_be_passed_and_set_and_only_they_reach_the_guest(
     assert!(reason.contains("env.allow"), "{reason}");
 
     let profile = r#"
-        default_profile = "p"
-        [profiles.p]
         allow = ["env:read"]
         env.allow = ["SHAPES_*", "HOME", "PATH"]
         "#;

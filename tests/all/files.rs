@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolhost::config::{Config, ConfigSource};
 use toolhost::{ErrorKind, Host};
 
 struct Fixture {
@@ -38,8 +37,6 @@ impl Fixture {
 }
 
 const PROFILE: &str = r#"
-default_profile = "p"
-[profiles.p]
 allow = ["file:*"]
 file.read = ["."]
 file.write = ["out"]
@@ -62,10 +59,9 @@ async fn fixture(profile: &str) -> Fixture {
     std::os::unix::fs::symlink(ws.join(".env"), ws.join("link_to_env")).unwrap();
     std::os::unix::fs::symlink(root.join("outside/x.txt"), ws.join("link_out")).unwrap();
     std::os::unix::fs::symlink(ws.join("secrets"), ws.join("sub/secrets_dir")).unwrap();
-    let config = Config::parse(profile, ConfigSource::Embedded, &ws).unwrap();
     let host = Host::builder()
         .plugin_file(toolhost_tests::FILES)
-        .profile(config.profile("p", None).unwrap())
+        .profile(crate::profile(profile, &ws))
         .build()
         .await
         .unwrap();
@@ -229,8 +225,6 @@ async fn a_tool_that_did_not_declare_file_access_sees_no_files() {
 async fn a_profile_without_file_write_hides_writing_tools() {
     let f = fixture(
         r#"
-        default_profile = "p"
-        [profiles.p]
         allow = ["file:read"]
         file.read = ["."]
         "#,

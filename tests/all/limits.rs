@@ -1,13 +1,12 @@
 //! Limits: each breach is its own error, and the host serves the next call.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::audit::AuditLog;
 use toolhost::{ErrorKind, Host, Limits};
 
-use crate::call_err;
+use crate::{Buffer, call_err};
 
 fn limits() -> Limits {
     Limits {
@@ -120,19 +119,6 @@ async fn calls_beyond_the_concurrency_limit_queue_then_are_refused_as_busy() {
     );
 }
 
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Buffer {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn the_audit_log_has_one_line_per_call_with_reasons() {
     let buffer = Buffer::default();
@@ -147,7 +133,7 @@ async fn the_audit_log_has_one_line_per_call_with_reasons() {
     host.call("echo", json!({"text": "a"})).await.unwrap();
     host.call("nope", "{}").await.unwrap_err();
     host.call("fail", "{}").await.unwrap_err();
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let text = buffer.text();
     let lines: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

@@ -43,6 +43,37 @@ pub async fn host() -> Host {
         .expect("host builds")
 }
 
+/// An in-memory writer the tests hand to `AuditLog::writer` and read back.
+#[derive(Clone, Default)]
+pub struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Buffer {
+    /// Everything written, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl std::io::Write for Buffer {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A profile named `p` from TOML (relative paths rooted in `workspace`).
+pub fn profile(toml: &str, workspace: &std::path::Path) -> std::sync::Arc<toolhost::Profile> {
+    let text = format!("default_profile = \"p\"\n[profiles.p]\n{toml}");
+    let config =
+        toolhost::config::Config::parse(&text, toolhost::config::ConfigSource::Embedded, workspace)
+            .unwrap_or_else(|e| panic!("{e}"));
+    config.profile("p", None).unwrap()
+}
+
 /// Calls a tool and parses the result, panicking on error.
 pub async fn call_ok(host: &Host, tool: &str, arguments: &str) -> Value {
     let result = host

@@ -22,6 +22,8 @@ use toolhost::audit::AuditLog;
 use toolhost::config::{Config, ConfigSource};
 use toolhost::{ErrorKind, Host, HostBuilder};
 
+use crate::Buffer;
+
 /// A request a test server received.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -597,19 +599,6 @@ async fn a_connection_failure_is_failed() {
 }
 
 /// An audit sink the test can read back.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Buffer {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn the_audit_log_records_each_hop_without_secrets() {
     let (target, _) = server().await;
@@ -649,7 +638,7 @@ async fn the_audit_log_records_each_hop_without_secrets() {
     // 3: a host not allowed.
     get(&host, "http://example.com/?q=s3cret-query").await;
 
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let text = buffer.text();
     assert!(!text.contains("s3cret"), "{text}");
     let lines: Vec<Value> = text
         .lines()

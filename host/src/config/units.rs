@@ -16,17 +16,24 @@ pub struct ByteSize(pub u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Span(pub Duration);
 
-/// Parses `64MiB`, `1.5 MB`, `4096`.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
+/// Splits `"1.5 MiB"` into `1.5` and `"MiB"`; `what` names the expected form
+/// in the error.
+fn number_and_unit<'a>(text: &'a str, what: &str) -> Result<(f64, &'a str), String> {
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: f64 = number
+    let number = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a size; write it like \"64MiB\" or \"1MB\""))?;
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        .map_err(|_| format!("{text:?} is not {what}"))?;
+    Ok((number, unit.trim()))
+}
+
+/// Parses `64MiB`, `1.5 MB`, `4096`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (number, unit) = number_and_unit(text, "a size; write it like \"64MiB\" or \"1MB\"")?;
+    let multiplier: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "kb" => 1_000,
         "kib" | "k" => 1 << 10,
@@ -50,14 +57,8 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// Parses `30s`, `500ms`, `2m`, `1h`, `1.5s`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration; write it like \"30s\" or \"500ms\""))?;
-    let seconds = match unit.trim() {
+    let (number, unit) = number_and_unit(text, "a duration; write it like \"30s\" or \"500ms\"")?;
+    let seconds = match unit {
         "ms" => number / 1000.0,
         "s" => number,
         "m" | "min" => number * 60.0,

@@ -1,20 +1,5 @@
 //! Test guest: version "b" of the plugin the reload tests swap back and forth.
 
-use toolhost_sdk::prelude::*;
+const VERSION: &str = "b";
 
-/// Arguments of `which`.
-#[derive(Deserialize, JsonSchema)]
-struct WhichArgs {
-    /// Milliseconds to wait before answering.
-    #[serde(default)]
-    sleep_ms: u64,
-}
-
-/// Says which version of the plugin is answering.
-#[tool(toolset = "flip")]
-fn which(args: WhichArgs) -> Result<Value, ToolError> {
-    std::thread::sleep(std::time::Duration::from_millis(args.sleep_ms));
-    Ok(json!({ "version": "b", "answer": "answered by version b" }))
-}
-
-export_plugin!(which);
+include!("../../flip-a/src/which.rs");
