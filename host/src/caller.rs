@@ -16,6 +16,32 @@ pub struct Caller {
     approvals: Arc<Approvals>,
     slots: Arc<tokio::sync::Semaphore>,
     concurrency: usize,
+    rate: Option<Arc<RateLimit>>,
+}
+
+/// A calls-per-minute limit: a token bucket that refills continuously.
+#[derive(Debug)]
+struct RateLimit {
+    per_minute: u32,
+    state: std::sync::Mutex<(f64, std::time::Instant)>,
+}
+
+impl RateLimit {
+    fn admit(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (tokens, last) = *state;
+        let now = std::time::Instant::now();
+        let capacity = f64::from(self.per_minute);
+        let refilled =
+            (tokens + now.duration_since(last).as_secs_f64() * capacity / 60.0).min(capacity);
+        if refilled >= 1.0 {
+            *state = (refilled - 1.0, now);
+            true
+        } else {
+            *state = (refilled, now);
+            false
+        }
+    }
 }
 
 impl Caller {
@@ -28,6 +54,44 @@ impl Caller {
             concurrency,
             profile,
             approvals,
+            rate: None,
+        }
+    }
+
+    /// The same caller asking `approvals` (an MCP session asks its client).
+    pub fn with_approvals(mut self, approvals: Arc<Approvals>) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
+    /// Also limits the caller to `per_minute` calls per minute.
+    pub fn rate_limited(mut self, per_minute: u32) -> Self {
+        self.rate = Some(Arc::new(RateLimit {
+            per_minute: per_minute.max(1),
+            state: std::sync::Mutex::new((f64::from(per_minute.max(1)), std::time::Instant::now())),
+        }));
+        self
+    }
+
+    /// Counts a call against the rate limit; refuses it when none is left.
+    pub(crate) fn admit(&self) -> Result<(), CallError> {
+        match &self.rate {
+            Some(rate) if !rate.admit() => Err(CallError::new(
+                ErrorKind::Busy,
+                format!(
+                    "{} is limited to {} calls per minute; retry later",
+                    self.who(),
+                    rate.per_minute
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn who(&self) -> String {
+        match &self.tenant {
+            Some(t) => format!("tenant {t:?}"),
+            None => format!("profile {:?}", self.profile.name),
         }
     }
 
@@ -71,10 +135,7 @@ impl Caller {
                 format!(
                     "{} is at its limit of {} concurrent call{} and no call finished within {wait:?}; \
                      retry later",
-                    match &self.tenant {
-                        Some(t) => format!("tenant {t:?}"),
-                        None => format!("profile {:?}", self.profile.name),
-                    },
+                    self.who(),
                     self.concurrency,
                     if self.concurrency == 1 { "" } else { "s" }
                 ),

@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 use serde_json::Value;
 
 use crate::runtime::{
-    CONTRACT_VERSION, ContentHash, PluginSource, PluginVersion, Runtime, TOOL_INTERFACE,
-    human_bytes, plugin_name_for,
+    CONTRACT_VERSION, ContentHash, PluginSource, PluginVersion, Runtime, human_bytes,
+    plugin_name_for,
 };
 
 /// The outcome of checking a plugin file.
@@ -66,7 +66,7 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
     );
     let _ = writeln!(
         text,
-        "contract  {TOOL_INTERFACE} (host speaks {CONTRACT_VERSION})"
+        "host      speaks toolhost:plugin@{CONTRACT_VERSION} (loads any 0.1.x)"
     );
     let source = PluginSource::File(path.to_path_buf());
     match PluginVersion::load(runtime, &name, source, bytes, None).await {
@@ -104,6 +104,11 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
 
 /// Writes the plugin's imports and tools; returns how many warnings it wrote.
 fn describe_version(text: &mut String, version: &PluginVersion) -> usize {
+    let _ = writeln!(
+        text,
+        "contract  built against toolhost:plugin@{}",
+        version.contract()
+    );
     let capabilities: Vec<&str> = version
         .imports()
         .iter()

@@ -112,7 +112,10 @@ impl Host {
         request: CallRequest,
     ) -> Result<Box<RawValue>, CallError> {
         let started = Instant::now();
-        let resolved = self.resolve(&request.tool).await;
+        let resolved = match caller.admit() {
+            Ok(()) => self.resolve(&request.tool).await,
+            Err(error) => Err(error),
+        };
         let entry = resolved.as_ref().ok().map(|(entry, _)| entry);
         let (result, uses) = match &resolved {
             Err(error) => (Err(error.clone()), Vec::new()),

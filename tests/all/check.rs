@@ -13,7 +13,7 @@ async fn a_good_plugin_reports_its_tools() {
     assert!(report.is_ok(), "{text}");
     assert!(text.contains("plugin    misbehave"), "{text}");
     assert!(
-        text.contains("contract  toolhost:plugin/tool@0.1.0"),
+        text.contains("contract  built against toolhost:plugin@0.1.0"),
         "{text}"
     );
     assert!(text.contains("  flood  [misbehave]"), "{text}");

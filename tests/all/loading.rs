@@ -148,3 +148,69 @@ async fn good_plugins_load_beside_bad_ones() {
         "still here"
     );
 }
+
+#[tokio::test]
+async fn the_compile_cache_is_used_and_bad_entries_are_rebuilt() {
+    use toolhost::runtime::Compiled;
+    let cache = tempfile::tempdir().unwrap();
+    let load = || async {
+        let host = Host::builder()
+            .plugin_file(toolhost_tests::SHAPES)
+            .cache_dir(Some(cache.path().to_path_buf()))
+            .build()
+            .await
+            .unwrap();
+        let plugin = host.plugins().pop().unwrap();
+        assert!(host.call("forget_shapes", "{}").await.is_ok());
+        plugin.compiled()
+    };
+    assert_eq!(load().await, Compiled::Fresh);
+    assert_eq!(load().await, Compiled::Cached);
+
+    let entry = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .expect("a cache entry was written");
+    // Corrupt one byte in the middle: detected by the checksum, rebuilt.
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&entry, &bytes).unwrap();
+    assert_eq!(load().await, Compiled::Fresh);
+    assert_eq!(load().await, Compiled::Cached);
+
+    // Truncated: rebuilt too.
+    let bytes = std::fs::read(&entry).unwrap();
+    std::fs::write(&entry, &bytes[..bytes.len() / 3]).unwrap();
+    assert_eq!(load().await, Compiled::Fresh);
+    // Not a cache entry at all.
+    std::fs::write(&entry, b"hello").unwrap();
+    assert_eq!(load().await, Compiled::Fresh);
+    assert_eq!(load().await, Compiled::Cached);
+}
+
+#[tokio::test]
+async fn a_plugin_built_against_a_newer_minor_contract_loads() {
+    let host = Host::builder()
+        .plugin_file(toolhost_tests::CONTRACT_NEXT)
+        .build()
+        .await
+        .unwrap();
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    assert_eq!(host.plugins()[0].contract(), "0.1.1");
+    assert_eq!(call_ok(&host, "contract_version", "{}").await, "0.1.1");
+}
+
+#[tokio::test]
+async fn a_plugin_built_against_another_minor_contract_is_refused_naming_both() {
+    let error = load_error(Path::new(toolhost_tests::CONTRACT_FUTURE)).await;
+    assert!(
+        error.contains("built against contract toolhost:plugin@0.2.0"),
+        "{error}"
+    );
+    assert!(
+        error.contains("this host speaks toolhost:plugin@0.1.0"),
+        "{error}"
+    );
+}

@@ -11,6 +11,7 @@ mod dispatch;
 mod files;
 mod limits;
 mod loading;
+mod mcp;
 mod network;
 mod registry;
 mod reload;

@@ -149,6 +149,7 @@ pub struct PluginVersion {
     tools: Vec<Arc<ToolSpec>>,
     stateful: bool,
     imports: Vec<String>,
+    contract: String,
     sessions: Sessions,
     compiled: Compiled,
     flights: Arc<Flights>,
@@ -211,17 +212,7 @@ impl PluginVersion {
         let ty = component.component_type();
         let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
         let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
-        if !exports.iter().any(|e| e == TOOL_INTERFACE) {
-            let found = if exports.is_empty() {
-                "nothing".to_string()
-            } else {
-                exports.join(", ")
-            };
-            return Err(fail(format!(
-                "does not export {TOOL_INTERFACE}, so it is not a toolhost plugin \
-                 (it exports {found}); build it against the toolhost WIT, for example with toolhost-sdk"
-            )));
-        }
+        let contract = contract_version(&exports).map_err(fail)?;
         let pre = runtime
             .linker()
             .instantiate_pre(&component)
@@ -264,6 +255,7 @@ impl PluginVersion {
             tools,
             stateful: manifest.stateful,
             imports,
+            contract,
             sessions: Sessions::default(),
             compiled: Compiled::Fresh,
             flights: Arc::default(),
@@ -308,6 +300,11 @@ impl PluginVersion {
     /// Whether it exports the lifecycle hooks.
     pub fn has_lifecycle(&self) -> bool {
         self.lifecycle.is_some()
+    }
+
+    /// The contract version it was built against (`0.1.0`).
+    pub fn contract(&self) -> &str {
+        &self.contract
     }
 
     /// The interfaces it imports.
@@ -619,6 +616,37 @@ fn sniff(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
+/// The contract version of the `tool` interface a component exports: any
+/// `0.1.x` loads (minor releases only add); anything else is refused with
+/// both versions named.
+fn contract_version(exports: &[String]) -> Result<String, String> {
+    const PREFIX: &str = "toolhost:plugin/tool@";
+    let Some(version) = exports.iter().find_map(|e| e.strip_prefix(PREFIX)) else {
+        let found = if exports.is_empty() {
+            "nothing".to_string()
+        } else {
+            exports.join(", ")
+        };
+        return Err(format!(
+            "does not export {TOOL_INTERFACE}, so it is not a toolhost plugin \
+             (it exports {found}); build it against the toolhost WIT, for example with toolhost-sdk"
+        ));
+    };
+    fn compatible(version: &str) -> (Option<&str>, Option<&str>) {
+        let mut parts = version.split('.');
+        (parts.next(), parts.next())
+    }
+    if compatible(version) == compatible(CONTRACT_VERSION) {
+        Ok(version.to_string())
+    } else {
+        Err(format!(
+            "was built against contract toolhost:plugin@{version}, but this host speaks \
+             toolhost:plugin@{CONTRACT_VERSION} (it loads any 0.1.x); rebuild the plugin \
+             against {CONTRACT_VERSION} or run a toolhost that speaks {version}"
+        ))
+    }
+}
+
 /// Says which import could not be satisfied, in terms an author can act on.
 fn describe_link_error(error: &wasmtime::Error, imports: &[String]) -> String {
     let text = format!("{error:#}");
@@ -761,6 +789,21 @@ mod tests {
                 .contains("core WebAssembly module")
         );
         assert!(sniff(b"\0asm\x0d\0\x01\0").is_ok());
+    }
+
+    #[test]
+    fn contract_versions() {
+        let exports = |v: &str| vec![format!("toolhost:plugin/tool@{v}")];
+        assert_eq!(contract_version(&exports("0.1.0")).unwrap(), "0.1.0");
+        assert_eq!(contract_version(&exports("0.1.7")).unwrap(), "0.1.7");
+        let newer = contract_version(&exports("0.2.0")).unwrap_err();
+        assert!(newer.contains("toolhost:plugin@0.2.0"), "{newer}");
+        assert!(newer.contains("toolhost:plugin@0.1.0"), "{newer}");
+        assert!(
+            contract_version(&[])
+                .unwrap_err()
+                .contains("exports nothing")
+        );
     }
 
     #[test]

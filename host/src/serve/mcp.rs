@@ -1,0 +1,331 @@
+//! The MCP server: `tools/list` with the caller's tools, `tools/call` through
+//! the dispatcher, `notifications/tools/list_changed` after every reload, and
+//! approvals asked through elicitation when the client supports it. Served
+//! over stdio and, as a tower service, over Streamable HTTP at `/mcp`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use rmcp::transport::StreamableHttpServerConfig;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::{Peer, ServerHandler, ServiceExt};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{Approval, ApprovalRequest, Approvals, Approver, DenyApprover};
+use crate::caller::Caller;
+use crate::dispatch::CallRequest;
+use crate::error::ErrorKind;
+use crate::hooks::BoxFuture;
+use crate::host::Host;
+use crate::toolsets::Selection;
+
+/// How long a human has to answer an approval asked through elicitation.
+const ELICITATION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One MCP session (a stdio connection, or one Streamable HTTP session).
+#[derive(Clone)]
+pub struct McpServer {
+    host: Host,
+    /// Stateful tools keep their state per MCP session.
+    session: Arc<str>,
+    /// The approvals of this session, created when the client is known.
+    approvals: Arc<std::sync::OnceLock<Arc<Approvals>>>,
+}
+
+impl McpServer {
+    /// A new session on `host`.
+    pub fn new(host: Host) -> Self {
+        Self {
+            host,
+            session: session_id().into(),
+            approvals: Arc::default(),
+        }
+    }
+
+    /// The caller of a request: the tenant the HTTP layer authenticated (in
+    /// the request's extensions), or the host's default caller; with this
+    /// session's approvals.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+        let authenticated = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>().cloned());
+        let caller = authenticated.unwrap_or_else(|| self.host.caller());
+        let approvals = self
+            .approvals
+            .get_or_init(|| Arc::new(self.session_approvals(&context.peer, &caller)))
+            .clone();
+        caller.with_approvals(approvals)
+    }
+
+    /// Approvals asked of the client through elicitation when it supports
+    /// it; otherwise refused with a message saying how to allow them.
+    fn session_approvals(&self, peer: &Peer<RoleServer>, caller: &Caller) -> Approvals {
+        let can_elicit = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        let approver: Arc<dyn Approver> = if can_elicit {
+            Arc::new(ElicitApprover { peer: peer.clone() })
+        } else {
+            Arc::new(NoElicitation)
+        };
+        let allowlist = self.host.config().map(|c| c.allowlist.clone());
+        let _ = caller;
+        Approvals::new(approver, ELICITATION_TIMEOUT, allowlist)
+    }
+
+    /// Sends `notifications/tools/list_changed` to `peer` after each reload,
+    /// until the client goes away.
+    fn notify_changes(&self, peer: Peer<RoleServer>) {
+        let mut events = self.host.events();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(event) if event.changes_tools() => {
+                        if peer.is_transport_closed()
+                            || peer.notify_tool_list_changed().await.is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+        });
+    }
+}
+
+fn session_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!("mcp-{now:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut info = ServerConfig::new(capabilities);
+        info.server_info = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "Tools served by toolhost: each call runs in a fresh WebAssembly sandbox under this \
+             connection's permission profile."
+                .into(),
+        );
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::LATEST))
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.notify_changes(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caller = self.caller(&context);
+        let tools = self
+            .host
+            .mcp_tools_for(&caller, &Selection::all())
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        let tools: Vec<Tool> = serde_json::from_value(tools)
+            .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = self.caller(&context);
+        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let mut call = CallRequest::new(request.name.to_string(), arguments);
+        call.session = Some(self.session.to_string());
+        call.call_id = Some(context.id.to_string());
+        let dispatched = tokio::select! {
+            result = self.host.dispatch_as(&caller, call) => result,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled by the client", None));
+            }
+        };
+        match dispatched {
+            Ok(result) => {
+                Ok(CallToolResult::success(vec![ContentBlock::text(result.get())]).into())
+            }
+            Err(error) if error.kind() == ErrorKind::UnknownTool => {
+                Err(ErrorData::invalid_params(error.model_text(), None))
+            }
+            Err(error) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(error.model_text())]).into())
+            }
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut events = self.host.events();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                event = events.recv() => match event {
+                    Ok(event) if !event.changes_tools() => {}
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(_) => return Ok(()),
+                },
+            }
+        }
+    }
+}
+
+/// The answer a client gives to an approval question.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct ApprovalAnswer {
+    /// once: allow this call; session: allow for this session; always: allow
+    /// from now on; deny: refuse.
+    decision: Decision,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+enum Decision {
+    Once,
+    Session,
+    Always,
+    Deny,
+}
+
+rmcp::elicit_safe!(ApprovalAnswer);
+
+/// Asks the MCP client's user through elicitation.
+struct ElicitApprover {
+    peer: Peer<RoleServer>,
+}
+
+impl Approver for ElicitApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            let message = format!("Approval needed: {request}");
+            match self
+                .peer
+                .elicit_with_timeout::<ApprovalAnswer>(message, Some(ELICITATION_TIMEOUT))
+                .await
+            {
+                Ok(Some(answer)) => match answer.decision {
+                    Decision::Once => Approval::Once,
+                    Decision::Session => Approval::Session,
+                    Decision::Always => Approval::Always,
+                    Decision::Deny => Approval::Deny,
+                },
+                Ok(None) => Approval::Deny,
+                Err(error) => {
+                    tracing::warn!(%error, "approval through elicitation failed");
+                    Approval::Deny
+                }
+            }
+        })
+    }
+
+    fn how_to_allow(&self) -> &str {
+        "the user declined or did not answer"
+    }
+}
+
+/// For clients that cannot be asked.
+struct NoElicitation;
+
+impl Approver for NoElicitation {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        DenyApprover.approve(request)
+    }
+
+    fn how_to_allow(&self) -> &str {
+        "this MCP client does not support elicitation, so no one can be asked; add the entry to \
+         the approvals allowlist file, remove the permission from approval_required, or set \
+         terminal.dangerous in the profile"
+    }
+}
+
+/// Serves MCP on stdin and stdout until the client disconnects. Logs go to
+/// stderr; nothing but protocol messages is written to stdout.
+pub async fn serve_stdio(host: Host) -> Result<()> {
+    let server = McpServer::new(host);
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("starting the MCP server on stdio")?;
+    running.waiting().await.context("serving MCP on stdio")?;
+    Ok(())
+}
+
+/// Settings of the Streamable HTTP transport.
+#[derive(Debug, Clone)]
+pub struct McpHttp {
+    /// `Host` header values accepted (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` header values accepted; `http://localhost:*` style entries.
+    pub allowed_origins: Vec<String>,
+    /// Cancelled at shutdown: closes every session.
+    pub cancel: CancellationToken,
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+}
+
+/// The `/mcp` endpoint as a tower service. Each request's caller is the
+/// [`Caller`] the HTTP layer put in the request extensions.
+pub fn http_service(
+    host: Host,
+    settings: McpHttp,
+) -> StreamableHttpService<McpServer, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(settings.allowed_hosts)
+        .with_allowed_origins(settings.allowed_origins);
+    config.cancellation_token = settings.cancel;
+    config.max_request_body_bytes = settings.max_body;
+    config.json_response = true;
+    StreamableHttpService::new(
+        move || Ok(McpServer::new(host.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}

@@ -1,0 +1,292 @@
+//! MCP with a real MCP client (rmcp): over an in-process stdio-like pipe,
+//! over Streamable HTTP, and over stdio with the `toolhost` binary.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use toolhost::Host;
+use toolhost::reload::WatchOptions;
+use toolhost::serve::mcp::{McpHttp, McpServer, http_service};
+
+/// A client that reports `tools/list_changed` and answers elicitations.
+struct TestClient {
+    changed: mpsc::UnboundedSender<()>,
+    /// The decision to answer with; `None`: the client cannot elicit.
+    decision: Option<&'static str>,
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.decision.is_some() {
+            capabilities.elicitation = Some(ElicitationCapability::default());
+        }
+        let mut config = ClientConfig::default();
+        config.capabilities = capabilities;
+        config
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let _ = request;
+        Ok(match self.decision {
+            Some(decision) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({ "decision": decision })),
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+}
+
+type Client = RunningService<RoleClient, TestClient>;
+
+/// A client connected to an in-process MCP server on `host` through a pipe,
+/// exactly as over stdio.
+async fn connect(
+    host: Host,
+    decision: Option<&'static str>,
+) -> (Client, mpsc::UnboundedReceiver<()>) {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let server = McpServer::new(host);
+    tokio::spawn(async move {
+        let running = server.serve(tokio::io::split(server_io)).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let (changed, receiver) = mpsc::unbounded_channel();
+    let client = TestClient { changed, decision }
+        .serve(tokio::io::split(client_io))
+        .await
+        .unwrap();
+    (client, receiver)
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_string());
+    params.arguments = arguments.as_object().cloned();
+    params
+}
+
+fn text(result: &rmcp::model::CallToolResult) -> String {
+    result.content[0]
+        .as_text()
+        .map(|t| t.text.clone())
+        .unwrap_or_default()
+}
+
+async fn bundled() -> Host {
+    Host::builder()
+        .bundled(true)
+        .plugin_file(toolhost_tests::MISBEHAVE)
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn list_and_call_tools_over_a_pipe() {
+    let (client, _) = connect(bundled().await, None).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let echo = tools.iter().find(|t| t.name == "echo").unwrap();
+    assert_eq!(
+        echo.description.as_deref(),
+        Some("Echo the text back, optionally upper-cased and repeated.")
+    );
+    assert_eq!(echo.input_schema["type"], "object");
+    let annotations = echo.annotations.as_ref().unwrap();
+    assert_eq!(annotations.read_only_hint, Some(true));
+    assert_eq!(annotations.destructive_hint, Some(false));
+
+    let result = client
+        .call_tool(call("echo", json!({"text": "hi", "upper": true})))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true));
+    assert_eq!(text(&result), r#"{"text":"HI"}"#);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_failing_tool_is_an_error_result_and_an_unknown_tool_a_protocol_error() {
+    let (client, _) = connect(bundled().await, None).await;
+    let failed = client.call_tool(call("fail", json!({}))).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert_eq!(
+        text(&failed),
+        "tool_error: tool \"fail\" (plugin \"misbehave\"): the fail tool failed on purpose"
+    );
+    let invalid = client
+        .call_tool(call("echo", json!({"text": 5})))
+        .await
+        .unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    assert!(
+        text(&invalid).starts_with("invalid_arguments: "),
+        "{}",
+        text(&invalid)
+    );
+
+    let unknown = client.call_tool(call("nope", json!({}))).await.unwrap_err();
+    let message = unknown.to_string();
+    assert!(message.contains("no tool named \"nope\""), "{message}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_replaced_plugin_file_sends_list_changed_and_the_new_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::builder().bundled(true).build().await.unwrap();
+    let _watcher = host
+        .watch(
+            dir.path(),
+            None,
+            WatchOptions {
+                debounce: Duration::from_millis(50),
+                grace: Duration::from_secs(5),
+            },
+        )
+        .unwrap();
+    let (client, mut changed) = connect(host, None).await;
+    let before = client.list_all_tools().await.unwrap();
+    assert!(!before.iter().any(|t| t.name == "which"));
+
+    install(dir.path(), "flip.wasm", toolhost_tests::FLIP_A);
+    tokio::time::timeout(Duration::from_secs(20), changed.recv())
+        .await
+        .expect("no list_changed notification")
+        .unwrap();
+    let after = client.list_all_tools().await.unwrap();
+    assert!(after.iter().any(|t| t.name == "which"), "{after:?}");
+    let result = client.call_tool(call("which", json!({}))).await.unwrap();
+    assert!(text(&result).contains("\"version\":\"a\""));
+    client.cancel().await.unwrap();
+}
+
+fn install(dir: &Path, name: &str, wasm: &str) {
+    let staging = dir.join(format!(".{name}.partial"));
+    std::fs::copy(wasm, &staging).unwrap();
+    std::fs::rename(&staging, dir.join(name)).unwrap();
+}
+
+async fn approval_host(workspace: &Path) -> Host {
+    std::fs::write(workspace.join("notes.txt"), "hello").unwrap();
+    let profile = crate::profile(
+        r#"
+        allow = ["file:read"]
+        approval_required = ["file:read"]
+        file.read = ["."]
+        "#,
+        workspace,
+    );
+    Host::builder()
+        .plugin_file(toolhost_tests::FILES)
+        .profile(profile)
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn approvals_are_asked_through_elicitation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, _) = connect(approval_host(dir.path()).await, Some("once")).await;
+    let result = client
+        .call_tool(call("read", json!({"path": "notes.txt"})))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    assert_eq!(text(&result), r#"{"ok":"hello"}"#);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (client, _) = connect(approval_host(dir.path()).await, Some("deny")).await;
+    let result = client
+        .call_tool(call("read", json!({"path": "notes.txt"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).starts_with("denied: "), "{}", text(&result));
+}
+
+#[tokio::test]
+async fn without_elicitation_approval_required_calls_are_denied_with_how_to_allow_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, _) = connect(approval_host(dir.path()).await, None).await;
+    let result = client
+        .call_tool(call("read", json!({"path": "notes.txt"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let message = text(&result);
+    assert!(
+        message.contains("does not support elicitation"),
+        "{message}"
+    );
+    assert!(message.contains("approval_required"), "{message}");
+}
+
+#[tokio::test]
+async fn list_and_call_over_streamable_http() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let host = bundled().await;
+    let service = http_service(
+        host,
+        McpHttp {
+            allowed_hosts: vec!["127.0.0.1".into(), "localhost".into()],
+            allowed_origins: vec!["http://localhost:*".into()],
+            cancel: Default::default(),
+            max_body: 1 << 20,
+        },
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{address}/mcp"));
+    let (changed, _receiver) = mpsc::unbounded_channel();
+    let client = TestClient {
+        changed,
+        decision: None,
+    }
+    .serve(transport)
+    .await
+    .unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "word_count"));
+    let result = client
+        .call_tool(call("word_count", json!({"text": "a b c"})))
+        .await
+        .unwrap();
+    let counts: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(counts["words"], 3);
+    let failed = client.call_tool(call("crash", json!({}))).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert!(text(&failed).starts_with("trap: "), "{}", text(&failed));
+    client.cancel().await.unwrap();
+
+    // A browser page from another origin is refused (DNS-rebinding protection).
+    let response = reqwest::Client::new()
+        .post(format!("http://{address}/mcp"))
+        .header("origin", "http://evil.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403, "{:?}", response.text().await);
+}
