@@ -39,6 +39,7 @@ pub mod policy;
 pub mod registry;
 pub mod reload;
 pub mod runtime;
+pub mod scaffold;
 pub mod serve;
 mod spec;
 pub mod toolsets;

@@ -1,0 +1,65 @@
+//! The second language: the Python plugin in `plugins/python`, built with
+//! componentize-py by `plugins/python/build.sh`, loads and answers.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::json;
+use toolhost::Host;
+
+use crate::call_ok;
+
+/// Builds the Python plugins; `None` (with the reason printed) when the
+/// toolchain cannot be installed here.
+fn build() -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = root.join("target/python-plugins-test");
+    let output = Command::new("bash")
+        .arg(root.join("plugins/python/build.sh"))
+        .arg(&out)
+        .output()
+        .expect("bash runs");
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if stderr.contains("No matching distribution")
+            || stderr.contains("Could not find a version")
+            || stderr.contains("No module named venv")
+            || stderr.contains("ensurepip")
+        {
+            eprintln!("skipped: componentize-py cannot be installed here:\n{stderr}");
+            return None;
+        }
+        panic!("plugins/python/build.sh failed:\n{stderr}");
+    }
+    Some(out.join("words.wasm"))
+}
+
+#[tokio::test]
+async fn the_python_plugin_loads_and_answers() {
+    let Some(wasm) = build() else { return };
+    // Default limits (64 MiB) are enough for CPython.
+    let host = Host::builder().plugin_file(&wasm).build().await.unwrap();
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    let plugin = &host.plugins()[0];
+    assert_eq!(plugin.contract(), "0.1.0");
+    let tool = &plugin.tools()[0];
+    assert_eq!(tool.name, "word_frequencies");
+    assert_eq!(tool.toolset, "text");
+    let result = call_ok(
+        &host,
+        "word_frequencies",
+        &json!({"text": "the cat and the hat and the bat", "top": 2}).to_string(),
+    )
+    .await;
+    assert_eq!(result["total"], 8);
+    assert_eq!(
+        result["top"],
+        json!([{"word": "the", "count": 3}, {"word": "and", "count": 2}])
+    );
+    // Schema validation happens in the host, before Python runs.
+    let error = host
+        .call("word_frequencies", json!({"top": 2}))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), toolhost::ErrorKind::InvalidArguments);
+}
