@@ -3,16 +3,19 @@
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::TtyApprover;
 use crate::check;
 use crate::config::{self, Config};
 use crate::dispatch::CallRequest;
 use crate::host::{Host, HostBuilder};
+use crate::serve::http::{HttpServer, ServeOptions};
 use crate::toolsets::Selection;
 
 /// Run LLM-agent tools as sandboxed WebAssembly components.
@@ -99,11 +102,61 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the tools: MCP over stdio, or with --http the MCP Streamable
+    /// HTTP endpoint (/mcp) and the OpenAI-style API (/v1) on one port;
+    /// watches the plugin directory and config file while it runs
+    Serve(ServeArgs),
     /// Check or show the configuration
     Config {
         #[command(subcommand)]
         action: ConfigAction,
     },
+}
+
+/// `toolhost serve` options; the limits apply to `--http` only.
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Serve over HTTP on this address (`127.0.0.1:8080`) instead of stdio;
+    /// a non-loopback address needs [tenants.NAME] in the config
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// Largest request body
+    #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
+    max_body: u64,
+    /// Most tool calls in one POST /v1/tool_calls
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_calls: usize,
+    /// Connections served at once; more wait in the listen backlog
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    max_connections: usize,
+    /// Longest a client may take to send request headers (also the idle
+    /// keep-alive timeout)
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    header_timeout: Duration,
+    /// Longest a client may take to send a request body
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    body_timeout: Duration,
+    /// Longest a /v1 request may run
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    request_timeout: Duration,
+    /// At shutdown, how long to wait for requests in flight
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    drain_timeout: Duration,
+    /// Also accept requests for this Host (repeat; `name` or `name:port`)
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// Also accept browser requests from this Origin (repeat;
+    /// `https://app.example.com`, `http://localhost:*`)
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    config::parse_size(text)
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    config::parse_duration(text)
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,7 +183,16 @@ enum Format {
 /// Runs the command line; the process exit code reflects success.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.global.verbose);
+    let serving = matches!(cli.command, Command::Serve(_));
+    // A server reports what it does (listening, reloads) unless told otherwise.
+    init_logging(
+        cli.global.verbose,
+        if serving {
+            "warn,toolhost=info"
+        } else {
+            "warn"
+        },
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -141,18 +203,23 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    };
+    if serving {
+        // Do not wait for a blocked read of stdin (or the terminal) to end.
+        runtime.shutdown_timeout(Duration::from_secs(1));
     }
+    code
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, quiet: &str) {
     let default = match verbose {
-        0 => "warn",
+        0 => quiet,
         1 => "info",
         2 => "debug",
         _ => "trace",
@@ -213,6 +280,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             request.session = session;
             Ok(call(&host, request).await)
         }
+        Command::Serve(args) => serve(&cli.global, args).await,
         Command::Config { action } => config_command(&cli.global, action),
         Command::Watch { json } => watch(&cli.global, json).await,
         Command::Status { json } => {
@@ -311,9 +379,8 @@ fn effective_config(global: &Global) -> Result<Config> {
     Ok(config)
 }
 
-async fn watch(global: &Global, json: bool) -> Result<ExitCode> {
-    let config = effective_config(global)?;
-    let host = host(global).await?;
+/// The plugin directory and config file to watch.
+fn watched(config: &Config) -> (PathBuf, Option<PathBuf>) {
     let dir = config
         .plugins
         .clone()
@@ -322,6 +389,87 @@ async fn watch(global: &Global, json: bool) -> Result<ExitCode> {
         config::ConfigSource::File(path) => Some(path.clone()),
         config::ConfigSource::Embedded => None,
     };
+    (dir, config_file)
+}
+
+/// `toolhost serve`: MCP over stdio, or the HTTP server with `--http`; both
+/// hot-reload. The first SIGINT or SIGTERM shuts down gracefully, a second
+/// one exits at once.
+async fn serve(global: &Global, args: ServeArgs) -> Result<ExitCode> {
+    let config = effective_config(global)?;
+    let host = host(global).await?;
+    let (dir, config_file) = watched(&config);
+    let _watcher = host.watch(&dir, config_file.as_deref(), Default::default())?;
+    let stop = CancellationToken::new();
+    stop_on_signals(stop.clone())?;
+    let Some(addr) = args.http else {
+        tracing::info!(
+            tools = host.tools().len(),
+            plugins = %dir.display(),
+            "serving MCP on stdio"
+        );
+        tokio::select! {
+            served = crate::serve::mcp::serve_stdio(host) => served?,
+            () = stop.cancelled() => {}
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let options = ServeOptions {
+        max_body: usize::try_from(args.max_body).unwrap_or(usize::MAX),
+        max_calls: args.max_calls,
+        max_connections: args.max_connections,
+        header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+        request_timeout: args.request_timeout,
+        drain_timeout: args.drain_timeout,
+        allowed_hosts: args.allowed_hosts,
+        allowed_origins: args.allowed_origins,
+    };
+    let server = HttpServer::bind(host.clone(), &addr, options).await?;
+    let tenants = config.tenants.len();
+    tracing::info!(
+        tools = host.tools().len(),
+        plugins = %dir.display(),
+        "serving on http://{} (MCP at /mcp, OpenAI-style API at /v1); {}",
+        server.local_addr(),
+        if tenants == 0 {
+            "no tenants: loopback only, no token needed".to_string()
+        } else {
+            format!("{tenants} tenant(s), bearer tokens required")
+        }
+    );
+    server.run(stop.cancelled_owned()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Cancels `stop` on the first SIGINT or SIGTERM; exits on the second. The
+/// handlers are installed before this returns, so a signal that arrives once
+/// the server has announced itself is never missed.
+fn stop_on_signals(stop: CancellationToken) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        tracing::info!("shutting down (signal again to stop at once)");
+        stop.cancel();
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        tracing::warn!("second signal: stopping without waiting for calls in flight");
+        std::process::exit(130);
+    });
+    Ok(())
+}
+
+async fn watch(global: &Global, json: bool) -> Result<ExitCode> {
+    let config = effective_config(global)?;
+    let host = host(global).await?;
+    let (dir, config_file) = watched(&config);
     let mut events = host.events();
     let _watcher = host.watch(&dir, config_file.as_deref(), Default::default())?;
     eprintln!(

@@ -9,14 +9,16 @@ mod cli;
 mod config;
 mod dispatch;
 mod files;
+mod http_api;
 mod limits;
 mod loading;
 mod mcp;
 mod network;
 mod python;
 mod registry;
-mod scaffold;
 mod reload;
+mod scaffold;
+mod serve;
 mod stateful;
 mod terminal;
 

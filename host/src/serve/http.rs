@@ -1,1 +1,685 @@
-//! Placeholder.
+//! The HTTP server: `/mcp` and `/v1/*` on one port. Every request passes one
+//! front door (Host and Origin checks, body size, bearer-token
+//! authentication) before it reaches a route; connections are HTTP/1.1 with a
+//! header timeout and a cap on how many are open; shutdown stops accepting,
+//! drains the requests in flight, then closes the MCP sessions.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::api::{self, Api, error_response};
+use super::mcp::{self, McpHttp};
+use super::tenants::Tenants;
+use crate::host::Host;
+use crate::reload::ReloadEvent;
+
+/// Limits and policies of the HTTP server. [`ServeOptions::default`] gives
+/// the documented defaults.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Largest request body, in bytes (default 4 MiB); larger is 413.
+    pub max_body: usize,
+    /// Most tool calls in one `POST /v1/tool_calls` (default 1024).
+    pub max_calls: usize,
+    /// Connections served at once (default 512). Further connections wait
+    /// in the listen backlog until one closes.
+    pub max_connections: usize,
+    /// Longest a client may take to send a request's headers, and longest
+    /// an idle keep-alive connection stays open (default 10 s).
+    pub header_timeout: Duration,
+    /// Longest a client may take to send a request body (default 30 s); for
+    /// `/mcp`, the longest pause between two chunks of it.
+    pub body_timeout: Duration,
+    /// Longest a `/v1` request may run (default 5 min); `/mcp` streams are
+    /// not limited (each call has its own time limit).
+    pub request_timeout: Duration,
+    /// How long shutdown waits for requests in flight (default 30 s).
+    pub drain_timeout: Duration,
+    /// `Host` header values accepted besides the defaults: on a loopback
+    /// address, `localhost`, `127.0.0.1` and `::1` (any port); on any other
+    /// address, any host unless this list is given.
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` header values accepted besides `http://localhost:*`,
+    /// `http://127.0.0.1:*` and `http://[::1]:*`. Requests without `Origin`
+    /// (not from a browser) are accepted.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            max_body: 4 << 20,
+            max_calls: 1024,
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(300),
+            drain_timeout: Duration::from_secs(30),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+/// An HTTP server bound to its address, ready to [`HttpServer::run`].
+#[derive(Debug)]
+pub struct HttpServer {
+    host: Host,
+    listener: TcpListener,
+    options: ServeOptions,
+    tenants: Arc<Tenants>,
+    front: Arc<FrontDoor>,
+    /// Closes the MCP sessions at shutdown.
+    mcp_cancel: CancellationToken,
+    /// Cancelled when shutdown begins (`/v1/health` turns 503).
+    draining: CancellationToken,
+}
+
+impl HttpServer {
+    /// Binds `addr` (`IP:PORT`, or `localhost:PORT`). Without tenants only a
+    /// loopback address is accepted.
+    pub async fn bind(host: Host, addr: &str, options: ServeOptions) -> Result<Self> {
+        let tenants = Tenants::new(&host).map_err(anyhow::Error::msg)?;
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
+            .await
+            .with_context(|| {
+                format!("cannot resolve {addr:?}; give an address like 127.0.0.1:8080")
+            })?
+            .collect();
+        for resolved in &addrs {
+            refuse_open_non_loopback(&host, &tenants, *resolved)?;
+        }
+        let mut last_error = None;
+        for resolved in addrs {
+            match TcpListener::bind(resolved).await {
+                Ok(listener) => return Self::with_tenants(host, listener, tenants, options),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(match last_error {
+            Some(e) => anyhow::Error::new(e).context(format!(
+                "cannot listen on {addr}; is another server using the port?"
+            )),
+            None => anyhow::anyhow!("{addr:?} resolves to no address"),
+        })
+    }
+
+    /// Serves on an already bound `listener`. Without tenants it must be on
+    /// a loopback address.
+    pub fn from_listener(host: Host, listener: TcpListener, options: ServeOptions) -> Result<Self> {
+        let tenants = Tenants::new(&host).map_err(anyhow::Error::msg)?;
+        Self::with_tenants(host, listener, tenants, options)
+    }
+
+    fn with_tenants(
+        host: Host,
+        listener: TcpListener,
+        tenants: Tenants,
+        options: ServeOptions,
+    ) -> Result<Self> {
+        let addr = listener
+            .local_addr()
+            .context("reading the listener's address")?;
+        refuse_open_non_loopback(&host, &tenants, addr)?;
+        let loopback = addr.ip().is_loopback();
+        let mut allowed_hosts = options.allowed_hosts.clone();
+        if loopback {
+            allowed_hosts.extend(LOOPBACK_HOSTS.iter().map(|h| h.to_string()));
+        }
+        let mut allowed_origins: Vec<String> =
+            LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
+        allowed_origins.extend(options.allowed_origins.iter().cloned());
+        let front = FrontDoor {
+            tenants: Arc::new(tenants),
+            hosts: allowed_hosts
+                .iter()
+                .filter_map(|h| AllowedHost::parse(h))
+                .collect(),
+            origins: allowed_origins
+                .iter()
+                .filter_map(|o| AllowedOrigin::parse(o))
+                .collect(),
+            allowed_hosts,
+            allowed_origins,
+            max_body: options.max_body,
+            requests: Arc::default(),
+        };
+        Ok(Self {
+            host,
+            listener,
+            tenants: front.tenants.clone(),
+            front: Arc::new(front),
+            options,
+            mcp_cancel: CancellationToken::new(),
+            draining: CancellationToken::new(),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// Whether requests must carry a tenant's bearer token.
+    pub fn requires_tokens(&self) -> bool {
+        !self.tenants.is_open()
+    }
+
+    /// The routes, with the front door in front of them.
+    fn app(&self) -> Router {
+        let mcp = mcp::http_service(
+            self.host.clone(),
+            McpHttp {
+                allowed_hosts: self.front.allowed_hosts.clone(),
+                allowed_origins: self.front.allowed_origins.clone(),
+                cancel: self.mcp_cancel.clone(),
+                max_body: self.options.max_body,
+            },
+        );
+        let mcp = tower_http::timeout::RequestBodyTimeout::new(mcp, self.options.body_timeout);
+        let api = Api {
+            host: self.host.clone(),
+            max_body: self.options.max_body,
+            max_calls: self.options.max_calls,
+            body_timeout: self.options.body_timeout,
+            request_timeout: self.options.request_timeout,
+            draining: self.draining.clone(),
+        };
+        Router::new()
+            .nest("/v1", api::routes(api))
+            .nest_service("/mcp", mcp)
+            .fallback(api::not_found)
+            .method_not_allowed_fallback(api::method_not_allowed)
+            .layer(axum::middleware::from_fn_with_state(
+                self.front.clone(),
+                front_door,
+            ))
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting connections,
+    /// waits up to the drain timeout for the requests in flight, closes the
+    /// MCP sessions and returns.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<()> {
+        let app = self.app();
+        let reload = AbortOnDrop(tokio::spawn(follow_config(
+            self.host.clone(),
+            self.tenants.clone(),
+        )));
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(self.options.header_timeout)
+            .keep_alive(true);
+        let graceful = GracefulShutdown::new();
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            self.options.max_connections.max(1),
+        ));
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            let permit = tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            };
+            let (stream, peer) = tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        accept_failed(&e).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = stream.set_nodelay(true);
+            let service = TowerToHyperService::new(app.clone());
+            let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                drop(permit);
+            });
+        }
+        drop(self.listener);
+        drop(reload);
+        self.draining.cancel();
+        let requests = &self.front.requests;
+        tracing::info!(
+            in_flight = requests.count(),
+            "shutting down: no new connections; draining the requests in flight"
+        );
+        let deadline = tokio::time::Instant::now() + self.options.drain_timeout;
+        // Idle keep-alive connections close now; busy ones after their
+        // current request.
+        let connections = tokio::spawn(graceful.shutdown());
+        if tokio::time::timeout_at(deadline, requests.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                in_flight = requests.count(),
+                "requests still in flight after the drain timeout of {:?}; closing anyway",
+                self.options.drain_timeout
+            );
+        }
+        // MCP streams (GET /mcp) end here, so their connections can close.
+        self.mcp_cancel.cancel();
+        let rest = deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .max(Duration::from_secs(2));
+        if tokio::time::timeout(rest, connections).await.is_err() {
+            tracing::warn!("some connections did not close in time; exiting anyway");
+        }
+        tracing::info!("HTTP server stopped");
+        Ok(())
+    }
+}
+
+/// Host names a loopback server answers to by default.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Browser origins accepted by default: pages served from this machine.
+const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+fn refuse_open_non_loopback(host: &Host, tenants: &Tenants, addr: SocketAddr) -> Result<()> {
+    if !tenants.is_empty() || addr.ip().is_loopback() {
+        return Ok(());
+    }
+    let (profile, config) = match host.config() {
+        Some(config) => (config.default_profile.clone(), config.source.to_string()),
+        None => (host.caller().profile().name.clone(), "toolhost.toml".into()),
+    };
+    anyhow::bail!(
+        "refusing to listen on {addr}: no tenants are configured, so anyone who can reach this \
+         address could run tools as profile {profile:?} without a token; listen on a loopback \
+         address (for example 127.0.0.1:{port}), or configure [tenants.NAME] entries with \
+         bearer tokens in {config}",
+        port = addr.port()
+    )
+}
+
+/// Transient accept errors (the client gave up) are skipped; running out of
+/// file descriptors backs off briefly instead of spinning.
+async fn accept_failed(error: &std::io::Error) {
+    use std::io::ErrorKind::*;
+    if matches!(
+        error.kind(),
+        ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted
+    ) {
+        return;
+    }
+    tracing::warn!(%error, "cannot accept a connection; retrying in 100 ms");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// Rebuilds the tenants whenever the host applies a new config.
+async fn follow_config(host: Host, tenants: Arc<Tenants>) {
+    let mut events = host.events();
+    loop {
+        match events.recv().await {
+            Ok(ReloadEvent::ConfigReloaded { .. })
+            | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                let Some(config) = host.config() else {
+                    continue;
+                };
+                match tenants.reload(&config) {
+                    Ok(()) => tracing::info!(tenants = tenants.len(), "tenants reloaded"),
+                    Err(e) => tracing::error!("tenants not reloaded, the running ones stay: {e}"),
+                }
+            }
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What every request passes before a route sees it.
+#[derive(Debug)]
+struct FrontDoor {
+    tenants: Arc<Tenants>,
+    hosts: Vec<AllowedHost>,
+    origins: Vec<AllowedOrigin>,
+    /// The same lists as written, for the MCP transport's own checks.
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+    max_body: usize,
+    requests: Arc<Requests>,
+}
+
+/// Checks `Host` and `Origin` (DNS rebinding and cross-site requests), the
+/// declared body size, and the bearer token; puts the [`Caller`] (and the
+/// [`Authenticated`] record) in the request's extensions; counts the request
+/// as in flight until its response body is dropped.
+///
+/// [`Caller`]: crate::Caller
+/// [`Authenticated`]: super::tenants::Authenticated
+async fn front_door(
+    State(front): State<Arc<FrontDoor>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    // The MCP event stream (GET /mcp) lives as long as the session; it is
+    // closed at shutdown rather than waited for.
+    let tracked = !(request.method() == Method::GET && request.uri().path() == "/mcp");
+    let guard = tracked.then(|| front.requests.begin());
+    if let Err(refusal) = front.check_headers(request.headers()) {
+        return *refusal;
+    }
+    if request.uri().path() != "/v1/health" {
+        match front
+            .tenants
+            .authenticate(request.headers().get(header::AUTHORIZATION))
+        {
+            Ok(authenticated) => {
+                request
+                    .extensions_mut()
+                    .insert(authenticated.caller.clone());
+                request.extensions_mut().insert(authenticated);
+            }
+            Err(unauthorized) => {
+                let mut response = error_response(StatusCode::UNAUTHORIZED, unauthorized.message());
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(unauthorized.challenge()),
+                );
+                return response;
+            }
+        }
+    }
+    let response = next.run(request).await;
+    match guard {
+        Some(guard) => response.map(|body| {
+            Body::new(Tracked {
+                body,
+                _guard: guard,
+            })
+        }),
+        None => response,
+    }
+}
+
+impl FrontDoor {
+    /// Refuses foreign hosts and origins and declared oversized bodies; the
+    /// refusal is boxed as it is the rare path.
+    fn check_headers(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
+        if !self.hosts.is_empty() {
+            let host = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .and_then(|h| h.parse::<axum::http::uri::Authority>().ok())
+                .ok_or_else(|| {
+                    Box::new(error_response(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_request: the Host header is missing or malformed",
+                    ))
+                })?;
+            if !self.hosts.iter().any(|allowed| allowed.matches(&host)) {
+                tracing::warn!(host = %host, "refused a request for a host that is not allowed (DNS rebinding?)");
+                return Err(Box::new(error_response(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "forbidden: host {:?} is not served here; the server's operator can allow \
+                         it with --allowed-host",
+                        host.as_str()
+                    ),
+                )));
+            }
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let allowed = origin
+                .to_str()
+                .ok()
+                .and_then(Origin::parse)
+                .is_some_and(|origin| self.origins.iter().any(|a| a.matches(&origin)));
+            if !allowed {
+                tracing::warn!(origin = ?origin, "refused a request from an origin that is not allowed");
+                return Err(Box::new(error_response(
+                    StatusCode::FORBIDDEN,
+                    "forbidden: requests from this web origin are not allowed; the server's \
+                     operator can allow it with --allowed-origin",
+                )));
+            }
+        }
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if let Some(length) = declared
+            && length > self.max_body as u64
+        {
+            return Err(Box::new(api::too_large(self.max_body)));
+        }
+        Ok(())
+    }
+}
+
+/// An allowed `Host`: a name or address, with or without a port.
+#[derive(Debug)]
+struct AllowedHost {
+    host: String,
+    port: Option<u16>,
+}
+
+impl AllowedHost {
+    fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        if let Ok(authority) = text.parse::<axum::http::uri::Authority>() {
+            return Some(Self {
+                host: normalize_host(authority.host()),
+                port: authority.port_u16(),
+            });
+        }
+        // A bare IPv6 address (`::1`) is not an authority.
+        Some(Self {
+            host: normalize_host(text),
+            port: None,
+        })
+    }
+
+    fn matches(&self, host: &axum::http::uri::Authority) -> bool {
+        self.host == normalize_host(host.host())
+            && self.port.is_none_or(|port| host.port_u16() == Some(port))
+    }
+}
+
+fn normalize_host(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+/// A browser origin: scheme, host and port.
+#[derive(Debug, PartialEq, Eq)]
+struct Origin {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+impl Origin {
+    fn parse(text: &str) -> Option<Self> {
+        let uri = text.trim().parse::<axum::http::Uri>().ok()?;
+        let authority = uri.authority()?;
+        Some(Self {
+            scheme: uri.scheme_str()?.to_ascii_lowercase(),
+            host: normalize_host(authority.host()),
+            port: authority.port_u16(),
+        })
+    }
+
+    fn port_or_default(&self) -> Option<u16> {
+        self.port.or(match self.scheme.as_str() {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        })
+    }
+}
+
+/// An allowed origin; a port of `*` (or none) accepts any port.
+#[derive(Debug)]
+struct AllowedOrigin {
+    origin: Origin,
+    any_port: bool,
+}
+
+impl AllowedOrigin {
+    fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        match text.strip_suffix(":*") {
+            Some(base) => Some(Self {
+                origin: Origin::parse(base).filter(|o| o.port.is_none())?,
+                any_port: true,
+            }),
+            None => {
+                let origin = Origin::parse(text)?;
+                Some(Self {
+                    any_port: origin.port.is_none(),
+                    origin,
+                })
+            }
+        }
+    }
+
+    fn matches(&self, origin: &Origin) -> bool {
+        self.origin.scheme == origin.scheme
+            && self.origin.host == origin.host
+            && (self.any_port || self.origin.port_or_default() == origin.port_or_default())
+    }
+}
+
+/// Requests in flight, and a way to wait until there are none.
+#[derive(Debug, Default)]
+struct Requests {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+impl Requests {
+    fn begin(self: &Arc<Self>) -> RequestGuard {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        RequestGuard(self.clone())
+    }
+
+    fn count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.count() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct RequestGuard(Arc<Requests>);
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// A response body that keeps its request counted until it is dropped
+/// (after it was written, or when the client went away).
+struct Tracked {
+    body: Body,
+    _guard: RequestGuard,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authority(text: &str) -> axum::http::uri::Authority {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn hosts_match_by_name_and_optional_port() {
+        let any_port = AllowedHost::parse("localhost").unwrap();
+        assert!(any_port.matches(&authority("localhost:8080")));
+        assert!(any_port.matches(&authority("LOCALHOST")));
+        assert!(!any_port.matches(&authority("evil.example:8080")));
+        let v6 = AllowedHost::parse("::1").unwrap();
+        assert!(v6.matches(&authority("[::1]:8080")));
+        let exact = AllowedHost::parse("api.example.com:443").unwrap();
+        assert!(exact.matches(&authority("api.example.com:443")));
+        assert!(!exact.matches(&authority("api.example.com:8443")));
+        assert!(!exact.matches(&authority("api.example.com")));
+    }
+
+    #[test]
+    fn origins_match_scheme_host_and_port() {
+        let local = AllowedOrigin::parse("http://localhost:*").unwrap();
+        assert!(local.matches(&Origin::parse("http://localhost:3000").unwrap()));
+        assert!(local.matches(&Origin::parse("http://localhost").unwrap()));
+        assert!(!local.matches(&Origin::parse("https://localhost:3000").unwrap()));
+        assert!(!local.matches(&Origin::parse("http://localhost.evil.example").unwrap()));
+        let app = AllowedOrigin::parse("https://app.example.com:443").unwrap();
+        assert!(app.matches(&Origin::parse("https://app.example.com").unwrap()));
+        assert!(!app.matches(&Origin::parse("https://app.example.com:8443").unwrap()));
+        let v6 = AllowedOrigin::parse("http://[::1]:*").unwrap();
+        assert!(v6.matches(&Origin::parse("http://[::1]:5173").unwrap()));
+        assert!(Origin::parse("null").is_none());
+    }
+}

@@ -1,1 +1,267 @@
-//! Placeholder.
+//! Tenants: each `[tenants.NAME]` of the config becomes one [`Caller`] (its
+//! profile rooted in its workspace, its own concurrency bound and rate limit),
+//! and a request's bearer token picks it. Rebuilt when the config reloads.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use axum::http::HeaderValue;
+use sha2::{Digest, Sha256};
+
+use crate::approval::{Approval, ApprovalRequest, Approvals, Approver};
+use crate::caller::Caller;
+use crate::config::Config;
+use crate::hooks::BoxFuture;
+use crate::host::Host;
+
+/// The tenants of an HTTP server, and who a request is.
+#[derive(Debug)]
+pub struct Tenants {
+    host: Host,
+    table: ArcSwap<Vec<Entry>>,
+    /// Started without tenants (so on loopback): while there are still none,
+    /// requests run as the host's default caller without a token.
+    open: bool,
+}
+
+#[derive(Debug)]
+struct Entry {
+    token_sha256: [u8; 32],
+    caller: Caller,
+    /// Seconds until the rate limit admits another call, for `Retry-After`.
+    retry_after: u64,
+}
+
+/// Who a request is.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    /// The caller its calls run as.
+    pub caller: Caller,
+    /// Seconds a refused (busy) client should wait before retrying.
+    pub retry_after: u64,
+}
+
+/// Why a request is not authenticated. The messages never say which tenants
+/// exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unauthorized {
+    /// No `Authorization` header.
+    Missing,
+    /// An `Authorization` header that is not `Bearer <token>`.
+    Malformed,
+    /// A token that belongs to no tenant.
+    Invalid,
+}
+
+impl Unauthorized {
+    /// `unauthorized: ...`, for the `{"error": ...}` body.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::Missing => {
+                "unauthorized: this server needs a bearer token; send `Authorization: Bearer <token>`"
+            }
+            Self::Malformed => {
+                "unauthorized: the Authorization header is malformed; send `Authorization: Bearer <token>`"
+            }
+            Self::Invalid => {
+                "unauthorized: the bearer token is not valid; check the token you were given"
+            }
+        }
+    }
+
+    /// The `WWW-Authenticate` header value (RFC 6750).
+    pub fn challenge(self) -> &'static str {
+        match self {
+            Self::Missing => "Bearer realm=\"toolhost\"",
+            Self::Malformed => "Bearer realm=\"toolhost\", error=\"invalid_request\"",
+            Self::Invalid => "Bearer realm=\"toolhost\", error=\"invalid_token\"",
+        }
+    }
+}
+
+impl Tenants {
+    /// The tenants of `host`'s config (none when it has no config).
+    pub fn new(host: &Host) -> Result<Self, String> {
+        let table = match host.config() {
+            Some(config) => build(&config)?,
+            None => Vec::new(),
+        };
+        Ok(Self {
+            host: host.clone(),
+            open: table.is_empty(),
+            table: ArcSwap::from_pointee(table),
+        })
+    }
+
+    /// Whether no tenant is configured now.
+    pub fn is_empty(&self) -> bool {
+        self.table.load().is_empty()
+    }
+
+    /// How many tenants are configured now.
+    pub fn len(&self) -> usize {
+        self.table.load().len()
+    }
+
+    /// Whether requests need no token: the server started without tenants
+    /// and none has been configured since.
+    pub fn is_open(&self) -> bool {
+        self.open && self.is_empty()
+    }
+
+    /// Rebuilds the tenants from `config` (after a config reload). On an
+    /// error the running tenants stay. Each tenant starts with fresh
+    /// concurrency and rate counters; calls in flight keep their old ones.
+    pub fn reload(&self, config: &Config) -> Result<(), String> {
+        let table = build(config)?;
+        if table.is_empty() && !self.open {
+            tracing::warn!(
+                "the config no longer defines any tenant; every HTTP request is refused until \
+                 tenants are configured again"
+            );
+        }
+        self.table.store(Arc::new(table));
+        Ok(())
+    }
+
+    /// The caller a request with this `Authorization` header runs as.
+    pub fn authenticate(
+        &self,
+        authorization: Option<&HeaderValue>,
+    ) -> Result<Authenticated, Unauthorized> {
+        let table = self.table.load();
+        if table.is_empty() && self.open {
+            return Ok(Authenticated {
+                caller: self.host.caller(),
+                retry_after: 1,
+            });
+        }
+        let token = bearer_token(authorization.ok_or(Unauthorized::Missing)?)?;
+        let presented: [u8; 32] = Sha256::digest(token).into();
+        // Every entry is compared, in constant time, whatever matches.
+        let mut found = None;
+        for entry in table.iter() {
+            if constant_time_eq(&presented, &entry.token_sha256) {
+                found = Some(entry);
+            }
+        }
+        found
+            .map(|entry| Authenticated {
+                caller: entry.caller.clone(),
+                retry_after: entry.retry_after,
+            })
+            .ok_or(Unauthorized::Invalid)
+    }
+}
+
+/// The token of `Bearer <token>` (the scheme is case-insensitive).
+fn bearer_token(header: &HeaderValue) -> Result<&[u8], Unauthorized> {
+    let bytes = header.as_bytes();
+    let space = bytes
+        .iter()
+        .position(|&b| b == b' ')
+        .ok_or(Unauthorized::Malformed)?;
+    let (scheme, rest) = bytes.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return Err(Unauthorized::Malformed);
+    }
+    let token = rest.trim_ascii();
+    // RFC 6750 b64token: one visible word.
+    if token.is_empty() || !token.iter().all(|b| b.is_ascii_graphic()) {
+        return Err(Unauthorized::Malformed);
+    }
+    Ok(token)
+}
+
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(difference) == 0
+}
+
+/// One caller per tenant of `config`.
+fn build(config: &Config) -> Result<Vec<Entry>, String> {
+    let approvals = Arc::new(Approvals::new(
+        Arc::new(TenantApprover),
+        std::time::Duration::from_secs(1),
+        None,
+    ));
+    let mut table = Vec::with_capacity(config.tenants.len());
+    for tenant in config.tenants.values() {
+        let profile = config
+            .profile(&tenant.profile, Some(&tenant.workspace))
+            .map_err(|e| format!("tenant {:?}: {e}", tenant.name))?;
+        if !tenant.workspace.is_dir() {
+            tracing::warn!(
+                tenant = %tenant.name, workspace = %tenant.workspace.display(),
+                "the tenant's workspace is not a directory; its file grants will find nothing"
+            );
+        }
+        let mut caller =
+            Caller::new(profile, approvals.clone()).tenant(&tenant.name, tenant.concurrency);
+        let mut retry_after = 1;
+        if let Some(per_minute) = tenant.calls_per_minute {
+            caller = caller.rate_limited(per_minute);
+            retry_after = 60u64.div_ceil(u64::from(per_minute.max(1)));
+        }
+        table.push(Entry {
+            token_sha256: tenant.token_sha256,
+            caller,
+            retry_after,
+        });
+    }
+    Ok(table)
+}
+
+/// Tenants over the OpenAI-style API have no one to ask: approval-required
+/// calls are refused, saying what the operator can change. (Over MCP, the
+/// MCP server asks the client through elicitation instead.)
+struct TenantApprover;
+
+impl Approver for TenantApprover {
+    fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async { Approval::Deny })
+    }
+
+    fn how_to_allow(&self) -> &str {
+        "a tenant of the HTTP API cannot be asked for approval; use MCP with a client that \
+         supports elicitation, or ask the operator to change the tenant's profile"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(text: &str) -> HeaderValue {
+        HeaderValue::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn bearer_tokens_are_parsed_strictly() {
+        assert_eq!(bearer_token(&header("Bearer abc")), Ok(&b"abc"[..]));
+        assert_eq!(bearer_token(&header("bearer  abc ")), Ok(&b"abc"[..]));
+        for bad in [
+            "Basic abc",
+            "Bearer",
+            "Bearer ",
+            "Bearerabc",
+            "Bearer a b",
+            "abc",
+        ] {
+            assert_eq!(
+                bearer_token(&header(bad)),
+                Err(Unauthorized::Malformed),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn hashes_compare_by_value() {
+        let a = [7u8; 32];
+        let mut b = a;
+        assert!(constant_time_eq(&a, &b));
+        b[31] = 8;
+        assert!(!constant_time_eq(&a, &b));
+    }
+}
