@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 use serde_json::Value;
 
 use crate::runtime::{
-    CONTRACT_VERSION, ContentHash, PluginSource, PluginVersion, Runtime, human_bytes,
-    plugin_name_for,
+    CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion, Runtime, human_bytes,
+    is_declarative_file, plugin_name_for,
 };
 
 /// The outcome of checking a plugin file.
@@ -69,7 +69,25 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
         "host      speaks toolhost:plugin@{CONTRACT_VERSION} (loads any 0.1.x)"
     );
     let source = PluginSource::File(path.to_path_buf());
-    match PluginVersion::load(runtime, &name, source, bytes, None).await {
+    let loaded = if is_declarative_file(path) {
+        match (
+            runtime.declarative_wrapper(None).await,
+            std::str::from_utf8(&bytes),
+        ) {
+            (Ok(wrapper), Ok(text)) => {
+                PluginVersion::declarative(runtime, &name, source, text, wrapper).await
+            }
+            (Err(problem), _) => Err(LoadError::new(&name, &source, problem)),
+            (_, Err(e)) => Err(LoadError::new(
+                &name,
+                &source,
+                format!("is not UTF-8 text: {e}"),
+            )),
+        }
+    } else {
+        PluginVersion::load(runtime, &name, source, bytes, None).await
+    };
+    match loaded {
         Err(error) => {
             let _ = writeln!(text, "\n✗ does not load:");
             for problem in &error.problems {

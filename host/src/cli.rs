@@ -84,10 +84,23 @@ enum Command {
         #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "arguments"])]
         batch: Option<String>,
     },
-    /// Check a plugin file: format, world, tool specs and schemas
+    /// Check a plugin file: format, world, tool specs and schemas (or a
+    /// declarative `*.toml` tool file)
     Check {
-        /// The `.wasm` file
+        /// The `.wasm` or `.toml` file
         file: PathBuf,
+    },
+    /// Create a plugin project with one example tool that builds and loads
+    /// as created
+    New {
+        /// The plugin's name (lower-case letters, digits, '-' and '_')
+        name: String,
+        /// Its language
+        #[arg(long, value_enum, default_value_t = crate::scaffold::Lang::Rust)]
+        lang: crate::scaffold::Lang,
+        /// Where to create the project directory
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
     },
     /// Load the plugins, watch the plugin directory and config file, and
     /// print each reload as it happens (for authors iterating on a plugin)
@@ -282,6 +295,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Serve(args) => serve(&cli.global, args).await,
         Command::Config { action } => config_command(&cli.global, action),
+        Command::New { name, lang, dir } => {
+            let created = crate::scaffold::create(&name, lang, &dir)?;
+            println!("created {}", created.display());
+            println!(
+                "next: see {} for build, check, call and watch commands",
+                created.join("README.md").display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Watch { json } => watch(&cli.global, json).await,
         Command::Status { json } => {
             let host = host(&cli.global).await?;
@@ -363,6 +385,7 @@ fn effective_config(global: &Global) -> Result<Config> {
             );
         }
         config.default_profile = profile.clone();
+        config.pinned_profile = Some(profile.clone());
     }
     if let Some(dir) = &global.plugins {
         if !dir.is_dir() {
@@ -375,6 +398,11 @@ fn effective_config(global: &Global) -> Result<Config> {
     }
     if global.no_bundled {
         config.bundled = false;
+    }
+    // Without a `plugins` key: `plugins/` next to the config file (or in the
+    // current directory), for every command alike.
+    if config.plugins.is_none() {
+        config.plugins = Some(config.base_dir.join("plugins"));
     }
     Ok(config)
 }

@@ -19,7 +19,8 @@ use crate::hooks::CallHook;
 use crate::policy::Profile;
 use crate::registry::{Generation, Registry};
 use crate::runtime::{
-    ArtifactCache, Limits, LoadError, PluginSource, PluginVersion, Runtime, plugin_name_for,
+    ArtifactCache, Limits, LoadError, PluginSource, PluginVersion, Runtime, is_declarative_file,
+    plugin_files, plugin_name_for,
 };
 use crate::spec::ToolSpec;
 use crate::toolsets::{CompositeToolset, Selection, Toolsets};
@@ -270,7 +271,9 @@ impl HostBuilder {
             }
         }
         for dir in &self.dirs {
-            for file in wasm_files(dir)? {
+            for file in plugin_files(dir)
+                .with_context(|| format!("reading plugin directory {}", dir.display()))?
+            {
                 sources.push((plugin_name_for(&file), PluginSource::File(file)));
             }
         }
@@ -574,6 +577,9 @@ impl Host {
                     source: source.clone(),
                     problems: vec!["no bundled plugin has this name".into()],
                 })?,
+            PluginSource::File(path) if is_declarative_file(path) => {
+                return self.load_declarative(name, path).await;
+            }
             PluginSource::File(path) => {
                 tokio::fs::read(path)
                     .await
@@ -593,6 +599,27 @@ impl Host {
             self.inner.cache.as_ref(),
         )
         .await
+    }
+
+    /// Loads a declarative tool file: validates it and pairs its tools with
+    /// the wrapper plugin that runs them.
+    async fn load_declarative(&self, name: &str, path: &Path) -> Result<PluginVersion, LoadError> {
+        let source = PluginSource::File(path.to_path_buf());
+        let fail = |problem: String| LoadError {
+            plugin: name.to_string(),
+            source: source.clone(),
+            problems: vec![problem],
+        };
+        let text = tokio::fs::read_to_string(path)
+            .await
+            .map_err(|e| fail(format!("cannot read the file: {e}")))?;
+        let wrapper = self
+            .inner
+            .runtime
+            .declarative_wrapper(self.inner.cache.as_ref())
+            .await
+            .map_err(fail)?;
+        PluginVersion::declarative(&self.inner.runtime, name, source, &text, wrapper).await
     }
 
     /// Makes a loaded plugin version live (replacing any version of the same
@@ -627,26 +654,4 @@ impl Host {
             .unwrap_or_else(|e| e.into_inner())
             .insert(error.plugin.clone(), error);
     }
-}
-
-/// Every `*.wasm` file directly in `dir`, sorted; a missing dir has none.
-fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(e).with_context(|| format!("reading plugin directory {}", dir.display()));
-        }
-    };
-    let mut files = Vec::new();
-    for entry in entries {
-        let path = entry
-            .with_context(|| format!("reading plugin directory {}", dir.display()))?
-            .path();
-        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
 }

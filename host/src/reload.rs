@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use crate::caller::Caller;
 use crate::config::Config;
 use crate::host::{Host, Settings};
-use crate::runtime::{LoadError, PluginSource, plugin_name_for};
+use crate::runtime::{LoadError, PluginSource, is_plugin_file, plugin_files, plugin_name_for};
 
 /// Default quiet time after the last change to a file before it is loaded.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(150);
@@ -163,6 +163,15 @@ impl Host {
         let version = self
             .load(&name, PluginSource::File(path.to_path_buf()))
             .await?;
+        let unchanged = self
+            .snapshot()
+            .plugin(&name)
+            .is_some_and(|live| live.hash() == version.hash() && live.source() == version.source());
+        if unchanged {
+            // Touched or rewritten with the same bytes: nothing to swap.
+            self.clear_load_error(&name);
+            return Ok(());
+        }
         let tools: Vec<String> = version.tools().iter().map(|t| t.name.clone()).collect();
         let hash = version.hash().short();
         let replaced = self.swap_in(version)?;
@@ -244,8 +253,23 @@ impl Host {
     }
 
     /// Applies the profiles and toolsets of `config` as one step.
-    pub fn apply_config(&self, config: Config) -> Result<(), String> {
+    /// A profile pinned by the running config (`--profile`) stays in effect.
+    pub fn apply_config(&self, mut config: Config) -> Result<(), String> {
         let current = self.settings();
+        if let Some(pinned) = current
+            .config
+            .as_ref()
+            .and_then(|c| c.pinned_profile.clone())
+        {
+            if !config.profiles.contains_key(&pinned) {
+                return Err(format!(
+                    "profile {pinned:?} (chosen with --profile) is no longer defined; \
+                     keeping the running configuration"
+                ));
+            }
+            config.default_profile = pinned.clone();
+            config.pinned_profile = Some(pinned);
+        }
         let profile = config.profile(&config.default_profile, None)?;
         let caller = Caller::new(profile, current.caller.approvals().clone());
         self.set_settings(Settings {
@@ -326,11 +350,12 @@ impl Watcher {
         let (sender, receiver) = mpsc::unbounded_channel();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-                Ok(event) => {
+                Ok(event) if is_change(&event.kind) => {
                     for path in event.paths {
                         let _ = sender.send(path);
                     }
                 }
+                Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "file watcher error"),
             })
             .context("starting the file watcher")?;
@@ -373,6 +398,17 @@ impl Watcher {
     }
 }
 
+/// Whether an event may have changed a file. Opening and reading one (as
+/// loading it does) must not count, or every load would trigger the next.
+fn is_change(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode, EventKind};
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
 struct Watched {
     dir: PathBuf,
     config: Option<PathBuf>,
@@ -396,7 +432,7 @@ impl Watched {
         if path == self.dir {
             return Some(Kind::Directory);
         }
-        if path.parent() == Some(&self.dir) && path.extension().is_some_and(|e| e == "wasm") {
+        if path.parent() == Some(&self.dir) && is_plugin_file(path) {
             return Some(Kind::Plugin);
         }
         None
@@ -425,7 +461,7 @@ async fn run(
                             // The directory appeared (or came back): watch it
                             // and look at every plugin in it.
                             watched.watch_directory();
-                            for file in wasm_files(&watched.dir) {
+                            for file in plugin_files(&watched.dir).unwrap_or_default() {
                                 pending.insert(file, Pending { since: Instant::now(), attempts: 0 });
                             }
                         } else if !exists && dir_watched {
@@ -524,15 +560,4 @@ fn recently_modified(path: &Path) -> bool {
         .ok()
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age < Duration::from_secs(2))
-}
-
-fn wasm_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
-        .collect()
 }

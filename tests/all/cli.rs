@@ -170,3 +170,56 @@ fn call_batch_reads_the_openai_shape_from_stdin() {
             .contains("unknown_tool")
     );
 }
+
+#[test]
+fn new_creates_a_project_and_refuses_a_bad_name() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().to_str().unwrap();
+    let output = toolhost(&["new", "weather", "--lang", "python", "--dir", dir]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout(&output).contains("created "), "{output:?}");
+    assert!(parent.path().join("weather/app.py").is_file());
+    assert!(parent.path().join("weather/build.sh").is_file());
+
+    let output = toolhost(&["new", "Bad Name", "--dir", dir]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("plugin name \"Bad Name\" is invalid"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_validates_declarative_tool_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("status.toml");
+    std::fs::write(
+        &good,
+        "[[tools]]\nname = \"service_status\"\ndescription = \"Status of a service.\"\n\
+         url = \"https://status.example.com/api/{service}\"\n\
+         parameters.service = { required = true, enum = [\"api\", \"web\"] }\n",
+    )
+    .unwrap();
+    let output = toolhost(&["check", good.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    let text = stdout(&output);
+    assert!(
+        text.contains("service_status") && text.contains("✓ ok: 1 tool would load"),
+        "{text}"
+    );
+
+    let bad = dir.path().join("broken.toml");
+    std::fs::write(
+        &bad,
+        "[[tools]]\nname = \"x\"\ndescription = \"d\"\nurl = \"/relative\"\n",
+    )
+    .unwrap();
+    let output = toolhost(&["check", bad.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let text = stdout(&output);
+    assert!(
+        text.contains("tools[0].url: \"/relative\" is a path; set base_url"),
+        "{text}"
+    );
+}

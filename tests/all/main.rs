@@ -7,6 +7,7 @@ mod calls;
 mod check;
 mod cli;
 mod config;
+mod declarative;
 mod dispatch;
 mod files;
 mod http_api;

@@ -84,6 +84,24 @@ fn is_replaced(event: &ReloadEvent) -> bool {
 }
 
 #[tokio::test]
+async fn reading_a_plugin_or_rewriting_the_same_bytes_does_not_reload_it() {
+    let dir = Dir::new();
+    let (_host, _watcher, mut events) = watched(&dir.plugins, FAST).await;
+    std::fs::copy(toolhost_tests::FLIP_A, dir.file("flip.wasm")).unwrap();
+    next_event(&mut events, "loaded", is_loaded).await;
+    // Loading opened and read the file; a reader of it, or the same bytes
+    // written again, must not start another load (or a loop of them).
+    std::fs::read(dir.file("flip.wasm")).unwrap();
+    std::fs::copy(toolhost_tests::FLIP_A, dir.file("flip.wasm")).unwrap();
+    tokio::time::sleep(FAST.debounce * 15).await;
+    let mut later = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        later.push(event);
+    }
+    assert!(later.is_empty(), "unexpected events: {later:?}");
+}
+
+#[tokio::test]
 async fn add_replace_in_place_replace_by_rename_and_delete() {
     let dir = Dir::new();
     let (host, _watcher, mut events) = watched(&dir.plugins, FAST).await;
@@ -431,4 +449,37 @@ async fn deleting_a_plugin_drains_its_calls_then_cancels_late_ones() {
         ),
         "{drained}"
     );
+}
+
+#[tokio::test]
+async fn a_profile_chosen_on_the_command_line_survives_config_reloads() {
+    use toolhost::config::{Config, ConfigSource};
+    let parse =
+        |text: &str| Config::parse(text, ConfigSource::Embedded, &std::env::temp_dir()).unwrap();
+    let two = "default_profile = \"wide\"\n[profiles.wide]\nallow = [\"*\"]\n[profiles.narrow]\n";
+    let mut config = parse(two);
+    config.default_profile = "narrow".into();
+    config.pinned_profile = Some("narrow".into());
+    let host = Host::builder()
+        .config(&config)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(host.caller().profile().name, "narrow");
+
+    // The file changes (its default is still "wide"): the pin holds.
+    host.apply_config(parse(&format!("{two}# edited\n")))
+        .unwrap();
+    assert_eq!(host.caller().profile().name, "narrow");
+
+    // A file without the pinned profile is refused; the running one stays.
+    let error = host
+        .apply_config(parse("default_profile = \"wide\"\n[profiles.wide]\n"))
+        .unwrap_err();
+    assert!(
+        error.contains("\"narrow\" (chosen with --profile) is no longer defined"),
+        "{error}"
+    );
+    assert_eq!(host.caller().profile().name, "narrow");
 }

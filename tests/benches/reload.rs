@@ -84,7 +84,11 @@ async fn replacement(cache: Option<PathBuf>, rounds: u32) -> (Duration, Duration
     let mut end_to_end = Vec::new();
     let mut after_debounce = Vec::new();
     for round in 0..rounds {
-        let (bytes, expect) = if round.is_multiple_of(2) { (&b, "b") } else { (&a, "a") };
+        let (bytes, expect) = if round.is_multiple_of(2) {
+            (&b, "b")
+        } else {
+            (&a, "a")
+        };
         // Without a cache every round must compile: make each file unique.
         let bytes = if cache.is_none() {
             variant(bytes, round)
@@ -178,7 +182,11 @@ async fn latencies(storm: bool, run_for: Duration) -> (Duration, Duration) {
         tokio::spawn(async move {
             let mut round = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                install(&dir, "flip.wasm", if round.is_multiple_of(2) { &b } else { &a });
+                install(
+                    &dir,
+                    "flip.wasm",
+                    if round.is_multiple_of(2) { &b } else { &a },
+                );
                 round += 1;
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }

@@ -299,6 +299,9 @@ pub struct Config {
     pub bundled: bool,
     /// The profile of callers that are not tenants.
     pub default_profile: String,
+    /// A profile chosen on the command line (`--profile`): it stays the
+    /// default profile when the file is reloaded.
+    pub pinned_profile: Option<String>,
     /// Where compiled plugins are cached; `None` to compile every load.
     pub cache_dir: Option<PathBuf>,
     /// Where audit lines go.
@@ -407,6 +410,13 @@ impl Config {
 
 /// Parses the TOML into [`ConfigFile`]; the one error names its key and line.
 fn parse_file(text: &str) -> Result<ConfigFile, (String, String)> {
+    parse_toml(text)
+}
+
+/// Parses TOML into `T`; the error is `(key path, message with the line)`.
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, (String, String)> {
     let deserializer =
         toml::de::Deserializer::parse(text).map_err(|e| (String::new(), toml_message(text, &e)))?;
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
@@ -497,6 +507,7 @@ fn validate(
         plugins: file.plugins.map(|p| base.join(p)),
         bundled: file.bundled.unwrap_or(true),
         default_profile,
+        pinned_profile: None,
         cache_dir,
         audit,
         allowlist: file

@@ -26,6 +26,8 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<Sandbox>,
     pooling: bool,
+    /// The declarative tools' wrapper plugin, compiled on first use.
+    wrapper: tokio::sync::OnceCell<wasmtime::component::Component>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -65,7 +67,33 @@ impl Runtime {
             engine,
             linker,
             pooling,
+            wrapper: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// The compiled wrapper plugin that runs declarative tools (compiled
+    /// once, through `cache` when there is one).
+    pub(crate) async fn declarative_wrapper(
+        self: &Arc<Self>,
+        cache: Option<&super::ArtifactCache>,
+    ) -> Result<wasmtime::component::Component, String> {
+        let runtime = self.clone();
+        let cache = cache.cloned();
+        let compile = async move {
+            tokio::task::spawn_blocking(move || {
+                let bytes = crate::bundled::DECLARATIVE_WRAPPER;
+                match cache {
+                    Some(cache) => cache
+                        .load_or_compile(runtime.engine(), &super::ContentHash::of(bytes), bytes)
+                        .map(|(component, _)| component),
+                    None => wasmtime::component::Component::new(runtime.engine(), bytes),
+                }
+            })
+            .await
+            .map_err(|e| format!("compiling the declarative wrapper was interrupted: {e}"))?
+            .map_err(|e| format!("the declarative wrapper does not compile: {e:#}"))
+        };
+        self.wrapper.get_or_try_init(|| compile).await.cloned()
     }
 
     /// The engine.

@@ -18,7 +18,7 @@ pub use flight::{Drained, Flight};
 pub use grants::{ApprovalScope, CapabilityUse, Grants};
 pub use plugin::{
     CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion, TOOL_INTERFACE,
-    human_bytes, plugin_name_for,
+    human_bytes, is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
 pub use session::MAX_SESSIONS;

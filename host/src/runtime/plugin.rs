@@ -1,6 +1,7 @@
 //! A loaded plugin version: the compiled component, its `InstancePre`, its
 //! validated tool specs, and how to run one call in a fresh instance.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use super::flight::{Drained, Flight, Flights};
 use super::grants::Grants;
 use super::sandbox::{Identity, Limits, Sandbox};
 use super::session::{LiveInstance, MAX_SESSIONS, NoSlot, Sessions};
+use crate::declarative::{Adapter, Declared};
 use crate::error::{CallError, ErrorKind, bounded};
 use crate::spec::{self, ToolSpec};
 
@@ -105,7 +107,7 @@ pub struct LoadError {
 }
 
 impl LoadError {
-    fn new(plugin: &str, source: &PluginSource, problem: impl Into<String>) -> Self {
+    pub(crate) fn new(plugin: &str, source: &PluginSource, problem: impl Into<String>) -> Self {
         Self {
             plugin: plugin.to_string(),
             source: source.clone(),
@@ -128,6 +130,36 @@ impl fmt::Display for LoadError {
 }
 
 impl std::error::Error for LoadError {}
+
+/// Whether a file in the plugin directory is a plugin: a `*.wasm` component
+/// or a declarative `*.toml` tool file (but not a `toolhost.toml` config).
+pub fn is_plugin_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "wasm") || is_declarative_file(path)
+}
+
+/// Whether a plugin file is a declarative `*.toml` tool file.
+pub fn is_declarative_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "toml")
+        && path.file_name().is_some_and(|n| n != "toolhost.toml")
+}
+
+/// Every plugin file directly in `dir`, sorted; a missing dir has none.
+pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        if is_plugin_file(&path) && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
 
 /// The plugin name for a file: its stem (`plugins/weather.wasm` → `weather`).
 pub fn plugin_name_for(path: &Path) -> String {
@@ -153,6 +185,8 @@ pub struct PluginVersion {
     sessions: Sessions,
     compiled: Compiled,
     flights: Arc<Flights>,
+    /// For a declarative tool file: runs its tools through the wrapper.
+    adapter: Option<Arc<Adapter>>,
 }
 
 impl fmt::Debug for PluginVersion {
@@ -207,6 +241,45 @@ impl PluginVersion {
         size: usize,
         component: Component,
     ) -> Result<PluginVersion, LoadError> {
+        Self::assemble(runtime, name, source, hash, size, component, None).await
+    }
+
+    /// A declarative tool file's version: the tools it declares, run by the
+    /// wrapper `component` (see [`crate::declarative`]).
+    pub(crate) async fn declarative(
+        runtime: &Arc<Runtime>,
+        name: &str,
+        source: PluginSource,
+        text: &str,
+        wrapper: Component,
+    ) -> Result<PluginVersion, LoadError> {
+        let declared = crate::declarative::parse(name, text).map_err(|problems| LoadError {
+            plugin: name.to_string(),
+            source: source.clone(),
+            problems,
+        })?;
+        let hash = ContentHash::of(text.as_bytes());
+        Self::assemble(
+            runtime,
+            name,
+            source,
+            hash,
+            text.len(),
+            wrapper,
+            Some(declared),
+        )
+        .await
+    }
+
+    async fn assemble(
+        runtime: &Arc<Runtime>,
+        name: &str,
+        source: PluginSource,
+        hash: ContentHash,
+        size: usize,
+        component: Component,
+        declared: Option<Declared>,
+    ) -> Result<PluginVersion, LoadError> {
         let fail = |problem: String| LoadError::new(name, &source, problem);
         let engine = runtime.engine();
         let ty = component.component_type();
@@ -233,10 +306,16 @@ impl PluginVersion {
             None
         };
         let name: Arc<str> = name.into();
-        let manifest = describe(runtime, &name, &pre, &tool_indices)
-            .await
-            .map_err(|e| fail(format!("`describe` failed: {e}")))?;
-        let (tools, problems) = validate_manifest(&name, manifest.tools);
+        let (specs, stateful, adapter) = match declared {
+            Some(declared) => (declared.specs, false, Some(Arc::new(declared.definitions))),
+            None => {
+                let manifest = describe(runtime, &name, &pre, &tool_indices)
+                    .await
+                    .map_err(|e| fail(format!("`describe` failed: {e}")))?;
+                (manifest.tools, manifest.stateful, None)
+            }
+        };
+        let (tools, problems) = validate_manifest(&name, specs);
         if !problems.is_empty() {
             return Err(LoadError {
                 plugin: name.to_string(),
@@ -253,12 +332,13 @@ impl PluginVersion {
             tool_indices,
             lifecycle,
             tools,
-            stateful: manifest.stateful,
+            stateful,
             imports,
             contract,
             sessions: Sessions::default(),
             compiled: Compiled::Fresh,
             flights: Arc::default(),
+            adapter,
         })
     }
 
@@ -348,7 +428,8 @@ impl PluginVersion {
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             let guest = self.tool_indices.load(&mut store, &instance)?;
-            guest.call_call(&mut store, &tool.name, arguments).await
+            let (name, arguments) = self.guest_call(tool, arguments);
+            guest.call_call(&mut store, name, &arguments).await
         };
         let outcome = tokio::time::timeout(limits.timeout, run).await;
         let result = self.finish(tool, outcome, store.data(), limits);
@@ -433,9 +514,10 @@ impl PluginVersion {
         let live = slot.live.as_mut().expect("just started");
         live.store.data_mut().begin_call(tool.name.as_str().into());
         let remaining = limits.timeout.saturating_sub(started.elapsed());
+        let (name, arguments) = self.guest_call(tool, arguments);
         let outcome = tokio::time::timeout(
             remaining,
-            live.tool.call_call(&mut live.store, &tool.name, arguments),
+            live.tool.call_call(&mut live.store, name, &arguments),
         )
         .await;
         let crashed = !matches!(outcome, Ok(Ok(_)));
@@ -504,6 +586,23 @@ impl PluginVersion {
             tool,
             lifecycle,
         })
+    }
+
+    /// The guest tool and arguments that run `tool`: itself, or for a
+    /// declarative tool the wrapper's `invoke` with the tool's definition.
+    fn guest_call<'a>(&self, tool: &'a ToolSpec, arguments: &'a str) -> (&'a str, Cow<'a, str>) {
+        match &self.adapter {
+            Some(adapter) => (
+                Adapter::TOOL,
+                Cow::Owned(adapter.arguments(&tool.name, arguments)),
+            ),
+            None => (&tool.name, Cow::Borrowed(arguments)),
+        }
+    }
+
+    /// Whether this version is a declarative tool file.
+    pub fn is_declarative(&self) -> bool {
+        self.adapter.is_some()
     }
 
     /// How many sessions this version keeps.

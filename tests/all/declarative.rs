@@ -1,0 +1,321 @@
+//! Declarative HTTP tools: `*.toml` files in the plugin directory that wrap
+//! an HTTP API without code, run by the bundled wrapper inside the sandbox
+//! under the caller's network policy, hot-loaded like `.wasm` plugins.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, Uri};
+use serde_json::{Value, json};
+use toolhost::reload::{ReloadEvent, WatchOptions};
+use toolhost::{ErrorKind, Host};
+
+/// What the test API received.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: Method,
+    uri: String,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// An API on 127.0.0.1 that records each request and answers
+/// `{"data": {"method", "uri", "body"}}`; `/text` answers plain text and
+/// `/missing` 404.
+async fn api() -> (SocketAddr, Log) {
+    async fn handle(
+        State(log): State<Log>,
+        method: Method,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> axum::response::Response {
+        use axum::response::IntoResponse;
+        log.lock().unwrap().push(Seen {
+            method: method.clone(),
+            uri: uri.to_string(),
+            headers,
+            body: body.clone(),
+        });
+        match uri.path() {
+            "/text" => "plain words".into_response(),
+            "/missing" => (axum::http::StatusCode::NOT_FOUND, "no such thing").into_response(),
+            _ => {
+                let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                axum::Json(json!({"data": {"method": method.as_str(), "uri": uri.to_string(), "body": body}}))
+                    .into_response()
+            }
+        }
+    }
+    let log = Log::default();
+    let router = Router::new().fallback(handle).with_state(log.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (addr, log)
+}
+
+/// A tool file for the API at `addr`.
+fn tools(addr: SocketAddr) -> String {
+    format!(
+        r#"
+toolset = "inventory"
+base_url = "http://{addr}/v1"
+headers = {{ Accept = "application/json" }}
+
+[[tools]]
+name = "get_item"
+description = "Look up an item by id."
+url = "/items/{{id}}"
+response = {{ pointer = "/data" }}
+parameters.id = {{ type = "integer", description = "Item id", required = true }}
+parameters.fields = {{ type = "array", items = "string" }}
+parameters.units = {{ enum = ["metric", "imperial"], default = "metric" }}
+
+[[tools]]
+name = "add_item"
+description = "Add an item."
+method = "POST"
+url = "/items"
+auth = {{ type = "bearer", env = "DECLARATIVE_TEST_TOKEN" }}
+response = {{ pointer = "/data/body" }}
+parameters.name = {{ required = true }}
+parameters.count = {{ type = "integer", default = 1 }}
+parameters.trace = {{ in = "header" }}
+
+[[tools]]
+name = "words"
+description = "Plain text."
+url = "http://{addr}/text"
+response = {{ format = "text" }}
+
+[[tools]]
+name = "missing"
+description = "Always 404."
+url = "http://{addr}/missing"
+"#
+    )
+}
+
+/// Allows fetching from 127.0.0.1 and passing the test token.
+const ALLOWED: &str = r#"
+allow = ["network:fetch", "env:read"]
+network.allow_hosts = ["127.0.0.1"]
+env.allow = ["DECLARATIVE_TEST_TOKEN"]
+"#;
+
+async fn host_with(dir: &Path, profile: &str) -> Host {
+    let host = Host::builder()
+        .bundled(false)
+        .plugin_dir(dir)
+        .profile(crate::profile(profile, dir))
+        .build()
+        .await
+        .unwrap();
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    host
+}
+
+#[tokio::test]
+async fn arguments_go_to_path_query_headers_and_body_and_answers_are_shaped() {
+    let (addr, log) = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("inventory.toml"), tools(addr)).unwrap();
+    // SAFETY: no other test reads or writes this variable.
+    unsafe { std::env::set_var("DECLARATIVE_TEST_TOKEN", "t0ken") };
+    let host = host_with(dir.path(), ALLOWED).await;
+
+    // Listed like any tool: schema from the parameters, hints from the method.
+    let listed = host.mcp_tools(&toolhost::Selection::all()).unwrap();
+    let get_item = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "get_item")
+        .unwrap()
+        .clone();
+    assert_eq!(get_item["inputSchema"]["required"], json!(["id"]));
+    assert_eq!(
+        get_item["inputSchema"]["properties"]["units"]["default"],
+        "metric"
+    );
+    assert_eq!(get_item["annotations"]["readOnlyHint"], true);
+
+    let got = crate::call_ok(&host, "get_item", r#"{"id": 7, "fields": ["a", "b c"]}"#).await;
+    assert_eq!(got["method"], "GET");
+    assert_eq!(got["uri"], "/v1/items/7?fields=a&fields=b%20c&units=metric");
+    let seen = log.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.headers["accept"], "application/json");
+    assert!(seen.headers.get("authorization").is_none());
+
+    let added = crate::call_ok(&host, "add_item", r#"{"name": "bolt", "trace": "x-1"}"#).await;
+    assert_eq!(added, json!({"name": "bolt", "count": 1}));
+    let seen = log.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.method, Method::POST);
+    assert_eq!(seen.uri, "/v1/items");
+    assert_eq!(seen.headers["authorization"], "Bearer t0ken");
+    assert_eq!(seen.headers["trace"], "x-1");
+    assert_eq!(seen.headers["content-type"], "application/json");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&seen.body).unwrap()["name"],
+        "bolt"
+    );
+
+    assert_eq!(crate::call_ok(&host, "words", "{}").await, "plain words");
+
+    let error = host.call("missing", "{}").await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ToolFailed);
+    assert!(
+        error
+            .message()
+            .contains("the API answered 404: no such thing"),
+        "{error}"
+    );
+
+    // Arguments are checked against the declared schema before any request.
+    let before = log.lock().unwrap().len();
+    let error = host
+        .call("get_item", r#"{"id": "seven"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidArguments);
+    let error = host
+        .call("get_item", r#"{"id": 1, "units": "cubits"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidArguments);
+    assert_eq!(log.lock().unwrap().len(), before);
+}
+
+#[tokio::test]
+async fn declared_tools_obey_the_network_policy() {
+    let (addr, log) = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("inventory.toml"), tools(addr)).unwrap();
+
+    // Fetching allowed, but not this host: refused in the host, nothing sent.
+    let other_host = host_with(
+        dir.path(),
+        "allow = [\"network:fetch\"]\nnetwork.allow_hosts = [\"api.example.com\"]\n",
+    )
+    .await;
+    let error = other_host.call("words", "{}").await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Denied, "{error}");
+    assert!(error.message().contains("127.0.0.1"), "{error}");
+    assert!(log.lock().unwrap().is_empty());
+
+    // No network:fetch at all: the tools are not offered.
+    let no_network = host_with(dir.path(), "allow = [\"file:read\"]\n").await;
+    let error = no_network.call("words", "{}").await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unavailable, "{error}");
+    assert!(log.lock().unwrap().is_empty());
+
+    // A tool whose auth variable the profile does not pass is hidden too.
+    let no_env = host_with(
+        dir.path(),
+        "allow = [\"network:fetch\", \"env:read\"]\nnetwork.allow_hosts = [\"127.0.0.1\"]\n",
+    )
+    .await;
+    assert_eq!(crate::call_ok(&no_env, "words", "{}").await, "plain words");
+    let error = no_env
+        .call("add_item", r#"{"name": "x"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unavailable, "{error}");
+    assert!(
+        error.message().contains("DECLARATIVE_TEST_TOKEN"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_broken_edit_is_reported_by_key_and_the_working_version_keeps_serving() {
+    let (addr, _log) = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("inventory.toml");
+    std::fs::write(&file, tools(addr)).unwrap();
+    let host = host_with(dir.path(), ALLOWED).await;
+
+    let broken = tools(addr).replace("url = \"/items\"", "url = \"/items/{sku}\"");
+    std::fs::write(&file, broken).unwrap();
+    let error = host
+        .reload_file(&file, Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("tools[1].url: placeholder {sku} has no parameter"),
+        "{message}"
+    );
+    assert!(message.contains("inventory.toml"), "{message}");
+    assert_eq!(crate::call_ok(&host, "words", "{}").await, "plain words");
+    assert_eq!(host.load_errors().len(), 1);
+
+    // A good edit replaces it: the renamed tool is served, the old name is not.
+    std::fs::write(
+        &file,
+        tools(addr).replace("name = \"words\"", "name = \"prose\""),
+    )
+    .unwrap();
+    host.reload_file(&file, Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!(crate::call_ok(&host, "prose", "{}").await, "plain words");
+    assert_eq!(
+        host.call("words", "{}").await.unwrap_err().kind(),
+        ErrorKind::UnknownTool
+    );
+    assert!(host.load_errors().is_empty());
+}
+
+#[tokio::test]
+async fn the_watcher_loads_replaces_and_removes_tool_files() {
+    let (addr, _log) = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = host_with(dir.path(), ALLOWED).await;
+    let mut events = host.events();
+    let options = WatchOptions {
+        debounce: Duration::from_millis(60),
+        grace: Duration::from_secs(5),
+    };
+    let _watcher = host.watch(dir.path(), None, options).unwrap();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .expect("no reload event")
+            .unwrap()
+    };
+
+    let file = dir.path().join("inventory.toml");
+    std::fs::write(&file, tools(addr)).unwrap();
+    let event = next().await;
+    assert!(
+        matches!(&event, ReloadEvent::Loaded { plugin, tools, .. }
+            if plugin == "inventory" && tools.len() == 4),
+        "{event:?}"
+    );
+    assert_eq!(crate::call_ok(&host, "words", "{}").await, "plain words");
+
+    std::fs::write(&file, "[[tools]]\nname = \"oops\"\n").unwrap();
+    let event = next().await;
+    assert!(
+        matches!(&event, ReloadEvent::Failed { reason, .. } if reason.contains("missing field `description`")),
+        "{event:?}"
+    );
+    assert_eq!(crate::call_ok(&host, "words", "{}").await, "plain words");
+
+    std::fs::remove_file(&file).unwrap();
+    let event = next().await;
+    assert!(matches!(event, ReloadEvent::Removed { .. }), "{event:?}");
+    assert_eq!(
+        host.call("words", "{}").await.unwrap_err().kind(),
+        ErrorKind::Unavailable
+    );
+}
