@@ -197,6 +197,16 @@ enum Format {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let serving = matches!(cli.command, Command::Serve(_));
+    if !serving {
+        // Output piped into `head` and the like ends quietly when the reader
+        // goes away, as command-line tools do, instead of panicking on EPIPE.
+        // (Never for a server: a client hanging up must not kill it.)
+        // SAFETY: restoring the default disposition of a signal, before any
+        // thread is started.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     // A server reports what it does (listening, reloads) unless told otherwise.
     init_logging(
         cli.global.verbose,

@@ -9,4 +9,4 @@ wasmtime::component::bindgen!({
 
 pub(crate) use exports::toolhost::plugin::lifecycle::GuestIndices as LifecycleIndices;
 pub(crate) use exports::toolhost::plugin::tool::GuestIndices as ToolIndices;
-pub(crate) use toolhost::plugin::types::{Manifest, ToolError as GuestToolError};
+pub(crate) use self::toolhost::plugin::types::{Manifest, ToolError as GuestToolError};

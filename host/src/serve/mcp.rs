@@ -29,7 +29,8 @@ use crate::hooks::BoxFuture;
 use crate::host::Host;
 use crate::toolsets::Selection;
 
-/// How long a human has to answer an approval asked through elicitation.
+/// How long a user has to answer an approval asked through elicitation
+/// when there is no config (otherwise `approvals.timeout`).
 const ELICITATION_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One MCP session (a stdio connection, or one Streamable HTTP session).
@@ -74,14 +75,21 @@ impl McpServer {
         let can_elicit = peer
             .peer_info()
             .is_some_and(|info| info.capabilities.elicitation.is_some());
+        let config = self.host.config();
+        let timeout = config
+            .as_ref()
+            .map_or(ELICITATION_TIMEOUT, |c| c.approval_timeout);
         let approver: Arc<dyn Approver> = if can_elicit {
-            Arc::new(ElicitApprover { peer: peer.clone() })
+            Arc::new(ElicitApprover {
+                peer: peer.clone(),
+                timeout,
+            })
         } else {
             Arc::new(NoElicitation)
         };
-        let allowlist = self.host.config().map(|c| c.allowlist.clone());
+        let allowlist = config.map(|c| c.allowlist.clone());
         let _ = caller;
-        Approvals::new(approver, ELICITATION_TIMEOUT, allowlist)
+        Approvals::new(approver, timeout, allowlist)
     }
 
     /// Sends `notifications/tools/list_changed` to `peer` after each reload,
@@ -240,6 +248,8 @@ rmcp::elicit_safe!(ApprovalAnswer);
 /// Asks the MCP client's user through elicitation.
 struct ElicitApprover {
     peer: Peer<RoleServer>,
+    /// How long the user has to answer (`approvals.timeout`).
+    timeout: Duration,
 }
 
 impl Approver for ElicitApprover {
@@ -248,7 +258,7 @@ impl Approver for ElicitApprover {
             let message = format!("Approval needed: {request}");
             match self
                 .peer
-                .elicit_with_timeout::<ApprovalAnswer>(message, Some(ELICITATION_TIMEOUT))
+                .elicit_with_timeout::<ApprovalAnswer>(message, Some(self.timeout))
                 .await
             {
                 Ok(Some(answer)) => match answer.decision {
@@ -288,10 +298,15 @@ impl Approver for NoElicitation {
 
 /// Serves MCP on stdin and stdout until the client disconnects. Logs go to
 /// stderr; nothing but protocol messages is written to stdout.
+///
+/// When both are pipes (as MCP clients start servers) they are read and
+/// written on the runtime's IO driver, through descriptors of their own in
+/// non-blocking mode; otherwise (a terminal, a file) through Tokio's blocking
+/// stdio, which hands every read and write to another thread.
 pub async fn serve_stdio(host: Host) -> Result<()> {
     let server = McpServer::new(host);
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(rmcp::transport::stdio_pipes())
         .await
         .context("starting the MCP server on stdio")?;
     running.waiting().await.context("serving MCP on stdio")?;
