@@ -7,6 +7,6 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+pub(crate) use self::toolhost::plugin::types::{Manifest, ToolError as GuestToolError};
 pub(crate) use exports::toolhost::plugin::lifecycle::GuestIndices as LifecycleIndices;
 pub(crate) use exports::toolhost::plugin::tool::GuestIndices as ToolIndices;
-pub(crate) use self::toolhost::plugin::types::{Manifest, ToolError as GuestToolError};
