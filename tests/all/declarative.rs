@@ -286,11 +286,15 @@ async fn the_watcher_loads_replaces_and_removes_tool_files() {
         grace: Duration::from_secs(5),
     };
     let _watcher = host.watch(dir.path(), None, options).unwrap();
-    let mut next = async || {
-        tokio::time::timeout(Duration::from_secs(20), events.recv())
+    // The next event other than the report of a drained old version.
+    let mut next = async || loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.recv())
             .await
             .expect("no reload event")
-            .unwrap()
+            .unwrap();
+        if !matches!(event, ReloadEvent::Drained { .. }) {
+            return event;
+        }
     };
 
     let file = dir.path().join("inventory.toml");
@@ -303,13 +307,30 @@ async fn the_watcher_loads_replaces_and_removes_tool_files() {
     );
     assert_eq!(crate::call_ok(&host, "words", "{}").await, "plain words");
 
+    // Edited: `words` now returns the raw response; the next call sees it.
+    let edited = tools(addr).replace(
+        "response = { format = \"text\" }",
+        "response = { format = \"raw\" }",
+    );
+    assert_ne!(edited, tools(addr));
+    std::fs::write(&file, edited).unwrap();
+    let event = next().await;
+    assert!(matches!(&event, ReloadEvent::Replaced { .. }), "{event:?}");
+    let raw = crate::call_ok(&host, "words", "{}").await;
+    assert_eq!(raw["status"], 200, "{raw}");
+    assert_eq!(raw["body"], "plain words");
+
     std::fs::write(&file, "[[tools]]\nname = \"oops\"\n").unwrap();
     let event = next().await;
     assert!(
         matches!(&event, ReloadEvent::Failed { reason, .. } if reason.contains("missing field `description`")),
         "{event:?}"
     );
-    assert_eq!(crate::call_ok(&host, "words", "{}").await, "plain words");
+    // The edited version keeps serving.
+    assert_eq!(
+        crate::call_ok(&host, "words", "{}").await["body"],
+        "plain words"
+    );
 
     std::fs::remove_file(&file).unwrap();
     let event = next().await;

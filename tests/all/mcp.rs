@@ -175,6 +175,80 @@ async fn a_replaced_plugin_file_sends_list_changed_and_the_new_list() {
     client.cancel().await.unwrap();
 }
 
+#[tokio::test]
+async fn the_toolhost_binary_serves_mcp_over_stdio() {
+    use rmcp::transport::TokioChildProcess;
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::copy(toolhost_tests::MISBEHAVE, plugins.join("misbehave.wasm")).unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "plugins = \"plugins\"\ndefault_profile = \"p\"\naudit = \"off\"\n[profiles.p]\n",
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost-cli"));
+    command
+        .arg("--config")
+        .arg(dir.path().join("toolhost.toml"))
+        .arg("serve")
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::null());
+    let transport = TokioChildProcess::new(command).unwrap();
+    let (changed, mut changed_rx) = mpsc::unbounded_channel();
+    let client = TestClient {
+        changed,
+        decision: None,
+    }
+    .serve(transport)
+    .await
+    .unwrap();
+    let info = client.peer_info().unwrap();
+    assert_eq!(
+        info.server_info.as_ref().map(|s| s.name.as_str()),
+        Some("toolhost")
+    );
+
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "echo"), "{tools:?}");
+    assert!(tools.iter().any(|t| t.name == "fail"), "{tools:?}");
+    let result = client
+        .call_tool(call("echo", json!({"text": "over stdio"})))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true));
+    assert_eq!(text(&result), r#"{"text":"over stdio"}"#);
+
+    let failed = client.call_tool(call("fail", json!({}))).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert!(
+        text(&failed).starts_with("tool_error: "),
+        "{}",
+        text(&failed)
+    );
+    let unknown = client.call_tool(call("nope", json!({}))).await.unwrap_err();
+    assert!(
+        unknown.to_string().contains("no tool named \"nope\""),
+        "{unknown}"
+    );
+
+    // A plugin dropped into the served directory: list_changed, then the new list.
+    install(&plugins, "flip.wasm", toolhost_tests::FLIP_B);
+    tokio::time::timeout(Duration::from_secs(20), changed_rx.recv())
+        .await
+        .expect("no list_changed notification")
+        .unwrap();
+    let after = client.list_all_tools().await.unwrap();
+    assert!(after.iter().any(|t| t.name == "which"), "{after:?}");
+    let which = client.call_tool(call("which", json!({}))).await.unwrap();
+    assert!(
+        text(&which).contains("\"version\":\"b\""),
+        "{}",
+        text(&which)
+    );
+    client.cancel().await.unwrap();
+}
+
 fn install(dir: &Path, name: &str, wasm: &str) {
     let staging = dir.join(format!(".{name}.partial"));
     std::fs::copy(wasm, &staging).unwrap();
