@@ -127,7 +127,7 @@ fn list_formats_and_toolset_selection() {
         "--toolset",
         "all",
         "--disable",
-        "demo,text",
+        "demo,text,data,file,terminal,web",
     ]);
     let tools: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(tools[0]["name"], "todo");

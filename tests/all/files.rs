@@ -36,7 +36,7 @@ impl Fixture {
     }
 }
 
-const PROFILE: &str = r#"
+pub(crate) const PROFILE: &str = r#"
 allow = ["file:*"]
 file.read = ["."]
 file.write = ["out"]

@@ -22,11 +22,12 @@ mod scaffold;
 mod serve;
 mod stateful;
 mod terminal;
+mod toolkit;
 
 use std::time::Duration;
 
 use serde_json::Value;
-use toolhost::{Host, Limits};
+use toolhost::{Host, HostBuilder, Limits};
 
 /// Limits small enough that misbehaving guests are stopped quickly.
 pub fn test_limits() -> Limits {
@@ -68,6 +69,69 @@ impl std::io::Write for Buffer {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// A temporary workspace (with symlinks resolved, so paths compare equal to
+/// what tools print), and the plugins its hosts load.
+pub struct Workspace {
+    _dir: tempfile::TempDir,
+    pub path: std::path::PathBuf,
+    plugins: fn(HostBuilder) -> HostBuilder,
+}
+
+impl Workspace {
+    /// A new workspace whose hosts load what `plugins` adds to a builder.
+    pub fn new(plugins: fn(HostBuilder) -> HostBuilder) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().canonicalize().unwrap();
+        Self {
+            _dir: dir,
+            path,
+            plugins,
+        }
+    }
+
+    /// Profile `p` from `body`, rooted in this workspace.
+    pub fn profile(&self, body: &str) -> std::sync::Arc<toolhost::Profile> {
+        profile(body, &self.path)
+    }
+
+    /// A host with this workspace's plugins under profile `body`.
+    pub async fn host(&self, body: &str) -> Host {
+        self.host_with(body, |builder| builder).await
+    }
+
+    /// [`Self::host`], with more settings.
+    pub async fn host_with(
+        &self,
+        body: &str,
+        configure: impl FnOnce(HostBuilder) -> HostBuilder,
+    ) -> Host {
+        let builder = (self.plugins)(Host::builder().profile(self.profile(body)));
+        configure(builder).build().await.unwrap()
+    }
+
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.path.join(name)
+    }
+
+    pub fn mkdir(&self, name: &str) -> std::path::PathBuf {
+        let dir = self.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Writes `content` to `name`, creating its directories.
+    pub fn write(&self, name: &str, content: impl AsRef<[u8]>) -> std::path::PathBuf {
+        let path = self.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.join(name)).unwrap()
     }
 }
 

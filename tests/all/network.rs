@@ -36,13 +36,13 @@ struct Seen {
 type Log = Arc<Mutex<Vec<Seen>>>;
 
 /// Serves `router` on 127.0.0.1 (any free port) until the test ends.
-async fn serve(listener: TcpListener, router: Router) -> SocketAddr {
+pub(crate) async fn serve(listener: TcpListener, router: Router) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     addr
 }
 
-async fn listener() -> TcpListener {
+pub(crate) async fn listener() -> TcpListener {
     TcpListener::bind("127.0.0.1:0").await.unwrap()
 }
 

@@ -2,71 +2,29 @@
 //! commands, dangerous commands in each mode, approvals, limits).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use toolhost::approval::{
     Approval, ApprovalRequest, Approver, DenyApprover, ScriptedApprover, Subject,
 };
 use toolhost::audit::AuditLog;
 use toolhost::hooks::BoxFuture;
-use toolhost::{CallRequest, ErrorKind, Host, HostBuilder, Profile};
+use toolhost::{CallRequest, ErrorKind, Host, HostBuilder};
 
-use crate::{call_err, call_ok};
+use crate::{Workspace, call_err, call_ok};
 
 /// A profile that allows commands and grants the workspace for reading.
-const RUNS: &str = r#"
+pub(crate) const RUNS: &str = r#"
 allow = ["terminal:*"]
 file.read = ["."]
 "#;
 
-/// A temporary workspace (with symlinks resolved, so paths compare equal to
-/// what commands print).
-struct Workspace {
-    _dir: TempDir,
-    path: PathBuf,
-}
-
-impl Workspace {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().canonicalize().unwrap();
-        Self { _dir: dir, path }
-    }
-
-    /// Profile `p` from `body`, rooted in this workspace.
-    fn profile(&self, body: &str) -> Arc<Profile> {
-        crate::profile(body, &self.path)
-    }
-
-    /// A host with the `shell` guest under profile `body`.
-    async fn host(&self, body: &str) -> Host {
-        self.host_with(body, |builder| builder).await
-    }
-
-    async fn host_with(
-        &self,
-        body: &str,
-        configure: impl FnOnce(HostBuilder) -> HostBuilder,
-    ) -> Host {
-        let builder = Host::builder()
-            .plugin_file(toolhost_tests::SHELL)
-            .profile(self.profile(body));
-        configure(builder).build().await.unwrap()
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.path.join(name)
-    }
-
-    fn mkdir(&self, name: &str) -> PathBuf {
-        let dir = self.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+/// Hosts with the `shell` guest.
+fn shell(builder: HostBuilder) -> HostBuilder {
+    builder.plugin_file(toolhost_tests::SHELL)
 }
 
 /// Calls `run` (or `sneaky_run`) with `args`; the guest returns refusals as data.
@@ -92,7 +50,7 @@ fn ok_stdout(result: &Value) -> String {
 
 #[tokio::test]
 async fn a_command_runs_with_its_output_exit_code_and_stdin() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws.host(RUNS).await;
 
     let result = run_line(&host, "echo hello; echo oops >&2; exit 3").await;
@@ -115,7 +73,7 @@ async fn a_command_runs_with_its_output_exit_code_and_stdin() {
 
 #[tokio::test]
 async fn commands_start_in_the_workspace_and_may_use_granted_directories_only() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let sub = ws.mkdir("sub");
     ws.mkdir("secrets");
     let host = ws
@@ -157,8 +115,8 @@ async fn commands_start_in_the_workspace_and_may_use_granted_directories_only() 
 
 #[tokio::test]
 async fn a_symlink_cannot_lead_the_working_directory_out_of_the_grants() {
-    let ws = Workspace::new();
-    let elsewhere = Workspace::new();
+    let ws = Workspace::new(shell);
+    let elsewhere = Workspace::new(shell);
     std::os::unix::fs::symlink(&elsewhere.path, ws.join("escape")).unwrap();
     std::os::unix::fs::symlink("/", ws.join("root")).unwrap();
     ws.mkdir("inside");
@@ -181,14 +139,14 @@ async fn a_symlink_cannot_lead_the_working_directory_out_of_the_grants() {
 
 #[tokio::test]
 async fn a_profile_that_grants_no_directory_runs_no_commands() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws.host(r#"allow = ["terminal:*"]"#).await;
     let message = denied(&run_line(&host, "echo hi").await);
     assert!(message.contains("grants no directory"), "{message}");
     assert!(message.contains("file.read"), "{message}");
 
     // Without the workspace, commands start in the first granted directory.
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let data = ws.mkdir("data");
     let host = ws
         .host(
@@ -208,7 +166,7 @@ async fn the_environment_is_scrubbed_to_what_the_profile_passes() {
     // SAFETY: only this test reads or writes this variable, and nextest runs
     // each test in its own process.
     unsafe { std::env::set_var(NAME, "hunter2") };
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
 
     let scrubbed = ws.host(RUNS).await;
     let env = ok_stdout(&run_line(&scrubbed, "env").await);
@@ -247,7 +205,7 @@ async fn the_environment_is_scrubbed_to_what_the_profile_passes() {
 
 #[tokio::test]
 async fn deny_commands_refuse_matching_commands_anywhere_in_the_line() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -275,7 +233,7 @@ async fn deny_commands_refuse_matching_commands_anywhere_in_the_line() {
 
 #[tokio::test]
 async fn allow_commands_refuse_every_command_they_do_not_list() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -327,7 +285,7 @@ const DANGEROUS: &[(&str, &str)] = &[
 
 #[tokio::test]
 async fn dangerous_commands_are_refused_in_deny_mode() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let build = ws.mkdir("build");
     std::fs::write(build.join("keep"), "x").unwrap();
     std::fs::write(ws.join("x"), "x").unwrap();
@@ -352,7 +310,7 @@ async fn dangerous_commands_are_refused_in_deny_mode() {
 
 #[tokio::test]
 async fn dangerous_commands_run_in_allow_mode_but_deny_commands_still_apply() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let scratch = ws.mkdir("scratch");
     let host = ws
         .host(
@@ -396,7 +354,7 @@ async fn host_asking(
 
 #[tokio::test]
 async fn approve_mode_asks_and_a_deny_refuses() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let scratch = ws.mkdir("scratch");
     let script = Arc::new(ScriptedApprover::new([Approval::Deny]));
     let host = host_asking(&ws, script.clone(), None).await;
@@ -440,7 +398,7 @@ impl Approver for Silent {
 
 #[tokio::test]
 async fn approve_mode_without_an_answer_denies() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let scratch = ws.mkdir("scratch");
     let host = host_asking(&ws, Arc::new(DenyApprover), None).await;
     let message = denied(&run_line(&host, DELETE_SCRATCH).await);
@@ -462,7 +420,7 @@ async fn approve_mode_without_an_answer_denies() {
 
 #[tokio::test]
 async fn an_approval_once_runs_the_command_once() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let scratch = ws.mkdir("scratch");
     let script = Arc::new(ScriptedApprover::new([Approval::Once, Approval::Deny]));
     let host = host_asking(&ws, script.clone(), None).await;
@@ -478,7 +436,7 @@ async fn an_approval_once_runs_the_command_once() {
 
 #[tokio::test]
 async fn an_approval_for_the_session_holds_within_that_session_only() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let scratch = ws.mkdir("scratch");
     let script = Arc::new(ScriptedApprover::new([Approval::Session]));
     let host = host_asking(&ws, script.clone(), None).await;
@@ -514,7 +472,7 @@ async fn an_approval_for_the_session_holds_within_that_session_only() {
 
 #[tokio::test]
 async fn an_approval_always_is_kept_in_the_allowlist_file() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let scratch = ws.mkdir("scratch");
     let state = tempfile::tempdir().unwrap();
     let allowlist = state.path().join("approvals.json");
@@ -586,7 +544,7 @@ async fn wait_dead(pid: u32) -> bool {
 
 #[tokio::test]
 async fn a_timeout_kills_the_whole_process_group() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -612,7 +570,7 @@ async fn a_timeout_kills_the_whole_process_group() {
 
 #[tokio::test]
 async fn the_profile_timeout_caps_the_guest_timeout() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -632,7 +590,7 @@ async fn the_profile_timeout_caps_the_guest_timeout() {
 
 #[tokio::test]
 async fn background_jobs_end_with_the_shell() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -653,7 +611,7 @@ async fn background_jobs_end_with_the_shell() {
 
 #[tokio::test]
 async fn a_call_abandoned_at_its_time_limit_kills_the_command() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -676,7 +634,7 @@ async fn a_call_abandoned_at_its_time_limit_kills_the_command() {
 
 #[tokio::test]
 async fn output_floods_are_capped() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -710,7 +668,7 @@ async fn output_floods_are_capped() {
 
 #[tokio::test]
 async fn a_tool_that_does_not_declare_terminal_execute_is_refused_at_use() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -737,7 +695,7 @@ async fn a_tool_that_does_not_declare_terminal_execute_is_refused_at_use() {
 
 #[tokio::test]
 async fn a_profile_that_denies_terminal_hides_run_and_refuses_the_import() {
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let host = ws
         .host(
             r#"
@@ -785,7 +743,7 @@ async fn commands_run_and_refused_are_audited_without_env_values() {
     // SAFETY: only this test reads or writes this variable, and nextest runs
     // each test in its own process.
     unsafe { std::env::set_var(NAME, "sw0rdfish") };
-    let ws = Workspace::new();
+    let ws = Workspace::new(shell);
     let lines = Lines::default();
     let sink = lines.clone();
     let host = ws
