@@ -3,9 +3,8 @@
 //! plugins and tenants while serving, and the refusal to serve a
 //! non-loopback address without tenants.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -42,31 +41,16 @@ struct Serving {
 
 impl Serving {
     fn start(root: &Path, args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
-            .arg("--config")
-            .arg(root.join("toolhost.toml"))
-            .arg("serve")
-            .args(args)
-            .env_remove("RUST_LOG")
-            .env_remove("TOOLHOST_CONFIG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the toolhost binary runs");
-        let stderr = child.stderr.take().unwrap();
-        let (sender, receiver) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { return };
-                if sender.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let (child, stderr) = toolhost_tests::spawn_piped(
+            Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+                .arg("--config")
+                .arg(root.join("toolhost.toml"))
+                .arg("serve")
+                .args(args),
+        );
         Self {
             child,
-            stderr: receiver,
+            stderr,
             log: Vec::new(),
         }
     }
