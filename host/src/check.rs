@@ -70,15 +70,9 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
     );
     let source = PluginSource::File(path.to_path_buf());
     let loaded = if is_declarative_file(path) {
-        match (
-            runtime.declarative_wrapper(None).await,
-            std::str::from_utf8(&bytes),
-        ) {
-            (Ok(wrapper), Ok(text)) => {
-                PluginVersion::declarative(runtime, &name, source, text, wrapper).await
-            }
-            (Err(problem), _) => Err(LoadError::new(&name, &source, problem)),
-            (_, Err(e)) => Err(LoadError::new(
+        match std::str::from_utf8(&bytes) {
+            Ok(text) => PluginVersion::declarative(runtime, &name, source, text, None).await,
+            Err(e) => Err(LoadError::new(
                 &name,
                 &source,
                 format!("is not UTF-8 text: {e}"),

@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{parse_duration, parse_toml};
 use crate::runtime::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
-use crate::spec::is_valid_tool_name;
+use crate::spec::{is_valid_env_name, is_valid_tool_name};
 
 /// A validated declarative file: the tools' specs and, per tool, the
 /// definition the wrapper plugin executes.
@@ -417,7 +417,7 @@ fn check_auth(auth: &Auth, key: &str, problem: &mut impl FnMut(String, String)) 
             format!("{key}.{field}"),
             format!("is required for {:?} authentication", auth.kind),
         ),
-        Some(name) if !is_env_name(name) => problem(
+        Some(name) if !is_valid_env_name(name) => problem(
             format!("{key}.{field}"),
             format!("{name:?} is not an environment variable name"),
         ),
@@ -448,12 +448,6 @@ fn check_auth(auth: &Auth, key: &str, problem: &mut impl FnMut(String, String)) 
             format!("{other:?} is not an authentication type: use bearer, basic or header"),
         ),
     }
-}
-
-fn is_env_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.as_bytes()[0].is_ascii_digit()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 fn auth_env(auth: &Auth) -> Vec<String> {

@@ -605,21 +605,17 @@ impl Host {
     /// the wrapper plugin that runs them.
     async fn load_declarative(&self, name: &str, path: &Path) -> Result<PluginVersion, LoadError> {
         let source = PluginSource::File(path.to_path_buf());
-        let fail = |problem: String| LoadError {
-            plugin: name.to_string(),
-            source: source.clone(),
-            problems: vec![problem],
-        };
         let text = tokio::fs::read_to_string(path)
             .await
-            .map_err(|e| fail(format!("cannot read the file: {e}")))?;
-        let wrapper = self
-            .inner
-            .runtime
-            .declarative_wrapper(self.inner.cache.as_ref())
-            .await
-            .map_err(fail)?;
-        PluginVersion::declarative(&self.inner.runtime, name, source, &text, wrapper).await
+            .map_err(|e| LoadError::new(name, &source, format!("cannot read the file: {e}")))?;
+        PluginVersion::declarative(
+            &self.inner.runtime,
+            name,
+            source,
+            &text,
+            self.inner.cache.as_ref(),
+        )
+        .await
     }
 
     /// Makes a loaded plugin version live (replacing any version of the same

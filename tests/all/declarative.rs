@@ -56,9 +56,7 @@ async fn api() -> (SocketAddr, Log) {
     }
     let log = Log::default();
     let router = Router::new().fallback(handle).with_state(log.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let addr = crate::network::serve(crate::network::listener().await, router).await;
     (addr, log)
 }
 

@@ -245,19 +245,24 @@ impl PluginVersion {
     }
 
     /// A declarative tool file's version: the tools it declares, run by the
-    /// wrapper `component` (see [`crate::declarative`]).
+    /// bundled wrapper plugin (see [`crate::declarative`]).
     pub(crate) async fn declarative(
         runtime: &Arc<Runtime>,
         name: &str,
         source: PluginSource,
         text: &str,
-        wrapper: Component,
+        cache: Option<&ArtifactCache>,
     ) -> Result<PluginVersion, LoadError> {
         let declared = crate::declarative::parse(name, text).map_err(|problems| LoadError {
             plugin: name.to_string(),
             source: source.clone(),
             problems,
         })?;
+        // Compiled once per process, and only once a file is valid.
+        let wrapper = runtime
+            .declarative_wrapper(cache)
+            .await
+            .map_err(|problem| LoadError::new(name, &source, problem))?;
         let hash = ContentHash::of(text.as_bytes());
         Self::assemble(
             runtime,
