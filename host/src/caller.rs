@@ -128,6 +128,9 @@ impl Caller {
         &self,
         wait: Duration,
     ) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
+        if let Ok(permit) = self.slots.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
         match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             _ => Err(CallError::new(

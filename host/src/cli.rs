@@ -216,10 +216,17 @@ pub fn main() -> ExitCode {
             "warn"
         },
     );
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // MCP over stdio is one client, usually one call at a time: a single
+    // thread answers it without handing each message between worker threads
+    // (calls still overlap while they wait, and guests yield at every epoch
+    // tick). Everything else gets a worker per core.
+    let stdio = matches!(&cli.command, Command::Serve(args) if args.http.is_none());
+    let mut builder = if stdio {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

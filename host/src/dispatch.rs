@@ -1,9 +1,13 @@
 //! One tool call end to end (resolve, validate, hooks, run, normalize), and
 //! batches of calls in the OpenAI shape run concurrently.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Instant;
 
+use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -226,11 +230,14 @@ impl Host {
                 return (Err(error), Vec::new());
             }
         }
-        let scope = format!(
-            "{}/{}",
-            caller.tenant_name().unwrap_or("-"),
-            request.session.as_deref().unwrap_or("-")
-        );
+        // Where approvals given "for the session" apply; built only when used.
+        let scope = || {
+            format!(
+                "{}/{}",
+                caller.tenant_name().unwrap_or("-"),
+                request.session.as_deref().unwrap_or("-")
+            )
+        };
         if let Err(error) = self
             .approve_permissions(caller, &entry.spec, request, &scope)
             .await
@@ -245,24 +252,29 @@ impl Host {
                 return (Err(error), Vec::new());
             }
         };
-        let approvals = Some(ApprovalScope {
-            approvals: caller.approvals().clone(),
-            scope,
-            tenant: caller.tenant_name().map(String::from),
-        });
+        let approvals = || {
+            Some(ApprovalScope {
+                approvals: caller.approvals().clone(),
+                scope: scope(),
+                tenant: caller.tenant_name().map(String::from),
+            })
+        };
         let stateful_session = request
             .session
             .as_deref()
             .filter(|_| entry.plugin.is_stateful());
         let (output, uses) = match stateful_session {
             Some(session) => {
-                // One instance serves every tool of the plugin in the session.
-                let grants = Grants::for_tools(
-                    profile.clone(),
-                    entry.plugin.tools().iter().map(|t| &**t),
-                    approvals,
-                    entry.plugin.name(),
-                );
+                // One instance serves every tool of the plugin in the
+                // session; its grants only matter when it is started.
+                let grants = || {
+                    Arc::new(Grants::for_tools(
+                        profile.clone(),
+                        entry.plugin.tools().iter().map(|t| &**t),
+                        approvals(),
+                        entry.plugin.name(),
+                    ))
+                };
                 entry
                     .plugin
                     .call_in_session(
@@ -271,13 +283,17 @@ impl Host {
                         &text,
                         limits,
                         &session_key(caller, session),
-                        Arc::new(grants),
+                        grants,
                     )
                     .await
             }
             None => {
-                let grants =
-                    Grants::for_tools(profile.clone(), [&*entry.spec], approvals, &entry.spec.name);
+                let grants = Grants::for_tools(
+                    profile.clone(),
+                    [&*entry.spec],
+                    approvals(),
+                    &entry.spec.name,
+                );
                 entry
                     .plugin
                     .call(self.runtime(), &entry.spec, &text, limits, Arc::new(grants))
@@ -296,7 +312,7 @@ impl Host {
         caller: &Caller,
         spec: &ToolSpec,
         request: &CallRequest,
-        scope: &str,
+        scope: &(dyn Fn() -> String + Sync),
     ) -> Result<(), CallError> {
         let profile = caller.profile();
         for permission in &spec.permissions {
@@ -315,7 +331,7 @@ impl Host {
             };
             caller
                 .approvals()
-                .check(scope, &question)
+                .check(&scope(), &question)
                 .await
                 .map_err(|message| CallError::new(ErrorKind::Denied, message))?;
         }
@@ -359,51 +375,111 @@ impl Host {
             );
             return json!({ "error": error.model_text() });
         };
-        let semaphore = Arc::new(tokio::sync::Semaphore::new(self.batch_concurrency()));
-        let tasks: Vec<_> = calls
-            .iter()
-            .enumerate()
-            .map(|(index, call)| {
-                let host = self.clone();
-                let caller = caller.clone();
-                let call = call.clone();
-                let session = session.map(String::from);
-                let semaphore = semaphore.clone();
-                tokio::spawn(async move {
-                    let _permit = semaphore.acquire_owned().await;
-                    host.batch_item(&caller, index, &call, session).await
+        // Every entry is parsed here, once; the lanes only run calls.
+        let mut results: Vec<Option<Value>> = vec![None; calls.len()];
+        let mut queue = VecDeque::with_capacity(calls.len());
+        for (index, call) in calls.iter().enumerate() {
+            match batch_request(index, call) {
+                Ok(mut request) => {
+                    request.session = session.map(String::from);
+                    queue.push_back((index, request));
+                }
+                Err(error) => results[index] = Some(tool_result(call, error_content(&error))),
+            }
+        }
+        let concurrency = self.batch_concurrency().clamp(1, queue.len().max(1));
+        let lanes = lane_count().min(concurrency);
+        // The lanes' widths add up to the batch's concurrency bound.
+        let width = |lane: usize| concurrency / lanes + usize::from(lane < concurrency % lanes);
+        let queue = Arc::new(Mutex::new(queue));
+        // One lane per worker thread: each runs up to `width` calls at once,
+        // taking the next entry from the shared queue as one finishes. Calls
+        // stay on their lane's thread (no task per call handed between
+        // workers), and a lane stuck on slow calls leaves the rest of the
+        // queue to the others. This task is the last lane.
+        let spawned: Vec<_> = (1..lanes)
+            .map(|lane| {
+                let (host, caller, queue) = (self.clone(), caller.clone(), queue.clone());
+                let width = width(lane);
+                tokio::spawn(async move { host.batch_lane(&caller, &queue, width).await })
+            })
+            .collect();
+        let mut finished = self.batch_lane(caller, &queue, width(0)).await;
+        for lane in spawned {
+            match lane.await {
+                Ok(done) => finished.extend(done),
+                // `dispatch_as` turns every failure into an error, so a lane
+                // cannot fail; if its task is lost all the same, its entries
+                // get an internal error below.
+                Err(e) => tracing::error!(error = %e, "a batch lane failed"),
+            }
+        }
+        for (index, outcome) in finished {
+            let content = match outcome {
+                Ok(result) => result.get().to_string(),
+                Err(error) => error_content(&error),
+            };
+            results[index] = Some(tool_result(&calls[index], content));
+        }
+        let results: Vec<Value> = results
+            .into_iter()
+            .zip(calls)
+            .map(|(result, call)| {
+                result.unwrap_or_else(|| {
+                    let error = CallError::new(ErrorKind::Internal, "the call's task failed");
+                    tool_result(call, error_content(&error))
                 })
             })
             .collect();
-        let mut results = Vec::with_capacity(tasks.len());
-        for (index, task) in tasks.into_iter().enumerate() {
-            results.push(task.await.unwrap_or_else(|e| {
-                let error = CallError::new(ErrorKind::Internal, format!("call task failed: {e}"));
-                tool_result(&calls[index], error_content(&error))
-            }));
-        }
         json!({ "tool_results": results })
     }
 
-    async fn batch_item(
+    /// Runs entries from `queue` until it is empty: one call at a time
+    /// while calls keep the thread busy, more (up to `width`) while every
+    /// call in progress is waiting (on the network, a process, a slot). Many
+    /// instances alive at once on one thread only cost cache misses when
+    /// the calls are CPU-bound.
+    async fn batch_lane(
         &self,
         caller: &Caller,
-        index: usize,
-        call: &Value,
-        session: Option<String>,
-    ) -> Value {
-        let request = match batch_request(index, call) {
-            Ok(request) => request,
-            Err(error) => return tool_result(call, error_content(&error)),
+        queue: &Mutex<VecDeque<(usize, CallRequest)>>,
+        width: usize,
+    ) -> Vec<(usize, Result<Box<RawValue>, CallError>)> {
+        let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+        let start = |(index, request): (usize, CallRequest)| async move {
+            (index, self.dispatch_as(caller, request).await)
         };
-        let mut request = request;
-        request.session = session;
-        let content = match self.dispatch_as(caller, request).await {
-            Ok(result) => result.get().to_string(),
-            Err(error) => error_content(&error),
-        };
-        tool_result(call, content)
+        let mut running = FuturesUnordered::new();
+        let mut done = Vec::new();
+        loop {
+            if running.is_empty() {
+                match next() {
+                    Some(entry) => running.push(start(entry)),
+                    None => return done,
+                }
+            }
+            let polled = std::future::poll_fn(|cx| Poll::Ready(running.poll_next_unpin(cx))).await;
+            match polled {
+                Poll::Ready(Some(outcome)) => done.push(outcome),
+                Poll::Ready(None) => {}
+                Poll::Pending => {
+                    let more = (running.len() < width).then(next).flatten();
+                    match more {
+                        Some(entry) => running.push(start(entry)),
+                        None => done.extend(running.next().await),
+                    }
+                }
+            }
+        }
     }
+}
+
+/// How many lanes a batch runs on: one per worker thread of the runtime.
+fn lane_count() -> usize {
+    tokio::runtime::Handle::try_current()
+        .map(|handle| handle.metrics().num_workers())
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// Sessions are kept per tenant, so two tenants never share an instance.

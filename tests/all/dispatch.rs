@@ -158,6 +158,76 @@ async fn a_batch_of_fifty_returns_fifty_results_in_request_order() {
     }
 }
 
+/// Counts the calls between `before_call` and `after_call`, and the most
+/// seen at once.
+#[derive(Default)]
+struct InFlight {
+    now: Arc<Mutex<(usize, usize)>>,
+}
+
+impl CallHook for InFlight {
+    fn before_call<'a>(&'a self, _call: &'a CallInfo<'a>) -> BoxFuture<'a, Result<(), String>> {
+        let mut counts = self.now.lock().unwrap();
+        counts.0 += 1;
+        counts.1 = counts.1.max(counts.0);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn after_call(
+        &self,
+        _call: &CallInfo<'_>,
+        _result: Result<&serde_json::value::RawValue, &CallError>,
+        _duration: Duration,
+    ) {
+        self.now.lock().unwrap().0 -= 1;
+    }
+}
+
+/// A batch of calls that wait (the guest sleeps) runs them side by side, as
+/// many as the batch's bound and no more, on one worker thread or several.
+async fn waiting_calls_overlap_up_to_the_bound() {
+    let hook = InFlight::default();
+    let counts = hook.now.clone();
+    let host = Host::builder()
+        .plugin_file(toolhost_tests::MISBEHAVE)
+        .batch_concurrency(3)
+        .hook(hook)
+        .build()
+        .await
+        .unwrap();
+    let calls: Vec<Value> = (0..9)
+        .map(|i| {
+            json!({"id": format!("call_{i}"), "type": "function",
+                   "function": {"name": "sleep", "arguments": "{\"ms\": 60}"}})
+        })
+        .collect();
+    let response = host
+        .dispatch_batch(&json!({ "tool_calls": calls }), None)
+        .await;
+    let results = response["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 9);
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["tool_call_id"], format!("call_{i}"));
+        assert!(
+            !result["content"].as_str().unwrap().contains("error"),
+            "{result}"
+        );
+    }
+    let (now, most) = *counts.lock().unwrap();
+    assert_eq!(now, 0);
+    assert_eq!(most, 3, "calls in flight at once");
+}
+
+#[tokio::test]
+async fn a_batch_overlaps_waiting_calls_up_to_its_bound() {
+    waiting_calls_overlap_up_to_the_bound().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_overlaps_waiting_calls_up_to_its_bound_on_two_workers() {
+    waiting_calls_overlap_up_to_the_bound().await;
+}
+
 #[tokio::test]
 async fn a_batch_that_is_not_a_batch_is_one_error() {
     let host = host().await;

@@ -16,6 +16,7 @@ mod loading;
 mod mcp;
 mod network;
 mod python;
+mod ready;
 mod registry;
 mod reload;
 mod scaffold;

@@ -105,7 +105,7 @@ async fn unloading_a_stateful_plugin_tears_its_sessions_down() {
             r#"{"action":"list"}"#,
             &host.limits(),
             "s1",
-            std::sync::Arc::new(grants),
+            || std::sync::Arc::new(grants),
         )
         .await;
     let error = result.unwrap_err();

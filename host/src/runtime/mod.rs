@@ -9,6 +9,7 @@ mod flight;
 mod grants;
 mod host;
 mod plugin;
+mod ready;
 mod sandbox;
 mod session;
 

@@ -16,6 +16,7 @@ use super::cache::{ArtifactCache, Compiled};
 use super::engine::Runtime;
 use super::flight::{Drained, Flight, Flights};
 use super::grants::Grants;
+use super::ready::{ReadyInstances, Recipe};
 use super::sandbox::{Identity, Limits, Sandbox};
 use super::session::{LiveInstance, MAX_SESSIONS, NoSlot, Sessions};
 use crate::declarative::{Adapter, Declared};
@@ -183,6 +184,8 @@ pub struct PluginVersion {
     imports: Vec<String>,
     contract: String,
     sessions: Sessions,
+    /// Fresh instances made ahead of the next call of each tool.
+    ready: Arc<ReadyInstances>,
     compiled: Compiled,
     flights: Arc<Flights>,
     /// For a declarative tool file: runs its tools through the wrapper.
@@ -341,6 +344,7 @@ impl PluginVersion {
             imports,
             contract,
             sessions: Sessions::default(),
+            ready: Arc::default(),
             compiled: Compiled::Fresh,
             flights: Arc::default(),
             adapter,
@@ -409,7 +413,10 @@ impl PluginVersion {
             plugin: self.name.clone(),
             tool: None,
         };
-        let mut store = new_store(runtime, Sandbox::new(identity, limits, no_grants()));
+        let mut store = new_store(
+            runtime.engine(),
+            Sandbox::new(identity, limits, no_grants()),
+        );
         let instance = self.pre.instantiate_async(&mut store).await?;
         self.tool_indices.load(&mut store, &instance)?;
         Ok(())
@@ -417,6 +424,11 @@ impl PluginVersion {
 
     /// Runs `tool` with `arguments` (JSON text) in a fresh instance with
     /// `grants`. Returns the output and the capability uses of the call.
+    ///
+    /// The instance is the one made ahead for this tool when there is one for
+    /// the same limits and grants (never used before), otherwise it is made
+    /// now; either way the next one is made in the background once the call
+    /// has its result, and this call's store is dropped there.
     pub async fn call(
         &self,
         runtime: &Runtime,
@@ -425,20 +437,50 @@ impl PluginVersion {
         limits: &Limits,
         grants: Arc<Grants>,
     ) -> (Result<String, CallError>, Vec<super::CapabilityUse>) {
-        let identity = Identity {
+        let identity = || Identity {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
         };
-        let mut store = new_store(runtime, Sandbox::new(identity, limits, grants));
+        let (mut store, ready) = match self.ready.take(&tool.name, limits, &grants) {
+            Some(ready) => (ready.store, Some(ready.guest)),
+            None => {
+                let sandbox = Sandbox::new(identity(), limits, grants.clone());
+                (new_store(runtime.engine(), sandbox), None)
+            }
+        };
         let run = async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            let guest = self.tool_indices.load(&mut store, &instance)?;
+            let guest = match ready {
+                Some(guest) => guest,
+                None => {
+                    let instance = self.pre.instantiate_async(&mut store).await?;
+                    self.tool_indices.load(&mut store, &instance)?
+                }
+            };
             let (name, arguments) = self.guest_call(tool, arguments);
             guest.call_call(&mut store, name, &arguments).await
         };
         let outcome = tokio::time::timeout(limits.timeout, run).await;
         let result = self.finish(tool, outcome, store.data(), limits);
-        (result, store.data().capability_uses())
+        let uses = store.data().capability_uses();
+        // Only when no other call of this version is running: under load the
+        // next call comes at once and makes its own instance, while a lone
+        // caller (an agent calling one tool after another) waits for none.
+        if self.flights.count() > 1 {
+            return (result, uses);
+        }
+        self.ready.make_next(
+            &tool.name,
+            || Recipe {
+                engine: runtime.engine().clone(),
+                pre: self.pre.clone(),
+                indices: self.tool_indices.clone(),
+                identity: identity(),
+                limits: limits.clone(),
+                grants,
+            },
+            store,
+        );
+        (result, uses)
     }
 
     /// Runs `tool` in the instance kept for `session` (created on first use
@@ -452,7 +494,7 @@ impl PluginVersion {
         arguments: &str,
         limits: &Limits,
         session: &str,
-        grants: Arc<Grants>,
+        grants: impl FnOnce() -> Arc<Grants>,
     ) -> (Result<String, CallError>, Vec<super::CapabilityUse>) {
         match self
             .session_call(runtime, tool, arguments, limits, session, grants)
@@ -470,7 +512,7 @@ impl PluginVersion {
         arguments: &str,
         limits: &Limits,
         session: &str,
-        grants: Arc<Grants>,
+        grants: impl FnOnce() -> Arc<Grants>,
     ) -> Result<(Result<String, CallError>, Vec<super::CapabilityUse>), CallError> {
         let unloaded = || {
             CallError::new(
@@ -498,11 +540,12 @@ impl PluginVersion {
         if slot.closed {
             return Err(unloaded());
         }
-        let started = tokio::time::Instant::now();
+        // One deadline for starting the instance (if needed) and the call.
+        let deadline = tokio::time::Instant::now() + limits.timeout;
         if slot.live.is_none() {
-            let live = tokio::time::timeout(
-                limits.timeout,
-                self.start_session(runtime, session, limits, grants),
+            let live = tokio::time::timeout_at(
+                deadline,
+                self.start_session(runtime, session, limits, grants()),
             )
             .await
             .map_err(|_| {
@@ -518,10 +561,9 @@ impl PluginVersion {
         }
         let live = slot.live.as_mut().expect("just started");
         live.store.data_mut().begin_call(tool.name.as_str().into());
-        let remaining = limits.timeout.saturating_sub(started.elapsed());
         let (name, arguments) = self.guest_call(tool, arguments);
-        let outcome = tokio::time::timeout(
-            remaining,
+        let outcome = tokio::time::timeout_at(
+            deadline,
             live.tool.call_call(&mut live.store, name, &arguments),
         )
         .await;
@@ -547,7 +589,7 @@ impl PluginVersion {
             plugin: self.name.clone(),
             tool: None,
         };
-        let mut store = new_store(runtime, Sandbox::new(identity, limits, grants));
+        let mut store = new_store(runtime.engine(), Sandbox::new(identity, limits, grants));
         let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {
             trap_error(
                 &format!("plugin {:?} session start", &*self.name),
@@ -610,6 +652,12 @@ impl PluginVersion {
         self.adapter.is_some()
     }
 
+    /// How many fresh instances are made ahead of their call (at most one
+    /// per tool; see [`PluginVersion::call`]).
+    pub fn ready_instances(&self) -> usize {
+        self.ready.len()
+    }
+
     /// How many sessions this version keeps.
     pub fn session_count(&self) -> usize {
         self.sessions.len()
@@ -636,6 +684,7 @@ impl PluginVersion {
     /// within `grace` or are cancelled, then its stateful sessions are torn
     /// down.
     pub async fn drain(&self, grace: Duration) -> Drained {
+        self.ready.close();
         let drained = self.flights.drain(grace).await;
         self.sessions.close_all().await;
         drained
@@ -650,6 +699,7 @@ impl PluginVersion {
     /// replaced): waits for calls in progress, runs `teardown`, and refuses
     /// later calls. Returns how many instances were torn down.
     pub async fn close_sessions(&self) -> usize {
+        self.ready.close();
         self.sessions.close_all().await
     }
 
@@ -687,8 +737,8 @@ impl PluginVersion {
     }
 }
 
-fn new_store(runtime: &Runtime, sandbox: Sandbox) -> Store<Sandbox> {
-    let mut store = Store::new(runtime.engine(), sandbox);
+pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sandbox> {
+    let mut store = Store::new(engine, sandbox);
     store.limiter(|s| &mut s.limiter);
     store.epoch_deadline_async_yield_and_update(1);
     store
@@ -775,7 +825,7 @@ async fn describe(
         tool: None,
     };
     let mut store = new_store(
-        runtime,
+        runtime.engine(),
         Sandbox::new(identity, &DESCRIBE_LIMITS, no_grants()),
     );
     let run = async {

@@ -178,8 +178,11 @@ impl ServerHandler for McpServer {
         let mut call = CallRequest::new(request.name.to_string(), arguments);
         call.session = Some(self.session.to_string());
         call.call_id = Some(context.id.to_string());
+        // Boxed: rmcp moves every request's handler future into a task of its
+        // own, and the dispatch future (several KiB) would make that copy
+        // larger for every request, `ping` included.
         let dispatched = tokio::select! {
-            result = self.host.dispatch_as(&caller, call) => result,
+            result = Box::pin(self.host.dispatch_as(&caller, call)) => result,
             () = context.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the call was cancelled by the client", None));
             }

@@ -1,0 +1,172 @@
+//! Fresh instances made ahead of their call. After a call, a plugin version
+//! instantiates the next instance of that tool in the background (after the
+//! caller has its answer), so that the next call with the same grants skips
+//! instantiation. Each instance still serves exactly one call: nothing of one
+//! call can reach the next.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use wasmtime::Store;
+use wasmtime::component::InstancePre;
+
+use super::bindings::ToolIndices;
+use super::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
+use super::grants::Grants;
+use super::sandbox::{Identity, Limits, Sandbox};
+
+/// An instance that has not served a call yet.
+pub(crate) struct ReadyInstance {
+    pub(crate) store: Store<Sandbox>,
+    pub(crate) guest: ToolGuest,
+}
+
+/// What a new instance is built from: its WASI context and limits depend on
+/// these, so an instance only serves calls that would have built the same.
+fn same_sandbox(made: &Sandbox, limits: &Limits, grants: &Grants) -> bool {
+    let had = &made.grants;
+    made.limiter.limit() == limits.memory.min(super::engine::MAX_MEMORY)
+        && Arc::ptr_eq(&had.profile, &grants.profile)
+        && had.file_read == grants.file_read
+        && had.file_write == grants.file_write
+        && had.env == grants.env
+}
+
+/// The instances made ahead for one plugin version: at most one per tool.
+#[derive(Default)]
+pub(crate) struct ReadyInstances {
+    slots: Mutex<HashMap<Arc<str>, Slot>>,
+    closed: AtomicBool,
+}
+
+enum Slot {
+    /// Being instantiated.
+    Making,
+    Ready(ReadyInstance),
+}
+
+/// What the background instantiation needs.
+pub(crate) struct Recipe {
+    pub(crate) engine: wasmtime::Engine,
+    pub(crate) pre: InstancePre<Sandbox>,
+    pub(crate) indices: ToolIndices,
+    pub(crate) identity: Identity,
+    pub(crate) limits: Limits,
+    pub(crate) grants: Arc<Grants>,
+}
+
+impl ReadyInstances {
+    /// The instance made for `tool`, if it was made for these limits and
+    /// grants; it is then given the call's `grants` (approvals, subject).
+    pub(crate) fn take(
+        &self,
+        tool: &str,
+        limits: &Limits,
+        grants: &Arc<Grants>,
+    ) -> Option<ReadyInstance> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(Slot::Ready(ready)) = slots.get(tool) else {
+            return None;
+        };
+        if !same_sandbox(ready.store.data(), limits, grants) {
+            // Made for another caller; the next call makes one for this one.
+            let stale = slots.remove(tool);
+            drop(slots);
+            drop(stale);
+            return None;
+        }
+        let Some(Slot::Ready(mut ready)) = slots.remove(tool) else {
+            unreachable!("checked above");
+        };
+        drop(slots);
+        ready.store.data_mut().grants = grants.clone();
+        // Its epoch deadline was set when it was made.
+        ready.store.epoch_deadline_async_yield_and_update(1);
+        Some(ready)
+    }
+
+    /// Makes the next instance of `tool` in a task of its own, unless one is
+    /// ready or being made. `used` (the store of the call that just ended)
+    /// is dropped there too, off the caller's path. The task first yields,
+    /// so the caller's answer goes out before this work runs.
+    pub(crate) fn make_next(
+        self: &Arc<Self>,
+        tool: &str,
+        recipe: impl FnOnce() -> Recipe,
+        used: Store<Sandbox>,
+    ) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let tool: Arc<str> = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            if slots.contains_key(tool) {
+                return;
+            }
+            let tool: Arc<str> = tool.into();
+            slots.insert(tool.clone(), Slot::Making);
+            tool
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&tool);
+            return;
+        };
+        let (this, recipe) = (self.clone(), recipe());
+        runtime.spawn(async move {
+            tokio::task::yield_now().await;
+            drop(used);
+            let made = tokio::time::timeout(recipe.limits.timeout, make(&recipe)).await;
+            let mut slots = this.slots.lock().unwrap_or_else(|e| e.into_inner());
+            match made {
+                Ok(Ok(ready)) if !this.closed.load(Ordering::Acquire) => {
+                    slots.insert(tool, Slot::Ready(ready));
+                }
+                Ok(Err(error)) => {
+                    // The call that needs it will instantiate and report.
+                    tracing::debug!(tool = %tool, %error, "instance made ahead failed");
+                    slots.remove(&tool);
+                }
+                _ => {
+                    slots.remove(&tool);
+                }
+            }
+        });
+    }
+
+    /// Drops the instances made ahead and makes no more (the version is
+    /// being unloaded).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let ready: Vec<Slot> = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.drain().map(|(_, slot)| slot).collect()
+        };
+        drop(ready);
+    }
+
+    /// How many instances are ready now.
+    pub(crate) fn len(&self) -> usize {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|slot| matches!(slot, Slot::Ready(_)))
+            .count()
+    }
+}
+
+async fn make(recipe: &Recipe) -> wasmtime::Result<ReadyInstance> {
+    let sandbox = Sandbox::new(
+        recipe.identity.clone(),
+        &recipe.limits,
+        recipe.grants.clone(),
+    );
+    let mut store = super::plugin::new_store(&recipe.engine, sandbox);
+    let instance = recipe.pre.instantiate_async(&mut store).await?;
+    let guest = recipe.indices.load(&mut store, &instance)?;
+    Ok(ReadyInstance { store, guest })
+}

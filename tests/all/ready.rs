@@ -1,0 +1,104 @@
+//! Instances made ahead: after a call, the next instance of the tool is made
+//! in the background. It serves exactly one call, keeps nothing from the
+//! call before, and only serves a call with the grants it was made for.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost::{CallRequest, Caller, Host, PluginVersion};
+
+use crate::Workspace;
+use crate::files::PROFILE as FILES;
+
+fn plugin(host: &Host, name: &str) -> Arc<PluginVersion> {
+    host.plugins()
+        .into_iter()
+        .find(|p| &**p.name() == name)
+        .unwrap()
+}
+
+/// Waits (yielding to the background work) until `plugin` has an instance
+/// ready.
+async fn until_ready(plugin: &PluginVersion) {
+    for _ in 0..500 {
+        if plugin.ready_instances() == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    panic!("no instance was made ahead for {:?}", plugin.name());
+}
+
+async fn call(host: &Host, caller: &Caller, tool: &str, arguments: Value) -> Value {
+    let result = host
+        .dispatch_as(caller, CallRequest::new(tool, arguments))
+        .await
+        .unwrap();
+    serde_json::from_str(result.get()).unwrap()
+}
+
+#[tokio::test]
+async fn an_instance_made_ahead_serves_one_call_and_keeps_nothing_of_the_last() {
+    let host = Host::builder().bundled(true).build().await.unwrap();
+    let tasks = plugin(&host, "tasks");
+    let caller = host.caller();
+    assert_eq!(tasks.ready_instances(), 0);
+    // Without a session id, even the stateful todo tool runs in a fresh
+    // instance per call.
+    let added = call(
+        &host,
+        &caller,
+        "todo",
+        json!({"action": "add", "text": "x"}),
+    )
+    .await;
+    assert_eq!(added["items"].as_array().map(Vec::len), Some(1), "{added}");
+    until_ready(&tasks).await;
+    let listed = call(&host, &caller, "todo", json!({"action": "list"})).await;
+    assert_eq!(
+        tasks.ready_instances(),
+        0,
+        "the call took the instance made ahead"
+    );
+    assert_eq!(listed["items"], json!([]), "{listed}");
+    until_ready(&tasks).await;
+    // Unloading drops it.
+    let removed = host.remove_plugin("tasks").await.unwrap();
+    assert_eq!(removed.ready_instances(), 0);
+}
+
+#[tokio::test]
+async fn an_instance_made_for_one_profile_never_serves_another() {
+    let alpha = Workspace::new(|builder| builder.bundled(true));
+    let bravo = Workspace::new(|builder| builder.bundled(true));
+    alpha.write("who.txt", "alpha\n");
+    bravo.write("who.txt", "bravo\n");
+    let host = alpha.host(FILES).await;
+    let as_alpha = host.caller();
+    let as_bravo = Caller::new(bravo.profile(FILES), as_alpha.approvals().clone());
+    let file = plugin(&host, "file");
+    let read = json!({"path": "who.txt"});
+
+    assert_eq!(
+        call(&host, &as_alpha, "read_file", read.clone()).await["content"],
+        "alpha\n"
+    );
+    until_ready(&file).await;
+    // Made for alpha's profile (alpha's workspace preopened): not used.
+    assert_eq!(
+        call(&host, &as_bravo, "read_file", read.clone()).await["content"],
+        "bravo\n"
+    );
+    until_ready(&file).await;
+    assert_eq!(
+        call(&host, &as_alpha, "read_file", read.clone()).await["content"],
+        "alpha\n"
+    );
+    until_ready(&file).await;
+    assert_eq!(
+        call(&host, &as_alpha, "read_file", read).await["content"],
+        "alpha\n"
+    );
+    assert_eq!(file.ready_instances(), 0, "the same profile's call took it");
+}
