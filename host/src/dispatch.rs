@@ -113,9 +113,10 @@ impl Host {
     pub async fn dispatch_as(
         &self,
         caller: &Caller,
-        request: CallRequest,
+        mut request: CallRequest,
     ) -> Result<Box<RawValue>, CallError> {
         let started = Instant::now();
+        let arguments = std::mem::replace(&mut request.arguments, Arguments::Text(String::new()));
         let resolved = match caller.admit() {
             Ok(()) => self.resolve(&request.tool).await,
             Err(error) => Err(error),
@@ -126,7 +127,7 @@ impl Host {
             Ok((entry, _flight)) => {
                 tokio::select! {
                     biased;
-                    done = self.run_entry(caller, entry, &request, started) => done,
+                    done = self.run_entry(caller, entry, &request, arguments, started) => done,
                     () = entry.plugin.cancelled() => (Err(CallError::new(
                         ErrorKind::Cancelled,
                         format!(
@@ -195,6 +196,7 @@ impl Host {
         caller: &Caller,
         entry: &ToolEntry,
         request: &CallRequest,
+        arguments: Arguments,
         started: Instant,
     ) -> (Result<Box<RawValue>, CallError>, Vec<CapabilityUse>) {
         let profile = caller.profile();
@@ -206,11 +208,11 @@ impl Host {
             return (Err(error), Vec::new());
         }
         let limits = &profile.limits;
-        let (arguments, text) =
-            match parse_arguments(&entry.spec, request.arguments.clone(), limits.max_arguments) {
-                Ok(parsed) => parsed,
-                Err(error) => return (Err(error), Vec::new()),
-            };
+        let (arguments, text) = match parse_arguments(&entry.spec, arguments, limits.max_arguments)
+        {
+            Ok(parsed) => parsed,
+            Err(error) => return (Err(error), Vec::new()),
+        };
         if let Err(violations) = entry.spec.validate_arguments(&arguments) {
             return (Err(schema_error(&entry.spec, &violations)), Vec::new());
         }

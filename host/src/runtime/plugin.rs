@@ -560,7 +560,7 @@ impl PluginVersion {
             slot.live = Some(live);
         }
         let live = slot.live.as_mut().expect("just started");
-        live.store.data_mut().begin_call(tool.name.as_str().into());
+        live.store.data_mut().begin_call(&tool.name);
         let (name, arguments) = self.guest_call(tool, arguments);
         let outcome = tokio::time::timeout_at(
             deadline,

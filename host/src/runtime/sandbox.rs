@@ -108,8 +108,10 @@ impl Sandbox {
 
     /// Prepares a reused instance for its next call: new tool name, fresh
     /// output capture, counters and limit flags.
-    pub(crate) fn begin_call(&mut self, tool: Arc<str>) {
-        self.identity.tool = Some(tool);
+    pub(crate) fn begin_call(&mut self, tool: &str) {
+        if self.identity.tool.as_deref() != Some(tool) {
+            self.identity.tool = Some(tool.into());
+        }
         self.stdout.clear();
         self.stderr.clear();
         self.log_records = 0;
