@@ -462,10 +462,15 @@ impl PluginVersion {
         let outcome = tokio::time::timeout(limits.timeout, run).await;
         let result = self.finish(tool, outcome, store.data(), limits);
         let uses = store.data().capability_uses();
-        // Only when no other call of this version is running: under load the
-        // next call comes at once and makes its own instance, while a lone
-        // caller (an agent calling one tool after another) waits for none.
-        if self.flights.count() > 1 {
+        // Only for a lone caller (an agent calling one tool after another,
+        // served on one thread: MCP over stdio, the CLI) and when no other
+        // call of this version is running. Under concurrent load the next
+        // call comes at once and would wait for the background work anyway;
+        // on the multi-thread HTTP server it cost 30% more CPU per call.
+        let lone = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
+        });
+        if !lone || self.flights.count() > 1 {
             return (result, uses);
         }
         self.ready.make_next(
