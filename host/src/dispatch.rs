@@ -377,6 +377,17 @@ impl Host {
             );
             return json!({ "error": error.model_text() });
         };
+        // One call (the usual request of an agent's turn) needs no lanes.
+        if let [call] = calls.as_slice() {
+            let content = match batch_request(0, call) {
+                Ok(mut request) => {
+                    request.session = session.map(String::from);
+                    outcome_content(self.dispatch_as(caller, request).await)
+                }
+                Err(error) => error_content(&error),
+            };
+            return json!({ "tool_results": [tool_result(call, content)] });
+        }
         // Every entry is parsed here, once; the lanes only run calls.
         let mut results: Vec<Option<Value>> = vec![None; calls.len()];
         let mut queue = VecDeque::with_capacity(calls.len());
@@ -417,11 +428,7 @@ impl Host {
             }
         }
         for (index, outcome) in finished {
-            let content = match outcome {
-                Ok(result) => result.get().to_string(),
-                Err(error) => error_content(&error),
-            };
-            results[index] = Some(tool_result(&calls[index], content));
+            results[index] = Some(tool_result(&calls[index], outcome_content(outcome)));
         }
         let results: Vec<Value> = results
             .into_iter()
@@ -473,6 +480,14 @@ impl Host {
                 }
             }
         }
+    }
+}
+
+/// A batch entry's `content`: the tool's result, or its error as JSON.
+fn outcome_content(outcome: Result<Box<RawValue>, CallError>) -> String {
+    match outcome {
+        Ok(result) => result.get().to_string(),
+        Err(error) => error_content(&error),
     }
 }
 

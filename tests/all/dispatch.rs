@@ -97,64 +97,73 @@ async fn a_long_guest_error_is_cut_for_the_model() {
     assert!(text.contains("300ms"), "{text}");
 }
 
+/// Entry `i` of a mixed batch: a good call, bad JSON arguments, an unknown
+/// tool, a failing tool, and an entry with no function, in turn.
+fn mixed_entry(i: usize) -> Value {
+    let id = format!("call_{i}");
+    match i % 5 {
+        0 => json!({"id": id, "type": "function",
+                    "function": {"name": "echo", "arguments": format!(r#"{{"text":"{i}"}}"#)}}),
+        1 => json!({"id": id, "type": "function",
+                    "function": {"name": "echo", "arguments": "{\"text\": "}}),
+        2 => json!({"id": id, "type": "function",
+                    "function": {"name": "no_such_tool", "arguments": "{}"}}),
+        3 => json!({"id": id, "type": "function",
+                    "function": {"name": "fail", "arguments": "{}"}}),
+        _ => json!({"id": id, "type": "function"}),
+    }
+}
+
+/// Checks the result of [`mixed_entry`] `i`, sent at `position` in its batch.
+fn check_mixed_result(i: usize, position: usize, result: &Value) {
+    assert_eq!(result["tool_call_id"], format!("call_{i}"));
+    assert_eq!(result["role"], "tool");
+    let content: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    let error = content["error"].as_str().unwrap_or_default();
+    match i % 5 {
+        0 => {
+            assert_eq!(result["name"], "echo");
+            assert_eq!(content, json!({"text": i.to_string()}));
+        }
+        1 => assert!(error.starts_with("invalid_json: "), "{content}"),
+        2 => assert!(error.starts_with("unknown_tool: "), "{content}"),
+        3 => assert!(error.starts_with("tool_error: "), "{content}"),
+        _ => {
+            assert_eq!(result["name"], Value::Null);
+            assert_eq!(
+                error,
+                format!("invalid_request: tool_calls[{position}] has no \"function\" object")
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_batch_of_fifty_returns_fifty_results_in_request_order() {
     let host = host().await;
-    let mut calls = Vec::new();
-    for i in 0..50 {
-        let call = match i % 5 {
-            0 => json!({"id": format!("call_{i}"), "type": "function",
-                        "function": {"name": "echo", "arguments": format!(r#"{{"text":"{i}"}}"#)}}),
-            1 => json!({"id": format!("call_{i}"), "type": "function",
-                        "function": {"name": "echo", "arguments": "{\"text\": "}}),
-            2 => json!({"id": format!("call_{i}"), "type": "function",
-                        "function": {"name": "no_such_tool", "arguments": "{}"}}),
-            3 => json!({"id": format!("call_{i}"), "type": "function",
-                        "function": {"name": "fail", "arguments": "{}"}}),
-            _ => json!({"id": format!("call_{i}"), "type": "function"}),
-        };
-        calls.push(call);
-    }
+    let calls: Vec<Value> = (0..50).map(mixed_entry).collect();
     let response = host
         .dispatch_batch(&json!({ "tool_calls": calls }), None)
         .await;
     let results = response["tool_results"].as_array().unwrap();
     assert_eq!(results.len(), 50);
     for (i, result) in results.iter().enumerate() {
-        assert_eq!(result["tool_call_id"], format!("call_{i}"));
-        assert_eq!(result["role"], "tool");
-        let content: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
-        match i % 5 {
-            0 => {
-                assert_eq!(result["name"], "echo");
-                assert_eq!(content, json!({"text": i.to_string()}));
-            }
-            1 => assert!(
-                content["error"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("invalid_json: ")
-            ),
-            2 => assert!(
-                content["error"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("unknown_tool: ")
-            ),
-            3 => assert!(
-                content["error"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("tool_error: ")
-            ),
-            _ => {
-                assert_eq!(result["name"], Value::Null);
-                assert_eq!(
-                    content["error"],
-                    format!("invalid_request: tool_calls[{i}] has no \"function\" object")
-                );
-            }
-        }
+        check_mixed_result(i, i, result);
+    }
+}
+
+/// A batch of one (an agent's usual turn) takes a shorter path; every kind
+/// of entry comes back the same way on it.
+#[tokio::test]
+async fn a_batch_of_one_returns_each_kind_of_result() {
+    let host = host().await;
+    for i in 0..5 {
+        let response = host
+            .dispatch_batch(&json!({ "tool_calls": [mixed_entry(i)] }), None)
+            .await;
+        let results = response["tool_results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "{response}");
+        check_mixed_result(i, 0, &results[0]);
     }
 }
 
