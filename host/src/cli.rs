@@ -1,6 +1,7 @@
 //! The `toolhost` command line.
 
 use std::io::{IsTerminal, Read};
+use std::os::fd::AsFd as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -162,6 +163,11 @@ struct ServeArgs {
     /// `https://app.example.com`, `http://localhost:*`)
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
+    /// MCP over stdio: how long the idle server thread polls stdin for the
+    /// next message before it sleeps (a sleeping thread can take tens of
+    /// microseconds to wake, on virtual machines especially); 0 turns it off
+    #[arg(long, value_name = "DURATION", default_value = "50us", value_parser = parse_duration)]
+    stdio_poll: Duration,
 }
 
 fn parse_size(text: &str) -> Result<u64, String> {
@@ -222,7 +228,17 @@ pub fn main() -> ExitCode {
     // tick). Everything else gets a worker per core.
     let stdio = matches!(&cli.command, Command::Serve(args) if args.http.is_none());
     let mut builder = if stdio {
-        tokio::runtime::Builder::new_current_thread()
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        if let Command::Serve(args) = &cli.command
+            && !args.stdio_poll.is_zero()
+        {
+            let budget = args.stdio_poll;
+            let stdin = std::io::stdin();
+            builder.on_thread_park(move || {
+                crate::serve::mcp::poll_readable(stdin.as_fd(), budget);
+            });
+        }
+        builder
     } else {
         tokio::runtime::Builder::new_multi_thread()
     };

@@ -18,12 +18,16 @@
 //! `SERVE_BENCH_TOOLHOST=path/to/toolhost` measures another build;
 //! `SERVE_BENCH_AWAKE=1` keeps idle CPUs spinning at the lowest priority
 //! (on this virtual machine an idle CPU takes tens of microseconds to wake,
-//! which then dominates every round trip). Without `--bench` (as
+//! which then dominates every round trip); `SERVE_BENCH_CLIENT_SPIN=1`
+//! makes the stdio client poll for each answer instead of sleeping in
+//! `read`, so the round trip no longer includes waking the client (the
+//! server's part of it). Without `--bench` (as
 //! `cargo test --benches` runs it) it does one short run of each case as a
 //! smoke test.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command};
 use std::sync::mpsc;
@@ -415,6 +419,8 @@ struct McpStdio {
     output: BufReader<ChildStdout>,
     line: String,
     next_id: u64,
+    /// Wait for answers by polling stdout instead of sleeping in `read`.
+    spin: bool,
 }
 
 impl McpStdio {
@@ -429,6 +435,7 @@ impl McpStdio {
             output,
             line: String::new(),
             next_id: 0,
+            spin: std::env::var_os("SERVE_BENCH_CLIENT_SPIN").is_some(),
         };
         let info = stdio.request(
             "initialize",
@@ -457,6 +464,17 @@ impl McpStdio {
         let key = format!("\"id\":{id}");
         loop {
             self.line.clear();
+            if self.spin && self.output.buffer().is_empty() {
+                let mut fd = libc::pollfd {
+                    fd: self.output.get_ref().as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd, no timeout.
+                while unsafe { libc::poll(&mut fd, 1, 0) } == 0 {
+                    std::hint::spin_loop();
+                }
+            }
             let read = self.output.read_line(&mut self.line).unwrap();
             assert!(read > 0, "the server closed stdout");
             if let Some(at) = self.line.find(&key)

@@ -54,11 +54,13 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// Parses `30s`, `500ms`, `2m`, `1h`, `1.5s`.
+/// Parses `30s`, `500ms`, `50us` (or `50µs`), `2m`, `1h`, `1.5s`, and `0`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = number_and_unit(text, "a duration; write it like \"30s\" or \"500ms\"")?;
     let seconds = match unit {
+        "" if number == 0.0 => 0.0,
+        "us" | "µs" => number / 1e6,
         "ms" => number / 1000.0,
         "s" => number,
         "m" | "min" => number * 60.0,
@@ -70,7 +72,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         }
         other => {
             return Err(format!(
-                "unknown duration unit {other:?} in {text:?}; use ms, s, m or h"
+                "unknown duration unit {other:?} in {text:?}; use us, ms, s, m or h"
             ));
         }
     };
@@ -143,6 +145,9 @@ mod tests {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("50us"), Ok(Duration::from_micros(50)));
+        assert_eq!(parse_duration("50µs"), Ok(Duration::from_micros(50)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("30").unwrap_err().contains("has no unit"));
         assert!(
             parse_duration("3 fortnights")
