@@ -225,14 +225,16 @@ pub fn main() -> ExitCode {
     // MCP over stdio is one client, usually one call at a time: a single
     // thread answers it without handing each message between worker threads
     // (calls still overlap while they wait, and guests yield at every epoch
-    // tick). Everything else gets a worker per core.
-    let stdio = matches!(&cli.command, Command::Serve(args) if args.http.is_none());
-    let mut builder = if stdio {
+    // tick). Before that thread sleeps it polls stdin for a while, so a
+    // client's next message does not have to wake it. Everything else gets a
+    // worker per core.
+    let stdio_poll = match &cli.command {
+        Command::Serve(args) if args.http.is_none() => Some(args.stdio_poll),
+        _ => None,
+    };
+    let mut builder = if let Some(budget) = stdio_poll {
         let mut builder = tokio::runtime::Builder::new_current_thread();
-        if let Command::Serve(args) = &cli.command
-            && !args.stdio_poll.is_zero()
-        {
-            let budget = args.stdio_poll;
+        if !budget.is_zero() {
             let stdin = std::io::stdin();
             builder.on_thread_park(move || {
                 crate::serve::mcp::poll_readable(stdin.as_fd(), budget);
