@@ -102,3 +102,30 @@ async fn an_instance_made_for_one_profile_never_serves_another() {
     );
     assert_eq!(file.ready_instances(), 0, "the same profile's call took it");
 }
+
+/// On a multi-thread runtime (the HTTP server) as on one thread: a call made
+/// while no other call of the version runs gets its successor made ahead;
+/// calls that overlap do not, as the next one would not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_lone_call_has_its_next_instance_made_ahead() {
+    let host = Host::builder()
+        .plugin_file(toolhost_tests::MISBEHAVE)
+        .build()
+        .await
+        .unwrap();
+    let misbehave = plugin(&host, "misbehave");
+    let caller = host.caller();
+    let sleep = |ms: u64| call(&host, &caller, "sleep", json!({ "ms": ms }));
+    // Two calls that overlap: each one either started or ended while the
+    // other ran.
+    let (first, second) = tokio::join!(sleep(300), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        sleep(300).await
+    });
+    assert_eq!(first, second);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(misbehave.ready_instances(), 0);
+    // A call on its own.
+    sleep(1).await;
+    until_ready(&misbehave).await;
+}

@@ -427,8 +427,9 @@ impl PluginVersion {
     ///
     /// The instance is the one made ahead for this tool when there is one for
     /// the same limits and grants (never used before), otherwise it is made
-    /// now; either way the next one is made in the background once the call
-    /// has its result, and this call's store is dropped there.
+    /// now. When no other call of this version overlapped this one, the next
+    /// instance is made in the background once the call has its result, and
+    /// this call's store is dropped there.
     pub async fn call(
         &self,
         runtime: &Runtime,
@@ -441,6 +442,8 @@ impl PluginVersion {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
         };
+        // This call's own flight is counted.
+        let alone_at_start = self.flights.count() <= 1;
         let (mut store, ready) = match self.ready.take(&tool.name, limits, &grants) {
             Some(ready) => (ready.store, Some(ready.guest)),
             None => {
@@ -463,14 +466,11 @@ impl PluginVersion {
         let result = self.finish(tool, outcome, store.data(), limits);
         let uses = store.data().capability_uses();
         // Only for a lone caller (an agent calling one tool after another,
-        // served on one thread: MCP over stdio, the CLI) and when no other
-        // call of this version is running. Under concurrent load the next
-        // call comes at once and would wait for the background work anyway;
-        // on the multi-thread HTTP server it cost 30% more CPU per call.
-        let lone = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
-            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
-        });
-        if !lone || self.flights.count() > 1 {
+        // over stdio, one HTTP connection or the CLI): no other call of this
+        // version ran when this one started or runs now. Under concurrent
+        // load the next call comes at once and would wait for the background
+        // work anyway, or take an instance made on another worker thread.
+        if !alone_at_start || self.flights.count() > 1 {
             return (result, uses);
         }
         self.ready.make_next(
