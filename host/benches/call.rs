@@ -51,6 +51,7 @@ fn calls(c: &mut Criterion) {
                     r#"{"text":"hi"}"#,
                     &limits,
                     grants.clone(),
+                    true,
                 )
             })
         },

@@ -62,6 +62,9 @@ pub struct CallRequest {
     pub session: Option<String>,
     /// The model's `tool_call_id`, for hooks and logs.
     pub call_id: Option<String>,
+    /// Set for the calls of a batch's lanes: the lane's next call follows at
+    /// once, so a fresh instance made ahead would only cost CPU.
+    pub(crate) in_lane: bool,
 }
 
 impl CallRequest {
@@ -72,6 +75,7 @@ impl CallRequest {
             arguments: arguments.into(),
             session: None,
             call_id: None,
+            in_lane: false,
         }
     }
 
@@ -298,7 +302,14 @@ impl Host {
                 );
                 entry
                     .plugin
-                    .call(self.runtime(), &entry.spec, &text, limits, Arc::new(grants))
+                    .call(
+                        self.runtime(),
+                        &entry.spec,
+                        &text,
+                        limits,
+                        Arc::new(grants),
+                        !request.in_lane,
+                    )
                     .await
             }
         };
@@ -455,7 +466,8 @@ impl Host {
         width: usize,
     ) -> Vec<(usize, Result<Box<RawValue>, CallError>)> {
         let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-        let start = |(index, request): (usize, CallRequest)| async move {
+        let start = |(index, mut request): (usize, CallRequest)| async move {
+            request.in_lane = true;
             (index, self.dispatch_as(caller, request).await)
         };
         let mut running = FuturesUnordered::new();

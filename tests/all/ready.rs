@@ -129,3 +129,27 @@ async fn only_a_lone_call_has_its_next_instance_made_ahead() {
     sleep(1).await;
     until_ready(&misbehave).await;
 }
+
+/// A batch's lane runs its next call at once: nothing is made ahead for it,
+/// even when its calls run one at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_makes_no_instance_ahead() {
+    let host = Host::builder()
+        .plugin_file(toolhost_tests::MISBEHAVE)
+        .batch_concurrency(1)
+        .build()
+        .await
+        .unwrap();
+    let calls: Vec<Value> = (0..4)
+        .map(|i| {
+            json!({"id": format!("call_{i}"), "type": "function",
+                   "function": {"name": "sleep", "arguments": "{\"ms\": 1}"}})
+        })
+        .collect();
+    let response = host
+        .dispatch_batch(&json!({ "tool_calls": calls }), None)
+        .await;
+    assert_eq!(response["tool_results"].as_array().map(Vec::len), Some(4));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(plugin(&host, "misbehave").ready_instances(), 0);
+}

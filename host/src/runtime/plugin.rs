@@ -427,9 +427,10 @@ impl PluginVersion {
     ///
     /// The instance is the one made ahead for this tool when there is one for
     /// the same limits and grants (never used before), otherwise it is made
-    /// now. When no other call of this version overlapped this one, the next
-    /// instance is made in the background once the call has its result, and
-    /// this call's store is dropped there.
+    /// now. With `make_ahead`, and when no other call of this version
+    /// overlapped this one, the next instance is made in the background once
+    /// the call has its result, and this call's store is dropped there.
+    /// Callers that run another call at once (a batch's lane) pass `false`.
     pub async fn call(
         &self,
         runtime: &Runtime,
@@ -437,13 +438,14 @@ impl PluginVersion {
         arguments: &str,
         limits: &Limits,
         grants: Arc<Grants>,
+        make_ahead: bool,
     ) -> (Result<String, CallError>, Vec<super::CapabilityUse>) {
         let identity = || Identity {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
         };
-        // This call's own flight is counted.
-        let alone_at_start = self.flights.count() <= 1;
+        // Alone when it starts (this call's own flight is counted).
+        let lone = make_ahead && self.flights.count() <= 1;
         let (mut store, ready) = match self.ready.take(&tool.name, limits, &grants) {
             Some(ready) => (ready.store, Some(ready.guest)),
             None => {
@@ -470,7 +472,7 @@ impl PluginVersion {
         // version ran when this one started or runs now. Under concurrent
         // load the next call comes at once and would wait for the background
         // work anyway, or take an instance made on another worker thread.
-        if !alone_at_start || self.flights.count() > 1 {
+        if !lone || self.flights.count() > 1 {
             return (result, uses);
         }
         self.ready.make_next(
