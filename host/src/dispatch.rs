@@ -390,11 +390,8 @@ impl Host {
         };
         // One call (the usual request of an agent's turn) needs no lanes.
         if let [call] = calls.as_slice() {
-            let content = match batch_request(0, call) {
-                Ok(mut request) => {
-                    request.session = session.map(String::from);
-                    outcome_content(self.dispatch_as(caller, request).await)
-                }
+            let content = match batch_request(0, call, session) {
+                Ok(request) => outcome_content(self.dispatch_as(caller, request).await),
                 Err(error) => error_content(&error),
             };
             return json!({ "tool_results": [tool_result(call, content)] });
@@ -403,11 +400,8 @@ impl Host {
         let mut results: Vec<Option<Value>> = vec![None; calls.len()];
         let mut queue = VecDeque::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
-            match batch_request(index, call) {
-                Ok(mut request) => {
-                    request.session = session.map(String::from);
-                    queue.push_back((index, request));
-                }
+            match batch_request(index, call, session) {
+                Ok(request) => queue.push_back((index, request)),
                 Err(error) => results[index] = Some(tool_result(call, error_content(&error))),
             }
         }
@@ -420,7 +414,7 @@ impl Host {
         // taking the next entry from the shared queue as one finishes. Calls
         // stay on their lane's thread (no task per call handed between
         // workers), and a lane stuck on slow calls leaves the rest of the
-        // queue to the others. This task is the last lane.
+        // queue to the others. This task runs lane 0.
         let spawned: Vec<_> = (1..lanes)
             .map(|lane| {
                 let (host, caller, queue) = (self.clone(), caller.clone(), queue.clone());
@@ -519,8 +513,12 @@ fn session_key(caller: &Caller, session: &str) -> String {
     }
 }
 
-/// A batch entry as a [`CallRequest`], or why it is malformed.
-fn batch_request(index: usize, call: &Value) -> Result<CallRequest, CallError> {
+/// A batch entry as a [`CallRequest`] in `session`, or why it is malformed.
+fn batch_request(
+    index: usize,
+    call: &Value,
+    session: Option<&str>,
+) -> Result<CallRequest, CallError> {
     let malformed = |what: &str| {
         CallError::new(
             ErrorKind::InvalidRequest,
@@ -542,6 +540,7 @@ fn batch_request(index: usize, call: &Value) -> Result<CallRequest, CallError> {
     };
     let mut request = CallRequest::new(name, arguments);
     request.call_id = call.get("id").and_then(Value::as_str).map(String::from);
+    request.session = session.map(String::from);
     Ok(request)
 }
 

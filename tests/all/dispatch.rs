@@ -167,6 +167,18 @@ async fn a_batch_of_one_returns_each_kind_of_result() {
     }
 }
 
+/// A batch of `count` calls of misbehave's `sleep` for `ms` each, with ids
+/// `call_0`, `call_1`, ...
+pub(crate) fn sleep_batch(count: usize, ms: u64) -> Value {
+    let calls: Vec<Value> = (0..count)
+        .map(|i| {
+            json!({"id": format!("call_{i}"), "type": "function",
+                   "function": {"name": "sleep", "arguments": format!("{{\"ms\": {ms}}}")}})
+        })
+        .collect();
+    json!({ "tool_calls": calls })
+}
+
 /// Counts the calls between `before_call` and `after_call`, and the most
 /// seen at once.
 #[derive(Default)]
@@ -204,15 +216,7 @@ async fn waiting_calls_overlap_up_to_the_bound() {
         .build()
         .await
         .unwrap();
-    let calls: Vec<Value> = (0..9)
-        .map(|i| {
-            json!({"id": format!("call_{i}"), "type": "function",
-                   "function": {"name": "sleep", "arguments": "{\"ms\": 60}"}})
-        })
-        .collect();
-    let response = host
-        .dispatch_batch(&json!({ "tool_calls": calls }), None)
-        .await;
+    let response = host.dispatch_batch(&sleep_batch(9, 60), None).await;
     let results = response["tool_results"].as_array().unwrap();
     assert_eq!(results.len(), 9);
     for (i, result) in results.iter().enumerate() {

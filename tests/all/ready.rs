@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use toolhost::{CallRequest, Caller, Host, PluginVersion};
 
 use crate::Workspace;
+use crate::dispatch::sleep_batch;
 use crate::files::PROFILE as FILES;
 
 fn plugin(host: &Host, name: &str) -> Arc<PluginVersion> {
@@ -140,15 +141,7 @@ async fn a_batch_makes_no_instance_ahead() {
         .build()
         .await
         .unwrap();
-    let calls: Vec<Value> = (0..4)
-        .map(|i| {
-            json!({"id": format!("call_{i}"), "type": "function",
-                   "function": {"name": "sleep", "arguments": "{\"ms\": 1}"}})
-        })
-        .collect();
-    let response = host
-        .dispatch_batch(&json!({ "tool_calls": calls }), None)
-        .await;
+    let response = host.dispatch_batch(&sleep_batch(4, 1), None).await;
     assert_eq!(response["tool_results"].as_array().map(Vec::len), Some(4));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(plugin(&host, "misbehave").ready_instances(), 0);

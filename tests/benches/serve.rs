@@ -27,7 +27,7 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd as _;
+use std::os::fd::AsFd as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command};
 use std::sync::mpsc;
@@ -39,6 +39,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{CONTENT_TYPE, HOST};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+use toolhost::serve::mcp::poll_readable;
 
 /// The `toolhost` command line (`toolhost::cli::main`), built for this
 /// bench; `SERVE_BENCH_TOOLHOST` names another build to measure instead.
@@ -465,15 +466,7 @@ impl McpStdio {
         loop {
             self.line.clear();
             if self.spin && self.output.buffer().is_empty() {
-                let mut fd = libc::pollfd {
-                    fd: self.output.get_ref().as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd, no timeout.
-                while unsafe { libc::poll(&mut fd, 1, 0) } == 0 {
-                    std::hint::spin_loop();
-                }
+                poll_readable(self.output.get_ref().as_fd(), Duration::MAX);
             }
             let read = self.output.read_line(&mut self.line).unwrap();
             assert!(read > 0, "the server closed stdout");

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre};
 use wasmtime::{Store, Trap};
 
+use super::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
 use super::bindings::{GuestToolError, LifecycleIndices, Manifest, ToolIndices};
 use super::cache::{ArtifactCache, Compiled};
 use super::engine::Runtime;
@@ -417,8 +418,7 @@ impl PluginVersion {
             runtime.engine(),
             Sandbox::new(identity, limits, no_grants()),
         );
-        let instance = self.pre.instantiate_async(&mut store).await?;
-        self.tool_indices.load(&mut store, &instance)?;
+        instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?;
         Ok(())
     }
 
@@ -456,10 +456,7 @@ impl PluginVersion {
         let run = async {
             let guest = match ready {
                 Some(guest) => guest,
-                None => {
-                    let instance = self.pre.instantiate_async(&mut store).await?;
-                    self.tool_indices.load(&mut store, &instance)?
-                }
+                None => instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?,
             };
             let (name, arguments) = self.guest_call(tool, arguments);
             guest.call_call(&mut store, name, &arguments).await
@@ -751,6 +748,16 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sa
     store
 }
 
+/// Instantiates `pre` in `store` and finds the instance's `tool` export.
+pub(crate) async fn instantiate_tool(
+    pre: &InstancePre<Sandbox>,
+    indices: &ToolIndices,
+    store: &mut Store<Sandbox>,
+) -> wasmtime::Result<ToolGuest> {
+    let instance = pre.instantiate_async(&mut *store).await?;
+    indices.load(store, &instance)
+}
+
 /// Checks the first bytes: a component, not a core module or something else.
 fn sniff(bytes: &[u8]) -> Result<(), String> {
     const MAGIC: &[u8; 4] = b"\0asm";
@@ -836,8 +843,7 @@ async fn describe(
         Sandbox::new(identity, &DESCRIBE_LIMITS, no_grants()),
     );
     let run = async {
-        let instance = pre.instantiate_async(&mut store).await?;
-        let guest = indices.load(&mut store, &instance)?;
+        let guest = instantiate_tool(pre, indices, &mut store).await?;
         guest.call_describe(&mut store).await
     };
     let outcome = tokio::time::timeout(DESCRIBE_LIMITS.timeout, run).await;

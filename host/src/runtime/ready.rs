@@ -65,21 +65,21 @@ impl ReadyInstances {
         limits: &Limits,
         grants: &Arc<Grants>,
     ) -> Option<ReadyInstance> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(Slot::Ready(ready)) = slots.get(tool) else {
-            return None;
+        let mut ready = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            match slots.remove_entry(tool)? {
+                (_, Slot::Ready(ready)) => ready,
+                (tool, making) => {
+                    slots.insert(tool, making);
+                    return None;
+                }
+            }
         };
         if !same_sandbox(ready.store.data(), limits, grants) {
-            // Made for another caller; the next call makes one for this one.
-            let stale = slots.remove(tool);
-            drop(slots);
-            drop(stale);
+            // Made for another caller (dropped here, outside the lock); the
+            // next call makes one for this one.
             return None;
         }
-        let Some(Slot::Ready(mut ready)) = slots.remove(tool) else {
-            unreachable!("checked above");
-        };
-        drop(slots);
         ready.store.data_mut().grants = grants.clone();
         // Its epoch deadline was set when it was made.
         ready.store.epoch_deadline_async_yield_and_update(1);
@@ -166,7 +166,6 @@ async fn make(recipe: &Recipe) -> wasmtime::Result<ReadyInstance> {
         recipe.grants.clone(),
     );
     let mut store = super::plugin::new_store(&recipe.engine, sandbox);
-    let instance = recipe.pre.instantiate_async(&mut store).await?;
-    let guest = recipe.indices.load(&mut store, &instance)?;
+    let guest = super::plugin::instantiate_tool(&recipe.pre, &recipe.indices, &mut store).await?;
     Ok(ReadyInstance { store, guest })
 }
