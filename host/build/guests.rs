@@ -67,12 +67,13 @@ pub(crate) fn build(dir: &str) -> Vec<Guest> {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"))
         .join("guests");
+    ensure_wasm_target(&target_dir);
     let profile = std::env::var("TOOLHOST_GUEST_PROFILE").unwrap_or_else(|_| "guest".into());
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     command
         .arg("build")
-        .arg("--target=wasm32-wasip2")
+        .arg(format!("--target={WASM_TARGET}"))
         .arg(format!("--profile={profile}"))
         .arg("--manifest-path")
         .arg(root.join("Cargo.toml"))
@@ -93,13 +94,10 @@ pub(crate) fn build(dir: &str) -> Vec<Guest> {
         .status()
         .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
     if !status.success() {
-        panic!(
-            "building the guest plugins in {dir}/ failed (see the errors above). \
-             If the target is missing, run `rustup target add wasm32-wasip2`."
-        );
+        panic!("building the guest plugins in {dir}/ failed (see the errors above)");
     }
 
-    let out = target_dir.join("wasm32-wasip2").join(&profile);
+    let out = target_dir.join(WASM_TARGET).join(&profile);
     crates
         .into_iter()
         .map(|(name, package)| {
@@ -122,6 +120,54 @@ pub(crate) fn build(dir: &str) -> Vec<Guest> {
             }
         })
         .collect()
+}
+
+/// The wasm target the guests are built for.
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// Makes sure the toolchain can build for [`WASM_TARGET`]: rustup does not add
+/// the targets named in `rust-toolchain.toml` when its automatic installs are
+/// off, so a fresh machine would stop here with "can't find crate for `core`".
+/// The host's and the tests' build scripts run at once: a lock file in the
+/// guests' target directory makes the second one wait for the first install.
+fn ensure_wasm_target(target_dir: &Path) {
+    let installed = || {
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        Command::new(rustc)
+            .args(["--print", "target-libdir", "--target", WASM_TARGET])
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .and_then(|out| std::fs::read_dir(String::from_utf8_lossy(&out.stdout).trim()).ok())
+            .is_some_and(|mut entries| {
+                entries.any(|entry| {
+                    entry.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libcore-"))
+                })
+            })
+    };
+    if installed() {
+        return;
+    }
+    std::fs::create_dir_all(target_dir).unwrap();
+    let lock = std::fs::File::create(target_dir.join(".rustup-target.lock")).unwrap();
+    lock.lock().unwrap();
+    if installed() {
+        return;
+    }
+    let mut rustup = Command::new("rustup");
+    rustup.args(["target", "add", WASM_TARGET]);
+    // The toolchain this build runs on (set by rustup's proxies).
+    if let Ok(toolchain) = std::env::var("RUSTUP_TOOLCHAIN") {
+        rustup.args(["--toolchain", &toolchain]);
+    }
+    println!("cargo:warning=installing the {WASM_TARGET} target with rustup to build the plugins");
+    let added = rustup.status().is_ok_and(|status| status.success());
+    if !added || !installed() {
+        panic!(
+            "the plugins are built for {WASM_TARGET}, which this toolchain lacks, and \
+             `rustup target add {WASM_TARGET}` did not add it: run that command, then build again"
+        );
+    }
 }
 
 fn out_dir() -> PathBuf {
