@@ -2,5 +2,7 @@
 //! tests can run it as a process.
 
 fn main() -> std::process::ExitCode {
+    // A terminal command's sandbox is built by this binary started again.
+    toolhost::confine::enter_if_requested();
     toolhost::cli::main()
 }

@@ -120,6 +120,9 @@ enum Command {
     /// HTTP endpoint (/mcp) and the OpenAI-style API (/v1) on one port;
     /// watches the plugin directory and config file while it runs
     Serve(ServeArgs),
+    /// Report what the kernel offers the terminal sandbox, and which
+    /// profiles run commands without it
+    Doctor,
     /// Check or show the configuration
     Config {
         #[command(subcommand)]
@@ -340,6 +343,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Watch { json } => watch(&cli.global, json).await,
+        Command::Doctor => doctor(&cli.global).await,
         Command::Status { json } => {
             let host = host(&cli.global).await?;
             status(&host, json)
@@ -354,6 +358,46 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             })
         }
     }
+}
+
+/// `toolhost doctor`: builds a sandbox around `true` and says what worked.
+async fn doctor(global: &Global) -> Result<ExitCode> {
+    let support = crate::confine::probe().await;
+    let ready = support.namespaces.is_ok();
+    match &support.namespaces {
+        Ok(()) => println!(
+            "✓ terminal sandbox: user, mount, PID, IPC, UTS and network namespaces, \
+             seccomp filter, resource limits"
+        ),
+        Err(reason) => println!("✗ terminal sandbox: {reason}"),
+    }
+    match support.landlock_abi {
+        Some(abi) => println!("✓ Landlock ABI {abi}: second filesystem layer, signal scoping"),
+        None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),
+    }
+    let config = Config::discover(global.config.as_deref())?;
+    let mut unconfined = 0;
+    for name in config.profiles.keys() {
+        let profile = config.profile(name, None).map_err(anyhow::Error::msg)?;
+        if profile.terminal.sandbox == crate::policy::TerminalSandbox::None {
+            unconfined += 1;
+            println!(
+                "! profile {name:?} sets terminal.sandbox = \"none\": its commands run \
+                 unconfined, with toolhost's own rights"
+            );
+        }
+    }
+    let refused = !ready && unconfined < config.profiles.len();
+    if refused {
+        println!(
+            "  terminal commands of the other profiles are refused until the sandbox can be built"
+        );
+    }
+    Ok(if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn config_command(global: &Global, action: ConfigAction) -> Result<ExitCode> {

@@ -30,6 +30,7 @@ mod caller;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod confine;
 mod declarative;
 pub mod definitions;
 mod dispatch;

@@ -1,5 +1,7 @@
 //! The `toolhost` binary; see `toolhost --help`.
 
 fn main() -> std::process::ExitCode {
+    // A terminal command's sandbox is built by this binary started again.
+    toolhost::confine::enter_if_requested();
     toolhost::cli::main()
 }

@@ -19,6 +19,7 @@ mod python;
 mod ready;
 mod registry;
 mod reload;
+mod sandbox;
 mod scaffold;
 mod serve;
 mod stateful;
@@ -40,8 +41,15 @@ pub fn test_limits() -> Limits {
     }
 }
 
+/// Terminal commands run in sandboxes built by the toolhost binary the tests
+/// build (this test binary cannot enter a user namespace: it has threads).
+pub fn use_launcher() {
+    toolhost::confine::use_launcher(env!("CARGO_BIN_EXE_toolhost-cli"));
+}
+
 /// A host with the bundled plugins and the `misbehave` test guest.
 pub async fn host() -> Host {
+    use_launcher();
     Host::builder()
         .bundled(true)
         .plugin_file(toolhost_tests::MISBEHAVE)
@@ -84,6 +92,7 @@ pub struct Workspace {
 impl Workspace {
     /// A new workspace whose hosts load what `plugins` adds to a builder.
     pub fn new(plugins: fn(HostBuilder) -> HostBuilder) -> Self {
+        use_launcher();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().canonicalize().unwrap();
         Self {
@@ -162,5 +171,39 @@ pub async fn call_err(host: &Host, tool: &str, arguments: &str) -> (toolhost::Er
             let json = e.to_json();
             (e.kind(), json["error"].as_str().unwrap().to_string())
         }
+    }
+}
+
+/// Host processes whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(marker) {
+                found.push(format!(
+                    "{}: {cmdline}",
+                    entry.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Waits up to five seconds for every process whose command line contains
+/// `marker` to be gone.
+pub async fn assert_gone(marker: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_with(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }

@@ -14,7 +14,7 @@ use toolhost::audit::AuditLog;
 use toolhost::hooks::BoxFuture;
 use toolhost::{CallRequest, ErrorKind, Host, HostBuilder};
 
-use crate::{Workspace, call_err, call_ok};
+use crate::{Workspace, assert_gone, call_err, call_ok};
 
 /// A profile that allows commands and grants the workspace for reading.
 pub(crate) const RUNS: &str = r#"
@@ -315,8 +315,8 @@ async fn dangerous_commands_run_in_allow_mode_but_deny_commands_still_apply() {
     let host = ws
         .host(
             r#"
-            allow = ["terminal:*"]
-            file.read = ["."]
+            allow = ["terminal:*", "file:write"]
+            file.write = ["."]
             terminal.dangerous = "allow"
             terminal.deny_commands = ["rm -rf /*"]
             "#,
@@ -329,8 +329,8 @@ async fn dangerous_commands_run_in_allow_mode_but_deny_commands_still_apply() {
 }
 
 const APPROVE: &str = r#"
-allow = ["terminal:*"]
-file.read = ["."]
+allow = ["terminal:*", "file:write"]
+file.write = ["."]
 terminal.dangerous = "approve"
 "#;
 
@@ -500,46 +500,10 @@ async fn an_approval_always_is_kept_in_the_allowlist_file() {
     assert!(scratch.exists());
 }
 
-/// True once `pid` has exited (gone, or a zombie nobody reaped yet).
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // `pid (comm) S ...`: the state follows the last ')'.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-    }
-}
-
-/// A pid a command wrote to `file`.
 /// The command returned well before the 30 s its processes would take.
 fn assert_prompt(started: Instant) {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(10), "took {took:?}");
-}
-
-/// Every process whose pid a command wrote to these files is gone.
-async fn assert_all_dead(ws: &Workspace, files: &[&str]) {
-    for file in files {
-        let pid = read_pid(&ws.join(file));
-        assert!(wait_dead(pid).await, "{file}: process {pid} still runs");
-    }
-}
-
-fn read_pid(file: &Path) -> u32 {
-    let text = std::fs::read_to_string(file).unwrap();
-    text.trim().parse().unwrap_or_else(|_| panic!("{text:?}"))
-}
-
-/// Waits up to two seconds for `pid` to exit.
-async fn wait_dead(pid: u32) -> bool {
-    for _ in 0..100 {
-        if is_dead(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
 }
 
 #[tokio::test]
@@ -558,14 +522,14 @@ async fn a_timeout_kills_the_whole_process_group() {
     let result = run(
         &host,
         json!({
-            "command": "sleep 30 & echo $! > bg.pid; echo $$ > sh.pid; sleep 30; echo done",
+            "command": "sleep 30.11 & sleep 30.11; echo done",
             "timeout_ms": 300,
         }),
     )
     .await;
     assert_eq!(result, json!({ "error_kind": "timeout" }));
     assert_prompt(started);
-    assert_all_dead(&ws, &["bg.pid", "sh.pid"]).await;
+    assert_gone("sleep 30.11").await;
 }
 
 #[tokio::test]
@@ -602,11 +566,10 @@ async fn background_jobs_end_with_the_shell() {
         .await;
     let started = Instant::now();
     // The background sleep holds stdout open; the call must not wait for it.
-    let result = run_line(&host, "sleep 30 & echo $! > bg.pid; echo started").await;
+    let result = run_line(&host, "sleep 30.12 & echo started").await;
     assert_eq!(ok_stdout(&result), "started\n");
     assert_prompt(started);
-    let pid = read_pid(&ws.join("bg.pid"));
-    assert!(wait_dead(pid).await, "process {pid} still runs");
+    assert_gone("sleep 30.12").await;
 }
 
 #[tokio::test]
@@ -625,11 +588,11 @@ async fn a_call_abandoned_at_its_time_limit_kills_the_command() {
     let (kind, message) = call_err(
         &host,
         "run",
-        &json!({ "command": "sleep 30 & echo $! > bg.pid; echo $$ > sh.pid; wait" }).to_string(),
+        &json!({ "command": "sleep 30.13 & wait" }).to_string(),
     )
     .await;
     assert_eq!(kind, ErrorKind::Timeout, "{message}");
-    assert_all_dead(&ws, &["bg.pid", "sh.pid"]).await;
+    assert_gone("sleep 30.13").await;
 }
 
 #[tokio::test]

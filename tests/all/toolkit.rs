@@ -764,8 +764,8 @@ async fn run_command_asks_before_dangerous_commands_in_approve_mode() {
     let host = ws
         .host_with(
             r#"
-            allow = ["terminal:execute"]
-            file.read = ["."]
+            allow = ["terminal:execute", "file:write"]
+            file.write = ["."]
             terminal.dangerous = "approve"
             "#,
             |builder| builder.approver(approver.clone()),

@@ -14,7 +14,7 @@ pub use units::{ByteSize, Span, parse_duration, parse_size};
 
 use crate::policy::{
     CommandRules, DangerousMode, HostRules, Limits, NetworkLimits, PathRules, PermissionRules,
-    Profile, TerminalSettings, paths,
+    Profile, TerminalNetwork, TerminalSandbox, TerminalSettings, paths,
 };
 use crate::runtime::MAX_MEMORY;
 use crate::toolsets::{CompositeToolset, Toolsets};
@@ -164,6 +164,27 @@ pub struct TerminalConfig {
     /// Host environment variables passed to commands.
     #[serde(default)]
     pub env: Vec<String>,
+    /// What confines commands: `kernel` (default) or `none`.
+    #[serde(default)]
+    pub sandbox: Option<TerminalSandbox>,
+    /// What network commands get: `none` (default) or `host`.
+    #[serde(default)]
+    pub network: Option<TerminalNetwork>,
+    /// Directories commands may read besides the file grants.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// Most processes of one command at once (default 256).
+    #[serde(default)]
+    pub max_processes: Option<u64>,
+    /// Most address space of each process (default 4GiB).
+    #[serde(default)]
+    pub memory: Option<ByteSize>,
+    /// Largest file a command may write (default 1GiB).
+    #[serde(default)]
+    pub max_file_size: Option<ByteSize>,
+    /// Size of the private /tmp (default 256MiB).
+    #[serde(default)]
+    pub tmp_size: Option<ByteSize>,
 }
 
 /// `env.*` of a profile.
@@ -745,6 +766,19 @@ fn resolve_profile(
             .map(|s| s.0 as usize)
             .unwrap_or(defaults.max_output),
         env: terminal.env.clone(),
+        sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
+        network: terminal.network.unwrap_or(defaults.network),
+        read: terminal
+            .read
+            .iter()
+            .map(|dir| paths::normalize(&workspace.join(dir)))
+            .collect(),
+        max_processes: terminal.max_processes.unwrap_or(defaults.max_processes),
+        memory: terminal.memory.map_or(defaults.memory, |s| s.0),
+        max_file_size: terminal
+            .max_file_size
+            .map_or(defaults.max_file_size, |s| s.0),
+        tmp_size: terminal.tmp_size.map_or(defaults.tmp_size, |s| s.0),
     };
 
     for (i, pattern) in written.env.allow.iter().enumerate() {

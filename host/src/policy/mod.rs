@@ -22,4 +22,7 @@ pub use permissions::{
     PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
     PermissionRules,
 };
-pub use profile::{DangerousMode, Limits, NetworkLimits, Profile, TerminalSettings};
+pub use profile::{
+    DangerousMode, Limits, NetworkLimits, Profile, TerminalNetwork, TerminalSandbox,
+    TerminalSettings,
+};

@@ -75,9 +75,47 @@ impl Default for NetworkLimits {
     }
 }
 
+/// What confines terminal commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalSandbox {
+    /// The kernel sandbox (namespaces, Landlock, seccomp, limits); commands
+    /// are refused where the kernel cannot build it.
+    #[default]
+    Kernel,
+    /// No confinement: commands run as plain host processes. Explicit only.
+    None,
+}
+
+/// What network sandboxed commands get.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalNetwork {
+    /// A network namespace of their own with only a loopback interface.
+    #[default]
+    None,
+    /// The host's network, unfiltered. Explicit only.
+    Host,
+}
+
 /// How terminal commands run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TerminalSettings {
+    /// What confines commands.
+    pub sandbox: TerminalSandbox,
+    /// What network commands get.
+    pub network: TerminalNetwork,
+    /// Host directories commands may read besides the file grants
+    /// (toolchains, say); absolute.
+    pub read: Vec<PathBuf>,
+    /// Most processes a command may run at once.
+    pub max_processes: u64,
+    /// Most address space of each process of a command, in bytes.
+    pub memory: u64,
+    /// Largest file a command may write, in bytes.
+    pub max_file_size: u64,
+    /// Size of a command's private `/tmp`, in bytes.
+    pub tmp_size: u64,
     /// What to do with dangerous commands.
     pub dangerous: DangerousMode,
     /// Longest a command may run (the guest may ask for less).
@@ -90,9 +128,18 @@ pub struct TerminalSettings {
 }
 
 impl Default for TerminalSettings {
-    /// Deny dangerous commands, 60 s, 256 KiB of output, no environment.
+    /// The kernel sandbox with no network, 256 processes, 4 GiB of
+    /// address space per process, files up to 1 GiB, a 256 MiB `/tmp`;
+    /// deny dangerous commands, 60 s, 256 KiB of output, no environment.
     fn default() -> Self {
         Self {
+            sandbox: TerminalSandbox::Kernel,
+            network: TerminalNetwork::None,
+            read: Vec::new(),
+            max_processes: 256,
+            memory: 4 << 30,
+            max_file_size: 1 << 30,
+            tmp_size: 256 << 20,
             dangerous: DangerousMode::Deny,
             timeout: Duration::from_secs(60),
             max_output: 256 << 10,

@@ -1,9 +1,11 @@
-//! One command line run by `/bin/sh -c` as the leader of its own process
-//! group: only the environment it is given, optional stdin, stdout and stderr
-//! read concurrently and capped, and the whole group (background jobs and
-//! grandchildren included) killed when the shell exits, at the deadline, or
-//! when the caller stops waiting. A process that starts a session of its own
-//! (`setsid`) leaves the group and is not killed.
+//! One command line run as the leader of its own process group, either in
+//! the kernel sandbox (the launcher of [`crate::confine`], which ends every
+//! process of the sandbox with the shell) or, unconfined, by the shell
+//! directly: only the environment it is given, optional stdin, stdout and
+//! stderr read concurrently and capped, and the whole group killed when the
+//! shell exits, at the deadline, or when the caller stops waiting. Unconfined,
+//! a process that starts a session of its own (`setsid`) leaves the group and
+//! is not killed.
 
 use std::ffi::OsString;
 use std::io;
@@ -14,9 +16,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::time::Instant;
-
-/// The shell that runs command lines.
-const SHELL: &str = "/bin/sh";
 
 /// How long output is still read after the shell has exited and its group
 /// was killed. Only a process that left the group (`setsid`) can keep a pipe
@@ -31,8 +30,13 @@ const CHUNK: usize = 16 * 1024;
 
 /// A command line ready to run.
 pub(crate) struct ShellCommand<'a> {
-    /// The command line, passed to `/bin/sh -c`.
+    /// The shell, run as `shell -c line`.
+    pub(crate) shell: &'a Path,
+    /// The command line.
     pub(crate) line: &'a str,
+    /// The sandbox to run it in (its launcher and spec), or `None` to run
+    /// the shell directly.
+    pub(crate) confined: Option<(&'a Path, &'a crate::confine::Spec)>,
     /// The working directory.
     pub(crate) cwd: &'a Path,
     /// The whole environment of the shell; nothing is inherited.
@@ -74,13 +78,24 @@ impl ShellCommand<'_> {
     /// returned future is dropped, the process group is killed.
     pub(crate) async fn run(self) -> io::Result<Finished> {
         let deadline = Instant::now() + self.timeout;
-        let mut command = tokio::process::Command::new(SHELL);
+        let mut command = match self.confined {
+            Some((launcher, spec)) => {
+                let mut command = tokio::process::Command::new(launcher);
+                crate::confine::prepare(&mut command, spec).map_err(io::Error::other)?;
+                command
+            }
+            None => {
+                let mut command = tokio::process::Command::new(self.shell);
+                command
+                    .arg("-c")
+                    .arg(self.line)
+                    .current_dir(self.cwd)
+                    .env_clear()
+                    .envs(self.env.iter().map(|(name, value)| (name, value)));
+                command
+            }
+        };
         command
-            .arg("-c")
-            .arg(self.line)
-            .current_dir(self.cwd)
-            .env_clear()
-            .envs(self.env.iter().map(|(name, value)| (name, value)))
             .stdin(if self.stdin.is_some() {
                 Stdio::piped()
             } else {

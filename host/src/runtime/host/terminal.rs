@@ -28,16 +28,22 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::process_group::{self, Finished, ShellCommand};
+use super::process_group::{self, Captured, Finished, ShellCommand};
 use crate::approval::{ApprovalRequest, Subject};
+use crate::confine;
 use crate::policy::{
-    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, dangerous, paths,
+    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalSandbox,
+    dangerous, paths,
 };
 use crate::runtime::bindings::toolhost::plugin::terminal::{Command, Host, Output, TerminalError};
 use crate::runtime::grants::{ApprovalScope, CapabilityUse, Grants};
 use crate::runtime::sandbox::{Identity, Sandbox};
+
+/// The shell that runs command lines where it exists.
+const BASH: &str = "/bin/bash";
 
 /// `PATH` of commands unless the profile passes the host's.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -63,7 +69,7 @@ impl Host for Sandbox {
                 return Ok(Err(TerminalError::Denied(message)));
             }
         };
-        self.record(CapabilityUse::allowed("terminal", quoted));
+        self.record(CapabilityUse::allowed("terminal", quoted.clone()));
 
         let profile = &grants.profile;
         let settings = &profile.terminal;
@@ -71,8 +77,20 @@ impl Host for Sandbox {
             settings.timeout.min(Duration::from_millis(ms.into()))
         });
         let env = environment(profile, &cwd.home);
+        let shell_path = shell_path();
+        let confined = match confinement(&grants.profile, shell_path, line, &cwd.dir, &env).await {
+            Ok(confined) => confined,
+            Err(reason) => {
+                let message = format!("command {quoted:?} refused: {reason}");
+                return Ok(Err(TerminalError::Failed(message)));
+            }
+        };
         let shell = ShellCommand {
+            shell: shell_path,
             line,
+            confined: confined
+                .as_ref()
+                .map(|(launcher, spec)| (launcher.as_path(), spec)),
             cwd: &cwd.dir,
             env: &env,
             stdin: command.stdin,
@@ -80,12 +98,17 @@ impl Host for Sandbox {
             max_output: settings.max_output,
         };
         Ok(match shell.run().await {
-            Ok(Finished::Exited(captured)) => Ok(Output {
-                exit_code: captured.exit_code,
-                stdout: process_group::decode(&captured.stdout, captured.stdout_cut),
-                stderr: process_group::decode(&captured.stderr, captured.stderr_cut),
-                truncated: captured.stdout_cut || captured.stderr_cut,
-            }),
+            Ok(Finished::Exited(captured))
+                if confined.is_some() && captured.exit_code == Some(confine::SETUP_EXIT) =>
+            {
+                match confine::setup_error(&captured.stderr) {
+                    Some(reason) => Err(TerminalError::Failed(format!(
+                        "command {quoted:?} refused: its sandbox could not be built: {reason}"
+                    ))),
+                    None => Ok(output(captured)),
+                }
+            }
+            Ok(Finished::Exited(captured)) => Ok(output(captured)),
             Ok(Finished::TimedOut) => {
                 tracing::debug!(
                     plugin = %identity.plugin,
@@ -95,11 +118,70 @@ impl Host for Sandbox {
                 Err(TerminalError::Timeout)
             }
             Err(e) => Err(TerminalError::Failed(format!(
-                "could not run /bin/sh in {}: {e}",
+                "could not run {} in {}: {e}",
+                shell_path.display(),
                 cwd.dir.display()
             ))),
         })
     }
+}
+
+/// What a command printed and how it ended.
+fn output(captured: Captured) -> Output {
+    Output {
+        exit_code: captured.exit_code,
+        stdout: process_group::decode(&captured.stdout, captured.stdout_cut),
+        stderr: process_group::decode(&captured.stderr, captured.stderr_cut),
+        truncated: captured.stdout_cut || captured.stderr_cut,
+    }
+}
+
+/// The shell that runs command lines: bash, whose grammar the command rules
+/// and the detector read, or `/bin/sh` on a system without it.
+fn shell_path() -> &'static Path {
+    static SHELL: std::sync::OnceLock<&'static Path> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        [BASH, "/usr/bin/bash"]
+            .into_iter()
+            .map(Path::new)
+            .find(|path| path.is_file())
+            .unwrap_or(Path::new("/bin/sh"))
+    })
+}
+
+/// The sandbox a command runs in under `profile`: the launcher and what it
+/// builds, or `None` where the profile runs commands unconfined
+/// (`terminal.sandbox = "none"`). `Err` says why the command may not run.
+async fn confinement(
+    profile: &Arc<Profile>,
+    shell: &Path,
+    line: &str,
+    cwd: &Path,
+    env: &[(String, OsString)],
+) -> Result<Option<(PathBuf, confine::Spec)>, String> {
+    if profile.terminal.sandbox == TerminalSandbox::None {
+        return Ok(None);
+    }
+    let launcher = confine::launcher()?;
+    let (profile, shell, line, cwd, env) = (
+        profile.clone(),
+        shell.to_path_buf(),
+        line.to_string(),
+        cwd.to_path_buf(),
+        env.to_vec(),
+    );
+    let spec = tokio::task::spawn_blocking(move || {
+        let command = confine::plan::Command {
+            shell: &shell,
+            line: &line,
+            cwd: &cwd,
+            env: &env,
+        };
+        confine::plan(&profile, &command)
+    })
+    .await
+    .map_err(|e| format!("planning the sandbox failed: {e}"))??;
+    Ok(Some((launcher, spec)))
 }
 
 /// Where a command runs, and its `HOME`.

@@ -1,0 +1,748 @@
+//! The launcher: a fresh, single-threaded toolhost process that builds the
+//! sandbox of one command and runs it. Three processes:
+//!
+//! - the launcher enters new user, mount, PID, IPC, UTS and network
+//!   namespaces, maps one unprivileged uid and gid to the host's, and relays
+//!   the command's end (exit code or signal) to the host;
+//! - its child is PID 1 of the new PID namespace: it builds the filesystem,
+//!   starts the shell, reaps orphans and exits when the shell does, which
+//!   ends every other process in the namespace;
+//! - the shell drops every privilege (Landlock, capabilities, `no_new_privs`,
+//!   seccomp, resource limits) and runs the command line.
+//!
+//! When the sandbox cannot be built, the launcher exits with
+//! [`SETUP_EXIT`](super::SETUP_EXIT) and a stderr that starts with
+//! [`SETUP_FAILED`](super::SETUP_FAILED) and says which step failed and why.
+
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::{Mount, MountKind, SETUP_EXIT, SETUP_FAILED, Spec};
+
+/// The descriptor the host passes the spec on.
+pub(crate) const SPEC_FD: RawFd = 3;
+
+/// The uid and gid of the command inside the sandbox (mapped to the host's).
+const INSIDE_ID: u32 = 1000;
+
+/// Where the launcher stages the new root before it pivots into it.
+const STAGE: &str = "/tmp";
+
+/// Runs the launcher; never returns.
+pub(crate) fn main() -> ! {
+    match launch() {
+        Ok(never) => match never {},
+        Err(message) => fail(&message),
+    }
+}
+
+/// Reports a setup failure the way the host recognises, and exits.
+fn fail(message: &str) -> ! {
+    let _ = std::io::stderr().write_all(format!("{SETUP_FAILED}{message}\n").as_bytes());
+    // SAFETY: `_exit` ends the process without running anything else.
+    unsafe { libc::_exit(SETUP_EXIT) }
+}
+
+/// `Err` with the OS error of the last call, naming what was attempted.
+fn os_error<T>(what: impl std::fmt::Display) -> Result<T, String> {
+    Err(format!("{what}: {}", std::io::Error::last_os_error()))
+}
+
+fn check(result: libc::c_int, what: impl std::fmt::Display) -> Result<(), String> {
+    if result < 0 { os_error(what) } else { Ok(()) }
+}
+
+fn cstring(path: impl AsRef<OsStr>) -> Result<CString, String> {
+    CString::new(path.as_ref().as_bytes()).map_err(|_| "a path holds a NUL byte".to_string())
+}
+
+fn launch() -> Result<std::convert::Infallible, String> {
+    // SAFETY: the host put the spec on this descriptor for this process.
+    let mut file = unsafe { File::from_raw_fd(SPEC_FD) };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| format!("reading the sandbox spec: {e}"))?;
+    drop(file);
+    let spec: Spec =
+        serde_json::from_slice(&bytes).map_err(|e| format!("the sandbox spec is invalid: {e}"))?;
+
+    // SAFETY: plain system calls on this process.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let mut flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS;
+    if !spec.host_network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    // SAFETY: unshare only changes this (single-threaded) process's namespaces.
+    if unsafe { libc::unshare(flags) } < 0 {
+        let error = std::io::Error::last_os_error();
+        return Err(format!(
+            "the kernel refused to create user, mount, PID and network namespaces \
+             (unshare: {error}); unprivileged user namespaces are off or restricted here \
+             (kernel.unprivileged_userns_clone, user.max_user_namespaces, an AppArmor or \
+             container policy). Enable them, or set terminal.sandbox = \"none\" in the \
+             profile to run commands unconfined"
+        ));
+    }
+    write_proc("/proc/self/setgroups", "deny")?;
+    write_proc("/proc/self/uid_map", &format!("{INSIDE_ID} {uid} 1"))?;
+    write_proc("/proc/self/gid_map", &format!("{INSIDE_ID} {gid} 1"))?;
+
+    // The shell's wait status comes back on `status`; `lifeline` closes
+    // when the launcher dies, so PID 1 never outlives it.
+    let (status_read, status_write) = pipe()?;
+    let (lifeline_read, lifeline_write) = pipe()?;
+    // SAFETY: this process is single-threaded; the child only continues
+    // with this program's own code.
+    let init = unsafe { libc::fork() };
+    if init < 0 {
+        return os_error("fork");
+    }
+    if init == 0 {
+        drop(status_read);
+        drop(lifeline_write);
+        match run_init(&spec, status_write, lifeline_read) {
+            Ok(never) => match never {},
+            Err(message) => fail(&message),
+        }
+    }
+    drop(status_write);
+    drop(lifeline_read);
+    let _keep = lifeline_write;
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    while unsafe { libc::waitpid(init, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    let mut shell = [0u8; 4];
+    let mut pipe = File::from(status_read);
+    if pipe.read_exact(&mut shell).is_err() {
+        // PID 1 failed before the shell ran; it said why on stderr.
+        // SAFETY: ends the process.
+        unsafe { libc::_exit(SETUP_EXIT) }
+    }
+    relay(i32::from_ne_bytes(shell))
+}
+
+/// Ends the launcher as the shell ended: with its exit code, or by its signal.
+fn relay(status: libc::c_int) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        // SAFETY: resetting a disposition and raising a signal on ourselves;
+        // no core file is written.
+        unsafe {
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &none);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::raise(signal);
+            libc::_exit(128 + signal)
+        }
+    }
+    // SAFETY: ends the process.
+    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+}
+
+fn write_proc(path: &str, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("writing {path}: {e}"))
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors, which are then owned here.
+    unsafe {
+        check(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), "pipe")?;
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+/// PID 1: builds the filesystem, starts the shell, reaps, reports the shell's
+/// status and exits (taking every other process of the namespace with it).
+fn run_init(
+    spec: &Spec,
+    status: OwnedFd,
+    lifeline: OwnedFd,
+) -> Result<std::convert::Infallible, String> {
+    // SAFETY: plain system calls on this process.
+    unsafe {
+        check(
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL),
+            "prctl(PR_SET_PDEATHSIG)",
+        )?;
+        let mut poll = libc::pollfd {
+            fd: lifeline.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        if libc::poll(&mut poll, 1, 0) > 0 {
+            libc::_exit(SETUP_EXIT);
+        }
+    }
+    build_root(&spec.mounts, spec.limits.tmp_size)?;
+    // SAFETY: sets this UTS namespace's host name.
+    unsafe {
+        let name = b"toolhost";
+        check(
+            libc::sethostname(name.as_ptr().cast(), name.len()),
+            "sethostname",
+        )?;
+    }
+    if !spec.host_network {
+        loopback_up()?;
+    }
+
+    // SAFETY: single-threaded; the child execs or exits.
+    let shell = unsafe { libc::fork() };
+    if shell < 0 {
+        return os_error("fork");
+    }
+    if shell == 0 {
+        drop(status);
+        drop(lifeline);
+        let message = run_shell(spec).unwrap_err();
+        fail(&message);
+    }
+    // PID 1 keeps nothing the command could use: no capabilities, and its
+    // /proc entries closed to the command.
+    drop_capabilities()?;
+    // SAFETY: plain system calls on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0);
+    }
+    let mut status_file = File::from(status);
+    loop {
+        let mut wait_status = 0;
+        // SAFETY: reaps any child of PID 1 (the shell and orphans).
+        let pid = unsafe { libc::waitpid(-1, &mut wait_status, 0) };
+        if pid == shell {
+            let _ = status_file.write_all(&wait_status.to_ne_bytes());
+            // SAFETY: ends PID 1, and so the namespace.
+            unsafe { libc::_exit(0) }
+        }
+        if pid < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
+            // SAFETY: ends PID 1.
+            unsafe { libc::_exit(SETUP_EXIT) }
+        }
+    }
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Sets mount flags on `path` (and every mount below it when `recursive`).
+fn set_attr(path: &Path, set: u64, recursive: bool) -> Result<(), String> {
+    let c = cstring(path)?;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: `attr` is a valid `struct mount_attr` of the size passed.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            size_of::<MountAttr>(),
+        )
+    };
+    if result < 0 {
+        return os_error(format!("making {} read-only or nosuid", path.display()));
+    }
+    Ok(())
+}
+
+fn mount(
+    source: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Result<(), String> {
+    let source_c = source.map(cstring).transpose()?;
+    let target_c = cstring(target)?;
+    let fstype_c = fstype.map(cstring).transpose()?;
+    let data_c = data.map(cstring).transpose()?;
+    let ptr = |c: &Option<CString>| c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    // SAFETY: every pointer is NUL-terminated or null.
+    let result = unsafe {
+        libc::mount(
+            ptr(&source_c),
+            target_c.as_ptr(),
+            ptr(&fstype_c),
+            flags,
+            ptr(&data_c).cast(),
+        )
+    };
+    if result < 0 {
+        return os_error(format!(
+            "mounting {} on {}",
+            source.map_or_else(
+                || fstype.unwrap_or("-").to_string(),
+                |s| s.display().to_string()
+            ),
+            target.display()
+        ));
+    }
+    Ok(())
+}
+
+fn pivot_root(new: &str, old: &str) -> Result<(), String> {
+    let (new_c, old_c) = (cstring(new)?, cstring(old)?);
+    // SAFETY: both paths are NUL-terminated.
+    let result = unsafe { libc::syscall(libc::SYS_pivot_root, new_c.as_ptr(), old_c.as_ptr()) };
+    if result < 0 {
+        return os_error("pivot_root");
+    }
+    Ok(())
+}
+
+/// `path` inside the new root, seen from the staging root.
+fn inside(path: &Path) -> PathBuf {
+    Path::new("/newroot").join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// `path` of the host, seen from the staging root.
+fn host(path: &Path) -> PathBuf {
+    Path::new("/oldroot").join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// Builds the new root from `mounts` and pivots into it.
+fn build_root(mounts: &[Mount], tmp_size: u64) -> Result<(), String> {
+    // Nothing done here reaches the host's mounts.
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_SLAVE,
+        None,
+    )?;
+    let stage = Path::new(STAGE);
+    let tiny = Some("mode=0755,size=1m");
+    let private = libc::MS_NOSUID | libc::MS_NODEV;
+    mount(None, stage, Some("tmpfs"), private, tiny)?;
+    std::env::set_current_dir(stage).map_err(|e| format!("entering the staging root: {e}"))?;
+    for dir in ["newroot", "oldroot"] {
+        std::fs::create_dir(dir).map_err(|e| format!("staging {dir}: {e}"))?;
+    }
+    mount(None, Path::new("newroot"), Some("tmpfs"), private, tiny)?;
+    pivot_root(".", "oldroot")?;
+    std::env::set_current_dir("/").map_err(|e| format!("entering the staging root: {e}"))?;
+    // What masks are made of: an empty file and directory nobody may open.
+    make_mask_sources()?;
+
+    for entry in mounts {
+        place(entry, tmp_size)?;
+    }
+
+    std::env::set_current_dir("/newroot").map_err(|e| format!("entering the new root: {e}"))?;
+    pivot_root(".", ".")?;
+    // SAFETY: detaches the staging root stacked on the new one.
+    check(
+        unsafe { libc::umount2(c".".as_ptr(), libc::MNT_DETACH) },
+        "detaching the host's root",
+    )?;
+    std::env::set_current_dir("/").map_err(|e| format!("entering the new root: {e}"))?;
+    set_attr(
+        Path::new("/"),
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        false,
+    )
+}
+
+fn make_mask_sources() -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    File::create("/mask-file").map_err(|e| format!("creating the mask file: {e}"))?;
+    std::fs::create_dir("/mask-dir").map_err(|e| format!("creating the mask directory: {e}"))?;
+    for path in ["/mask-file", "/mask-dir"] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o000))
+            .map_err(|e| format!("closing {path}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Creates what `target` needs to exist as a mount point: a directory or
+/// an empty file. A mount point that already exists (in a bound grant) is
+/// used as it is.
+fn mount_point(target: &Path, dir: bool) -> Result<(), String> {
+    if target.symlink_metadata().is_ok() {
+        return Ok(());
+    }
+    let parent = target.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("creating {} in the sandbox: {e}", parent.display()))?;
+    let made = if dir {
+        std::fs::create_dir(target)
+    } else {
+        File::create(target).map(drop)
+    };
+    made.map_err(|e| format!("creating {} in the sandbox: {e}", target.display()))
+}
+
+/// Makes one entry of the new root.
+fn place(entry: &Mount, tmp_size: u64) -> Result<(), String> {
+    let target = inside(&entry.path);
+    let source = host(&entry.path);
+    let hidden = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    match entry.kind {
+        MountKind::Symlink => {
+            let link = std::fs::read_link(&source)
+                .map_err(|e| format!("reading the link {}: {e}", entry.path.display()))?;
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{}: {e}", parent.display()))?;
+            }
+            std::os::unix::fs::symlink(&link, &target)
+                .map_err(|e| format!("linking {}: {e}", entry.path.display()))
+        }
+        MountKind::ReadOnly | MountKind::ReadWrite => {
+            let Ok(meta) = source.symlink_metadata() else {
+                // Gone since the host planned it: nothing to show.
+                return Ok(());
+            };
+            if meta.file_type().is_symlink() {
+                return Ok(());
+            }
+            mount_point(&target, meta.is_dir())?;
+            mount(
+                Some(&source),
+                &target,
+                None,
+                libc::MS_BIND | libc::MS_REC,
+                None,
+            )?;
+            let mut set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+            if entry.kind == MountKind::ReadOnly {
+                set |= MOUNT_ATTR_RDONLY;
+            }
+            set_attr(&target, set, true)
+        }
+        MountKind::MaskFile | MountKind::MaskDir => {
+            let dir = entry.kind == MountKind::MaskDir;
+            if target.symlink_metadata().is_err() {
+                // Not visible in the sandbox (outside every mount).
+                return Ok(());
+            }
+            let mask = if dir { "/mask-dir" } else { "/mask-file" };
+            mount(Some(Path::new(mask)), &target, None, libc::MS_BIND, None)?;
+            set_attr(&target, hidden, false)
+        }
+        MountKind::Proc => {
+            mount_point(&target, true)?;
+            mount(
+                None,
+                &target,
+                Some("proc"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                None,
+            )
+            .map_err(|e| format!("{e} (a private /proc needs a PID namespace)"))
+        }
+        MountKind::Tmpfs => {
+            mount_point(&target, true)?;
+            mount(
+                None,
+                &target,
+                Some("tmpfs"),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                Some(&format!("mode=1777,size={tmp_size}")),
+            )
+        }
+        MountKind::Dev => make_dev(&target),
+    }
+}
+
+/// A minimal `/dev`: the harmless character devices bound from the host,
+/// the usual links, and a private `shm`.
+fn make_dev(target: &Path) -> Result<(), String> {
+    mount_point(target, true)?;
+    mount(
+        None,
+        target,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some("mode=0755,size=64k"),
+    )?;
+    for name in ["null", "zero", "full", "random", "urandom", "tty"] {
+        let device = target.join(name);
+        File::create(&device).map_err(|e| format!("creating /dev/{name}: {e}"))?;
+        mount(
+            Some(&Path::new("/oldroot/dev").join(name)),
+            &device,
+            None,
+            libc::MS_BIND,
+            None,
+        )?;
+    }
+    for (name, link) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(link, target.join(name))
+            .map_err(|e| format!("linking /dev/{name}: {e}"))?;
+    }
+    let shm = target.join("shm");
+    std::fs::create_dir(&shm).map_err(|e| format!("creating /dev/shm: {e}"))?;
+    mount(
+        None,
+        &shm,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("mode=1777,size=16m"),
+    )
+}
+
+/// Brings up `lo` in the new network namespace, so commands can talk to
+/// themselves on 127.0.0.1 (and nothing else).
+fn loopback_up() -> Result<(), String> {
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; 16],
+        flags: libc::c_short,
+        _pad: [u8; 22],
+    }
+    let mut request = IfReq {
+        name: [0; 16],
+        flags: 0,
+        _pad: [0; 22],
+    };
+    request.name[..2].copy_from_slice(b"lo");
+    // SAFETY: a socket used only for the two ioctls on a valid `ifreq`.
+    unsafe {
+        let socket = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if socket < 0 {
+            return os_error("socket");
+        }
+        let socket = OwnedFd::from_raw_fd(socket);
+        check(
+            libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request),
+            "reading lo's flags",
+        )?;
+        request.flags |= libc::IFF_UP as libc::c_short;
+        check(
+            libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &request),
+            "bringing up lo",
+        )
+    }
+}
+
+/// The shell process: gives up every privilege and runs the command line.
+/// Returns only on failure.
+fn run_shell(spec: &Spec) -> Result<std::convert::Infallible, String> {
+    std::env::set_current_dir(&spec.cwd).map_err(|e| {
+        format!(
+            "the working directory {} is not in the sandbox: {e}",
+            spec.cwd.display()
+        )
+    })?;
+    let shell = cstring(&spec.shell)?;
+    let argv = [
+        shell.clone(),
+        CString::new("-c").unwrap(),
+        CString::new(spec.line.as_bytes()).map_err(|_| "the command line holds a NUL byte")?,
+    ];
+    let env = spec
+        .env
+        .iter()
+        .map(|(name, value)| {
+            let mut pair = name.clone();
+            pair.push(b'=');
+            pair.extend_from_slice(value);
+            CString::new(pair).map_err(|_| "an environment variable holds a NUL byte".to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let argv_ptrs: Vec<*const libc::c_char> = argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let env_ptrs: Vec<*const libc::c_char> = env
+        .iter()
+        .map(|e| e.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+
+    set_limits(spec)?;
+    // SAFETY: plain prctl on this process.
+    check(
+        unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) },
+        "prctl(PR_SET_NO_NEW_PRIVS)",
+    )?;
+    landlock(&spec.mounts)?;
+    drop_capabilities()?;
+    let filters = super::seccomp::filters()?;
+    // Nothing of the launcher's stays open in the command.
+    // SAFETY: closes descriptors 3 and up of this process.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+    }
+    for filter in &filters {
+        seccompiler::apply_filter(filter)
+            .map_err(|e| format!("installing the seccomp filter: {e}"))?;
+    }
+    // SAFETY: argv and envp are NULL-terminated arrays of C strings that
+    // outlive the call.
+    unsafe {
+        libc::execve(shell.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr());
+    }
+    os_error(format!("running {}", spec.shell.display()))
+}
+
+fn set_limits(spec: &Spec) -> Result<(), String> {
+    let limits = &spec.limits;
+    for (resource, value, name) in [
+        (libc::RLIMIT_NPROC, limits.processes, "processes"),
+        (libc::RLIMIT_AS, limits.memory, "memory"),
+        (libc::RLIMIT_FSIZE, limits.file_size, "file size"),
+        (libc::RLIMIT_NOFILE, limits.open_files, "open files"),
+        (libc::RLIMIT_CORE, 0, "core files"),
+    ] {
+        let limit = libc::rlimit {
+            rlim_cur: value,
+            rlim_max: value,
+        };
+        // SAFETY: sets a limit of this process.
+        check(
+            unsafe { libc::setrlimit(resource, &limit) },
+            format!("limiting {name}"),
+        )?;
+    }
+    Ok(())
+}
+
+/// `struct __user_cap_header_struct` and `__user_cap_data_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Drops every capability: bounding set, ambient, and the three sets.
+fn drop_capabilities() -> Result<(), String> {
+    let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|text| text.trim().parse::<libc::c_ulong>().ok())
+        .unwrap_or(63);
+    // SAFETY: prctl and capset on this process with valid arguments.
+    unsafe {
+        for cap in 0..=last {
+            // Fails only for capabilities the kernel does not know.
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        }
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        let header = CapHeader {
+            version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+            pid: 0,
+        };
+        let data = [CapData::default(); 2];
+        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) < 0 {
+            return os_error("dropping capabilities");
+        }
+    }
+    Ok(())
+}
+
+/// The Landlock ABI of the running kernel, if Landlock is enabled.
+pub(crate) fn landlock_abi() -> Option<i32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: the documented version query: no attributes, size 0.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    (abi > 0).then_some(abi as i32)
+}
+
+/// The second filesystem layer: reading only where something is mounted,
+/// writing only in writable grants, `/tmp` and the devices; signals and
+/// abstract sockets only within the sandbox. A kernel without Landlock
+/// runs without this layer (the mounts still hold).
+fn landlock(mounts: &[Mount]) -> Result<(), String> {
+    use landlock::{
+        ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    };
+    let abi = ABI::V6;
+    let read = AccessFs::from_read(abi);
+    let all = AccessFs::from_all(abi);
+    let error = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let mut ruleset = Ruleset::default()
+        .handle_access(all)
+        .map_err(error)?
+        .scope(Scope::from_all(abi))
+        .map_err(error)?
+        .create()
+        .map_err(error)?;
+    let mut rules: Vec<(&Path, _)> = vec![(Path::new("/dev"), all), (Path::new("/proc"), read)];
+    for entry in mounts {
+        match entry.kind {
+            MountKind::ReadOnly => rules.push((&entry.path, read)),
+            MountKind::ReadWrite | MountKind::Tmpfs => rules.push((&entry.path, all)),
+            _ => {}
+        }
+    }
+    for (path, access) in rules {
+        // Files inside grants (protected git metadata) are covered by their
+        // grant; a path that is not there (removed meanwhile) has no rule.
+        if !path.is_dir() {
+            continue;
+        }
+        if let Ok(fd) = PathFd::new(path) {
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(error)?;
+        }
+    }
+    ruleset.restrict_self().map_err(error)?;
+    Ok(())
+}

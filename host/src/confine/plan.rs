@@ -1,0 +1,319 @@
+//! What a command's sandbox contains, decided on the host from the profile:
+//! the system directories read-only, each grant at its real path (read-write
+//! only where the profile grants writing), a mask over everything inside the
+//! grants that `file.deny` matches, read-only repository metadata inside
+//! writable grants, and the private `/proc`, `/dev` and `/tmp`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::{CommandLimits, Mount, MountKind, Spec};
+use crate::policy::{Access, PermissionDecision, Profile};
+
+/// Host directories every command sees read-only (those that exist): what
+/// programs need to run. Home directories, `/root`, `/var`, `/run`, `/srv`,
+/// `/mnt` and the host's `/tmp` are not among them.
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// Most entries looked at inside the grants to find what `file.deny` masks;
+/// past it the command is refused rather than run with a mask missing.
+const MAX_ENTRIES: usize = 200_000;
+
+/// Repository files and directories that make git run programs, made
+/// read-only inside writable grants (`core.fsmonitor`, hooks, submodules'
+/// own configuration).
+const GIT_PROTECTED: &[&str] = &["config", "config.worktree", "hooks", "modules"];
+
+/// Everything a command needs to run: the shell, the line, where, with which
+/// environment, and the sandbox the profile makes.
+pub(crate) struct Command<'a> {
+    pub(crate) shell: &'a Path,
+    pub(crate) line: &'a str,
+    pub(crate) cwd: &'a Path,
+    pub(crate) env: &'a [(String, OsString)],
+}
+
+/// The sandbox of `command` under `profile`. Blocking: it walks the grants.
+pub(crate) fn plan(profile: &Profile, command: &Command<'_>) -> Result<Spec, String> {
+    let settings = &profile.terminal;
+    let may_write = matches!(
+        profile.permissions.decide("file:write"),
+        PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
+    );
+    let mut mounts = Mounts::default();
+    mounts.system();
+    for dir in &settings.read {
+        if let Ok(real) = dir.canonicalize() {
+            mounts.add(real, MountKind::ReadOnly);
+        }
+    }
+
+    // The grants, at their real paths, unless a deny rule covers them.
+    let mut grants = Vec::new();
+    for (dir, access) in profile.paths.grants() {
+        if profile.paths.is_denied(dir).is_some() {
+            continue;
+        }
+        let Ok(real) = dir.canonicalize() else {
+            continue;
+        };
+        if !real.is_dir() || profile.paths.is_denied(&real).is_some() {
+            continue;
+        }
+        let writable = may_write && access == Access::Write;
+        let kind = if writable {
+            MountKind::ReadWrite
+        } else {
+            MountKind::ReadOnly
+        };
+        mounts.add(real.clone(), kind);
+        grants.push((dir.to_path_buf(), real, writable));
+    }
+
+    // Inside them: what the deny rules match, and git metadata.
+    let mut walk = Walk {
+        profile,
+        mounts: &mut mounts,
+        entries: 0,
+        writable: grants
+            .iter()
+            .filter(|(_, _, writable)| *writable)
+            .map(|(_, real, _)| real.clone())
+            .collect(),
+    };
+    for (written, real, writable) in &grants {
+        walk.dir(written, real, *writable)?;
+    }
+    for pattern in profile.paths.deny_patterns() {
+        // A deny rule naming one path outside the walked grants (a file in
+        // `terminal.read`, say) is masked too.
+        let path = Path::new(pattern);
+        if path.is_absolute() && !pattern.contains(['*', '?', '[', '{']) {
+            mounts.mask(path);
+        }
+    }
+
+    Ok(Spec {
+        shell: command.shell.to_path_buf(),
+        line: command.line.to_string(),
+        cwd: command.cwd.to_path_buf(),
+        env: command
+            .env
+            .iter()
+            .map(|(name, value)| (name.as_bytes().to_vec(), value.as_bytes().to_vec()))
+            .collect(),
+        mounts: mounts.into_list(),
+        host_network: settings.network == crate::policy::TerminalNetwork::Host,
+        limits: CommandLimits {
+            processes: settings.max_processes,
+            memory: settings.memory,
+            file_size: settings.max_file_size,
+            open_files: 1024,
+            tmp_size: settings.tmp_size,
+        },
+    })
+}
+
+/// The sandbox of `true` with nothing granted, for [`super::probe`].
+pub(crate) fn probe_spec() -> Spec {
+    let mut mounts = Mounts::default();
+    mounts.system();
+    Spec {
+        shell: PathBuf::from("/bin/sh"),
+        line: "true".into(),
+        cwd: PathBuf::from("/"),
+        env: vec![(b"PATH".to_vec(), b"/usr/bin:/bin".to_vec())],
+        mounts: mounts.into_list(),
+        host_network: false,
+        limits: CommandLimits {
+            processes: 16,
+            memory: 1 << 30,
+            file_size: 1 << 20,
+            open_files: 64,
+            tmp_size: 1 << 20,
+        },
+    }
+}
+
+/// The mounts being planned, one per path.
+#[derive(Default)]
+struct Mounts(BTreeMap<PathBuf, MountKind>);
+
+impl Mounts {
+    fn add(&mut self, path: PathBuf, kind: MountKind) {
+        self.0.insert(path, kind);
+    }
+
+    /// The system directories (or the links that stand for them), the
+    /// host's unreadable `/etc` entries masked, and the private mounts.
+    fn system(&mut self) {
+        for dir in SYSTEM_DIRS {
+            let path = Path::new(dir);
+            match path.symlink_metadata() {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    self.add(path.to_path_buf(), MountKind::Symlink);
+                }
+                Ok(meta) if meta.is_dir() => self.add(path.to_path_buf(), MountKind::ReadOnly),
+                _ => {}
+            }
+        }
+        for path in private_etc() {
+            self.mask(path);
+        }
+        self.add("/proc".into(), MountKind::Proc);
+        self.add("/dev".into(), MountKind::Dev);
+        self.add("/tmp".into(), MountKind::Tmpfs);
+    }
+
+    /// Masks `path` if it exists (a directory or anything else).
+    fn mask(&mut self, path: &Path) {
+        match path.symlink_metadata() {
+            Ok(meta) if meta.is_dir() => self.add(path.to_path_buf(), MountKind::MaskDir),
+            Ok(meta) if !meta.file_type().is_symlink() => {
+                self.add(path.to_path_buf(), MountKind::MaskFile)
+            }
+            _ => {}
+        }
+    }
+
+    /// The mounts in the order they are made: by depth, so a directory is
+    /// mounted before what lies inside it and masks come after their grant.
+    fn into_list(self) -> Vec<Mount> {
+        let mut list: Vec<Mount> = self
+            .0
+            .into_iter()
+            .map(|(path, kind)| Mount { path, kind })
+            .collect();
+        list.sort_by_key(|mount| mount.path.components().count());
+        list
+    }
+}
+
+/// Entries of `/etc` that other users may not read (`shadow`, private
+/// keys). Running as root, toolhost owns them, and so would the command's
+/// uid; they are masked. Looked up once per process.
+fn private_etc() -> &'static [PathBuf] {
+    static PRIVATE: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    PRIVATE.get_or_init(|| {
+        let mut found = Vec::new();
+        let mut stack = vec![PathBuf::from("/etc")];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(meta) = entry.path().symlink_metadata() else {
+                    continue;
+                };
+                let mode = meta.permissions().mode();
+                if meta.file_type().is_symlink() {
+                    continue;
+                }
+                let others = if meta.is_dir() { 0o005 } else { 0o004 };
+                if mode & others != others {
+                    found.push(entry.path());
+                } else if meta.is_dir() {
+                    stack.push(entry.path());
+                }
+            }
+        }
+        found
+    })
+}
+
+/// A walk of the grants for what to mask or protect.
+struct Walk<'a> {
+    profile: &'a Profile,
+    mounts: &'a mut Mounts,
+    entries: usize,
+    /// The writable grants, symlinks resolved.
+    writable: Vec<PathBuf>,
+}
+
+impl Walk<'_> {
+    /// Walks `real` (the grant `written` with symlinks resolved): deny rules
+    /// are matched against both spellings, as the file rules would see them.
+    fn dir(&mut self, written: &Path, real: &Path, writable: bool) -> Result<(), String> {
+        let Ok(entries) = std::fs::read_dir(real) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            self.entries += 1;
+            if self.entries > MAX_ENTRIES {
+                return Err(format!(
+                    "the granted directories hold more than {MAX_ENTRIES} entries, too many to \
+                     find every path file.deny masks; grant smaller directories to commands"
+                ));
+            }
+            let name = entry.file_name();
+            let real_path = real.join(&name);
+            let written_path = written.join(&name);
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            let denied = self.profile.paths.is_denied(&real_path).is_some()
+                || self.profile.paths.is_denied(&written_path).is_some();
+            if denied {
+                if !file_type.is_symlink() {
+                    self.mounts.mask(&real_path);
+                }
+                continue;
+            }
+            if writable && name == ".git" {
+                self.protect_git(&real_path, file_type.is_dir());
+            }
+            if file_type.is_dir() {
+                self.dir(&written_path, &real_path, writable)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the metadata of a repository read-only: in `.git` itself, or in
+    /// the directory a `.git` file (`gitdir: ...`) points to when that lies
+    /// in a grant. A write grant that names the directory itself keeps it
+    /// writable.
+    fn protect_git(&mut self, dot_git: &Path, is_dir: bool) {
+        let git_dir = if is_dir {
+            dot_git.to_path_buf()
+        } else {
+            let Some(target) = std::fs::read_to_string(dot_git).ok().and_then(|text| {
+                let dir = text.strip_prefix("gitdir:")?.trim().to_string();
+                let dir = dot_git.parent()?.join(dir);
+                dir.canonicalize().ok()
+            }) else {
+                return;
+            };
+            target
+        };
+        let named = self
+            .profile
+            .paths
+            .grants()
+            .any(|(dir, access)| access == Access::Write && dir.starts_with(&git_dir));
+        if named {
+            return;
+        }
+        // A worktree's metadata names the repository's common directory.
+        let common = std::fs::read_to_string(git_dir.join("commondir"))
+            .ok()
+            .and_then(|dir| git_dir.join(dir.trim()).canonicalize().ok());
+        for dir in std::iter::once(git_dir).chain(common) {
+            for name in GIT_PROTECTED {
+                let path = dir.join(name);
+                // Only what a writable grant would expose: a path outside
+                // the grants is not visible at all and must stay so.
+                let exposed = self.writable.iter().any(|root| path.starts_with(root));
+                if exposed && path.symlink_metadata().is_ok() {
+                    self.mounts.add(path, MountKind::ReadOnly);
+                }
+            }
+        }
+    }
+}
