@@ -376,18 +376,14 @@ async fn doctor(global: &Global) -> Result<ExitCode> {
         None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),
     }
     let config = Config::discover(global.config.as_deref())?;
-    let mut unconfined = 0;
-    for name in config.profiles.keys() {
-        let profile = config.profile(name, None).map_err(anyhow::Error::msg)?;
-        if profile.terminal.sandbox == crate::policy::TerminalSandbox::None {
-            unconfined += 1;
-            println!(
-                "! profile {name:?} sets terminal.sandbox = \"none\": its commands run \
-                 unconfined, with toolhost's own rights"
-            );
-        }
+    let unconfined = config.unconfined_terminal_profiles();
+    for name in &unconfined {
+        println!(
+            "! profile {name:?} sets terminal.sandbox = \"none\": its commands run \
+             unconfined, with toolhost's own rights"
+        );
     }
-    let refused = !ready && unconfined < config.profiles.len();
+    let refused = !ready && unconfined.len() < config.profiles.len();
     if refused {
         println!(
             "  terminal commands of the other profiles are refused until the sandbox can be built"

@@ -187,6 +187,13 @@ impl HostBuilder {
         self.approval_timeout = config.approval_timeout;
         self.batch_concurrency = config.batch_concurrency;
         self.session_idle = config.session_idle;
+        for name in config.unconfined_terminal_profiles() {
+            tracing::warn!(
+                profile = name,
+                "terminal.sandbox = \"none\": this profile's terminal commands run unconfined, \
+                 with toolhost's own rights"
+            );
+        }
         self.config = Some(Arc::new(config.clone()));
         Ok(self)
     }

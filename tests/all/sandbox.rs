@@ -396,3 +396,86 @@ async fn the_allow_list_holds_in_the_shell_that_runs_the_line() {
         assert!(!ws.join("out/M").exists(), "{line} created the marker");
     }
 }
+
+/// A configuration whose profile runs commands in the workspace, plus `extra`.
+fn cli_config(ws: &Workspace, extra: &str) -> std::path::PathBuf {
+    ws.write(
+        "toolhost.toml",
+        format!(
+            "default_profile = \"p\"\n[profiles.p]\nallow = [\"terminal:execute\"]\n\
+             file.read = [\".\"]\n{extra}\n"
+        ),
+    )
+}
+
+/// Runs the toolhost binary with `args` in a user namespace where no further
+/// user namespace may be created, as in a container that forbids them.
+fn toolhost_without_user_namespaces(ws: &Workspace, args: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c"])
+        .arg(r#"echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .args(args)
+        .current_dir(&ws.path)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("unshare runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+#[test]
+fn without_user_namespaces_commands_are_refused_unless_the_profile_opts_out() {
+    let ws = workspace();
+    let config = cli_config(&ws, "");
+    let config = config.to_str().unwrap();
+    let call = [
+        "--config",
+        config,
+        "call",
+        "run_command",
+        r#"{"command":"echo ran"}"#,
+    ];
+    let (ok, text) = toolhost_without_user_namespaces(&ws, &call);
+    assert!(!ok, "{text}");
+    assert!(!text.contains("\"ran"), "{text}");
+    assert!(text.contains("unprivileged user namespaces"), "{text}");
+    assert!(text.contains("terminal.sandbox = \\\"none\\\""), "{text}");
+    let (ok, text) = toolhost_without_user_namespaces(&ws, &["--config", config, "doctor"]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("✗ terminal sandbox"), "{text}");
+
+    // The explicit opt-out runs the command unconfined, and says so.
+    let config = cli_config(&ws, "terminal.sandbox = \"none\"");
+    let config = config.to_str().unwrap();
+    let call = [
+        "--config",
+        config,
+        "call",
+        "run_command",
+        r#"{"command":"echo ran"}"#,
+    ];
+    let (ok, text) = toolhost_without_user_namespaces(&ws, &call);
+    assert!(ok, "{text}");
+    assert!(text.contains("ran\\n"), "{text}");
+    let (_, text) = toolhost_without_user_namespaces(&ws, &["--config", config, "doctor"]);
+    assert!(text.contains("sets terminal.sandbox = \"none\""), "{text}");
+}
+
+#[test]
+fn doctor_reports_the_sandbox_this_kernel_builds() {
+    let ws = workspace();
+    let config = cli_config(&ws, "");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .args(["--config", config.to_str().unwrap(), "doctor"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("✓ terminal sandbox"), "{text}");
+    assert!(text.contains("✓ Landlock ABI"), "{text}");
+}

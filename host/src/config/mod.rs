@@ -408,6 +408,16 @@ impl Config {
         }
     }
 
+    /// Profiles that run terminal commands outside the kernel sandbox
+    /// (`terminal.sandbox = "none"`), by name.
+    pub fn unconfined_terminal_profiles(&self) -> Vec<&str> {
+        self.profiles
+            .iter()
+            .filter(|(_, p)| p.terminal.sandbox == Some(TerminalSandbox::None))
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
     /// The profile `name` with its file grants rooted in `workspace` (the
     /// base directory when `None`).
     pub fn profile(&self, name: &str, workspace: Option<&Path>) -> Result<Arc<Profile>, String> {

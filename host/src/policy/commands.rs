@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 
+use super::dangerous::{self, DangerCategory};
 use super::shell::{self, Invocation, SimpleCommand, Token};
 use super::wildcard;
 
@@ -84,6 +85,11 @@ impl CommandPattern {
     /// pattern would (as written, or with wrappers peeled off).
     pub fn matches(&self, command: &str) -> bool {
         self.matches_any(&Views::of(command))
+    }
+
+    /// The pattern up to its first wildcard.
+    fn literal_part(&self) -> &str {
+        self.text.split('*').next().unwrap_or_default()
     }
 
     fn matches_written(&self, views: &Views) -> bool {
@@ -220,11 +226,32 @@ impl CommandRules {
             return Ok(());
         }
         for command in parsed.commands() {
-            let views = Views::of(&command.text);
-            if !self.allow.iter().any(|p| p.matches_written(&views)) {
+            let tokens = shell::tokenize(&command.text);
+            let invocation = shell::invocation(&shell::words(&tokens));
+            let views = Views::of_tokens(&tokens, invocation.as_ref());
+            let matching = self.allow.iter().find(|p| p.matches_written(&views));
+            let Some(pattern) = matching else {
                 return Err(CommandRefusal::NotAllowed {
                     command: command.text.clone(),
                 });
+            };
+            // A pattern allows what cannot be judged only by naming it: a
+            // computed program never, inline code by its option
+            // (`python3 -c *`), not by a wildcard that happens to cover it.
+            if let Some(finding) = invocation.as_ref().and_then(dangerous::unjudgeable) {
+                let named = match finding.category {
+                    DangerCategory::InlineCode => invocation
+                        .as_ref()
+                        .and_then(dangerous::inline_option)
+                        .is_some_and(|option| pattern.literal_part().contains(&option)),
+                    _ => false,
+                };
+                if !named {
+                    return Err(CommandRefusal::Unjudgeable {
+                        command: command.text.clone(),
+                        reason: finding.reason,
+                    });
+                }
             }
         }
         Ok(())
@@ -310,6 +337,18 @@ pub enum CommandRefusal {
     NotAllowed {
         /// The simple command that matched nothing.
         command: String,
+    },
+    /// A simple command whose program or code cannot be judged from the line.
+    #[error(
+        "command {command:?} cannot be checked against terminal.allow_commands: {reason}; \
+         write the program by name, or allow inline code with a pattern that names its \
+         option (\"python3 -c *\")"
+    )]
+    Unjudgeable {
+        /// The simple command.
+        command: String,
+        /// What cannot be judged.
+        reason: String,
     },
     /// The line nests substitutions or shell strings too deeply to check.
     #[error(
@@ -512,6 +551,34 @@ mod tests {
             rules.check("git push origin main --force"),
             Err(CommandRefusal::Denied { .. })
         ));
+    }
+
+    #[test]
+    fn what_cannot_be_judged_is_not_allowed_by_a_wildcard() {
+        let rules = rules(
+            &["echo *", "* --version", "python3 *", "awk *", "perl -e *"],
+            &[],
+        );
+        assert!(rules.check("X=echo; $X hi").is_err());
+        for line in [
+            "$X --version",
+            "$(echo echo) --version",
+            "${CMD:-git} --version",
+            "python3 -c 'import os; os.system(\"id\")'",
+            "awk 'BEGIN{system(\"id\")}'",
+        ] {
+            match rules.check(line) {
+                Err(CommandRefusal::Unjudgeable { .. }) => {}
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        let refusal = rules.check("python3 -c 'print(1)'").unwrap_err();
+        assert!(refusal.to_string().contains("python3 -c *"), "{refusal}");
+        // Named by its option, inline code is allowed; plain use is too.
+        assert_eq!(rules.check("perl -e 'print 1'"), Ok(()));
+        assert_eq!(rules.check("python3 script.py"), Ok(()));
+        assert_eq!(rules.check("awk '{print $1}' data.txt"), Ok(()));
+        assert_eq!(rules.check("echo $HOME"), Ok(()));
     }
 
     #[test]

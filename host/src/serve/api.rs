@@ -318,17 +318,24 @@ async fn read_body(body: Body, max: usize) -> Result<Bytes, BodyError> {
     })
 }
 
-/// `GET /v1/health`: no token needed; 503 while shutting down.
+/// `GET /v1/health`: no token needed; 503 while shutting down. Names the
+/// profiles whose terminal commands run outside the sandbox, if any.
 async fn health(State(api): State<Api>) -> Response {
     if api.draining.is_cancelled() {
-        (
+        return (
             StatusCode::SERVICE_UNAVAILABLE,
             axum::Json(json!({ "status": "shutting_down" })),
         )
-            .into_response()
-    } else {
-        axum::Json(json!({ "status": "ok" })).into_response()
+            .into_response();
     }
+    let mut body = json!({ "status": "ok" });
+    if let Some(config) = api.host.config() {
+        let unconfined = config.unconfined_terminal_profiles();
+        if !unconfined.is_empty() {
+            body["unconfined_terminal_profiles"] = json!(unconfined);
+        }
+    }
+    axum::Json(body).into_response()
 }
 
 /// `GET /v1/status`: loaded plugins and their versions, calls in flight,

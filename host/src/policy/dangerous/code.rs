@@ -53,6 +53,39 @@ fn inline_code_flags(program: &str) -> Option<&'static str> {
     }
 }
 
+/// The option that hands an interpreter its code inline (`python3 -c`,
+/// `perl -e`, `node --eval`), or the part of an awk program that runs
+/// commands (`system(`, a pipe to or from a command); `None` if the
+/// command's code is not on the line.
+pub(super) fn inline_code(invocation: &Invocation) -> Option<String> {
+    let program = invocation.program.as_str();
+    let args = invocation.args.as_slice();
+    if let Some(inline) = inline_code_flags(program) {
+        // `python3 -m module` names what it runs.
+        let inline: String = inline.chars().filter(|&c| c != 'm').collect();
+        return args
+            .iter()
+            .take_while(|arg| *arg != "--")
+            .find(|arg| {
+                matches!(arg.as_str(), "--eval" | "--print")
+                    || arg
+                        .strip_prefix('-')
+                        .is_some_and(|f| !f.starts_with('-') && f.contains(|c| inline.contains(c)))
+            })
+            .cloned();
+    }
+    if matches!(program, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk") {
+        // The program text is the first operand (or a -e/--source value).
+        return args.iter().find_map(|arg| {
+            ["system", "| ", "|&", "\"|", "|\"", "getline"]
+                .into_iter()
+                .find(|part| arg.contains(part) && !arg.starts_with('-'))
+                .map(str::to_owned)
+        });
+    }
+    None
+}
+
 /// True if the program is a shell, an interpreter, or a shell builtin that
 /// runs code from its arguments.
 pub(super) fn runs_code(invocation: &Invocation) -> bool {
@@ -222,14 +255,8 @@ pub(super) fn script_file(invocation: &Invocation) -> Option<String> {
             return None;
         }
         first_operand(&["-o", "+o", "-O", "+O"])
-    } else if let Some(inline) = inline_code_flags(program) {
-        let inline_code = args.iter().any(|arg| {
-            matches!(arg.as_str(), "--eval" | "--print")
-                || arg
-                    .strip_prefix('-')
-                    .is_some_and(|f| !f.starts_with('-') && f.contains(|c| inline.contains(c)))
-        });
-        if inline_code {
+    } else if inline_code_flags(program).is_some() {
+        if inline_code(invocation).is_some() {
             return None;
         }
         first_operand(&["-W", "-X"])
