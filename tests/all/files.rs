@@ -239,3 +239,59 @@ async fn a_profile_without_file_write_hides_writing_tools() {
     assert_eq!(error.kind(), ErrorKind::Unavailable);
     assert!(error.message().contains("file:write"), "{error}");
 }
+
+#[tokio::test]
+async fn dot_dot_after_a_symlink_is_judged_where_the_kernel_goes() {
+    // F1: `out/n -> ../sub`, so `out/n/..` is the workspace, not `out`.
+    let f = fixture(PROFILE).await;
+    std::os::unix::fs::symlink("../sub", f.ws("out/n")).unwrap();
+    for path in ["out/n/../secrets/key.txt", "out/n/../.env"] {
+        let result = f.read(path).await;
+        assert_eq!(error_of(&result), "permission_denied", "{path}: {result}");
+    }
+    // Lexically `out/planted.txt` (writable); really the read-only workspace.
+    let result = f
+        .call(
+            "write",
+            json!({"path": "out/n/../planted.txt", "content": "x"}),
+        )
+        .await;
+    assert!(result.get("error").is_some(), "{result}");
+    assert!(!Path::new(&f.ws("planted.txt")).exists());
+    // Where the symlink really leads and is allowed, it still works.
+    assert_eq!(f.read("out/n/../notes.txt").await, json!({"ok": "hello"}));
+    assert_eq!(f.read("out/n/a.txt").await, json!({"ok": "a"}));
+}
+
+#[tokio::test]
+async fn renaming_an_ancestor_of_a_denied_path_is_refused() {
+    // F2: with `config/secrets/**` denied and `config/` writable, renaming
+    // `config` would expose the secret under a name no rule covers.
+    let f = fixture(
+        r#"
+        allow = ["file:*"]
+        file.read = ["."]
+        file.write = ["."]
+        file.deny = ["config/secrets/**", "**/.env"]
+        "#,
+    )
+    .await;
+    std::fs::create_dir_all(f.ws("config/secrets")).unwrap();
+    std::fs::write(f.ws("config/secrets/token"), "t0ken").unwrap();
+    std::fs::create_dir_all(f.ws("app/deep")).unwrap();
+    std::fs::write(f.ws("app/deep/.env"), "E=1").unwrap();
+    for (from, to) in [
+        ("config", "cfg"),
+        ("config", "out/cfg"),
+        ("app", "app2"),
+        ("app/deep", "out/deep"),
+    ] {
+        let result = f.call("rename", json!({"from": from, "to": to})).await;
+        assert_eq!(error_of(&result), "permission_denied", "{from}: {result}");
+        assert!(Path::new(&f.ws(from)).exists(), "{from} was moved");
+    }
+    assert_eq!(f.read("cfg/secrets/token").await["error"], "not_found");
+    // A directory without denied paths inside moves.
+    let result = f.call("rename", json!({"from": "sub", "to": "sub2"})).await;
+    assert_eq!(result, json!({"ok": null}));
+}

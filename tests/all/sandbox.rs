@@ -479,3 +479,34 @@ fn doctor_reports_the_sandbox_this_kernel_builds() {
     assert!(text.contains("✓ terminal sandbox"), "{text}");
     assert!(text.contains("✓ Landlock ABI"), "{text}");
 }
+
+#[tokio::test]
+async fn commands_that_cannot_be_judged_count_as_dangerous() {
+    let ws = workspace();
+    ws.mkdir("out/D");
+    let host = ws
+        .host(
+            r#"
+            allow = ["terminal:execute", "file:read", "file:write"]
+            file.read = ["."]
+            file.write = ["out"]
+            "#,
+        )
+        .await;
+    for line in [
+        "X=rm; $X -rf out/D",
+        "$(echo rm) -rf out/D",
+        "${SHELL:-sh} -c 'rm -rf out/D'",
+        "awk 'BEGIN{system(\"rm -rf out/D\")}'",
+        "perl -MFile::Path -e 'rmtree \"out/D\"'",
+        "python3 -c 'import shutil; shutil.rmtree(\"out/D\")'",
+    ] {
+        match run(&host, line).await {
+            Err((ErrorKind::Denied, message)) => {
+                assert!(message.contains("terminal.dangerous"), "{line}: {message}")
+            }
+            other => panic!("{line}: {other:?}"),
+        }
+        assert!(ws.join("out/D").exists(), "{line} ran");
+    }
+}

@@ -190,6 +190,53 @@ impl PathRules {
         self.denied_by(&normalize(path))
     }
 
+    /// The deny pattern that matches something inside the directory `dir`
+    /// (or `dir` itself), if any: a pattern naming a path under `dir`, or an
+    /// entry found under it (looking at no more than `max_entries`; a larger
+    /// tree is reported as `Err`). Symlinks inside are not followed: what
+    /// they lead to keeps its own name. Used to refuse renames and links
+    /// that would carry a denied path to a name no rule covers.
+    pub fn denied_within(&self, dir: &Path, max_entries: usize) -> Result<Option<&str>, usize> {
+        if self.deny_patterns.is_empty() {
+            return Ok(None);
+        }
+        let dir = normalize(dir);
+        if let Some(pattern) = self.denied_by(&dir) {
+            return Ok(Some(pattern));
+        }
+        for pattern in &self.deny_patterns {
+            let literal = pattern
+                .split(['*', '?', '[', '{'])
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches('/');
+            if !literal.is_empty() && Path::new(literal).starts_with(&dir) {
+                return Ok(Some(pattern));
+            }
+        }
+        let mut stack = vec![dir];
+        let mut seen = 0;
+        while let Some(next) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&next) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > max_entries {
+                    return Err(max_entries);
+                }
+                let path = entry.path();
+                if let Some(pattern) = self.denied_by(&path) {
+                    return Ok(Some(pattern));
+                }
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(path);
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The granted directories with their access, for preopening. A directory
     /// granted both ways appears once, as `Write`.
     pub fn grants(&self) -> impl Iterator<Item = (&Path, Access)> {

@@ -229,6 +229,11 @@ impl FileGrants {
         profile.paths.check(path, access).err()
     }
 
+    /// The profile's path rules, if files are granted at all.
+    pub(crate) fn rules(&self) -> Option<&crate::policy::PathRules> {
+        self.profile.as_ref().map(|p| &p.paths)
+    }
+
     /// Whether a listing should leave `path` out.
     pub(crate) fn is_hidden(&self, path: &std::path::Path) -> bool {
         self.profile

@@ -229,8 +229,15 @@ impl Parser<'_> {
         let start = self.pos;
         let mut b = self.new_builder(keep);
         let mut parens = 0usize;
+        // Open `case ... esac`s: inside one, `)` ends a pattern, not `$(`.
+        let mut cases = 0usize;
         while let Some(c) = self.peek(0) {
-            if Some(c) == end && (c != ')' || parens == 0) {
+            if b.word_start && keyword_at(self.chars, self.pos, "case") {
+                cases += 1;
+            } else if b.word_start && keyword_at(self.chars, self.pos, "esac") {
+                cases = cases.saturating_sub(1);
+            }
+            if Some(c) == end && (c != ')' || (parens == 0 && cases == 0)) {
                 let raw = self.slice(start, self.pos);
                 self.pos += 1;
                 b.end_pipeline(&mut self.next_id, &mut self.out);
@@ -248,8 +255,15 @@ impl Parser<'_> {
                 '$' if next == Some('[') => self.bracketed(&mut b, depth, '[', ']'),
                 '`' => self.backtick(&mut b, depth),
                 '<' | '>' if next == Some('(') => self.process_substitution(&mut b, depth),
+                // `<<<`: a here-string, whose word is read as any other.
+                '<' if next == Some('<') && self.peek(2) == Some('<') => {
+                    self.pos += 3;
+                    for c in "<<<".chars() {
+                        b.push(c);
+                    }
+                }
                 // No here-documents in arithmetic, where `<<` is a shift.
-                '<' if next == Some('<') && self.peek(2) != Some('<') && b.keep => {
+                '<' if next == Some('<') && b.keep => {
                     self.heredoc(&mut b);
                 }
                 '(' if next == Some('(') && self.closes_as_arithmetic(self.pos + 1) => {
@@ -608,6 +622,19 @@ impl Parser<'_> {
     }
 }
 
+/// True if the reserved word `word` stands at `at` as a word of its own.
+pub(super) fn keyword_at(chars: &[char], at: usize, word: &str) -> bool {
+    let len = word.chars().count();
+    let before = at.checked_sub(1).and_then(|i| chars.get(i));
+    let boundary = |c: Option<&char>| {
+        c.is_none_or(|&c| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+    };
+    boundary(before)
+        && chars.len() >= at + len
+        && chars[at..at + len].iter().copied().eq(word.chars())
+        && boundary(chars.get(at + len))
+}
+
 /// Collapses runs of whitespace into one space (for display inside another
 /// command's text).
 fn collapse_whitespace(text: &str) -> String {
@@ -628,6 +655,22 @@ mod tests {
 
     fn commands(line: &str) -> Vec<String> {
         parse(line).commands().map(|c| c.text.clone()).collect()
+    }
+
+    #[test]
+    fn case_patterns_and_here_strings_hide_no_command() {
+        let found = commands("echo $(case x in x) rm M;; esac)");
+        assert!(found.iter().any(|c| c == "rm M"), "{found:?}");
+        let found = commands("cat <<< \"`rm M`\"; echo $(case a in (a) touch N;; esac) x");
+        assert!(found.iter().any(|c| c == "rm M"), "{found:?}");
+        assert!(found.iter().any(|c| c == "touch N"), "{found:?}");
+        let chars: Vec<char> = "(case x in x) y;; esac) tail".chars().collect();
+        assert_eq!(skip_group_end(&chars), 23);
+    }
+
+    fn skip_group_end(chars: &[char]) -> usize {
+        let mut budget = usize::MAX;
+        scan_group(chars, 0, &mut budget).unwrap()
     }
 
     #[test]

@@ -287,6 +287,9 @@ fn find_group_end(chars: &[char], open: usize, limit: usize) -> Option<usize> {
         _ => return Some(open.saturating_add(1).min(chars.len())),
     };
     let mut stack = vec![first];
+    // Open `case ... esac`s of each `(` group on the stack: inside one, `)`
+    // ends a pattern, not the group.
+    let mut cases: Vec<usize> = vec![0];
     let mut i = open + 1;
     while let Some(&c) = chars.get(i) {
         if i - open > limit {
@@ -295,6 +298,14 @@ fn find_group_end(chars: &[char], open: usize, limit: usize) -> Option<usize> {
         let Some(&top) = stack.last() else {
             return Some(i);
         };
+        if let Context::Group('(', _) = top {
+            let open_cases = cases.last_mut().expect("one count per group");
+            if super::keyword_at(chars, i, "case") {
+                *open_cases += 1;
+            } else if super::keyword_at(chars, i, "esac") {
+                *open_cases = open_cases.saturating_sub(1);
+            }
+        }
         match (top, c) {
             (_, '\\') => {
                 i += 2;
@@ -305,6 +316,7 @@ fn find_group_end(chars: &[char], open: usize, limit: usize) -> Option<usize> {
             }
             (Context::Double, '$') if chars.get(i + 1) == Some(&'(') => {
                 stack.push(Context::Group('(', ')'));
+                cases.push(0);
                 i += 1;
             }
             (Context::Double, '`') => stack.push(Context::Backtick),
@@ -317,9 +329,12 @@ fn find_group_end(chars: &[char], open: usize, limit: usize) -> Option<usize> {
             (_, '`') => stack.push(Context::Backtick),
             (Context::Group(opening, closing), c) if c == opening => {
                 stack.push(Context::Group(opening, closing));
+                cases.push(0);
             }
+            (Context::Group(_, ')'), ')') if cases.last().is_some_and(|&n| n > 0) => {}
             (Context::Group(_, closing), c) if c == closing => {
                 stack.pop();
+                cases.pop();
                 if stack.is_empty() {
                     return Some(i + 1);
                 }

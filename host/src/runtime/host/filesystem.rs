@@ -8,7 +8,7 @@
 //! wasmtime-wasi (and cap-std beneath it) performs the operation. Directory
 //! listings leave denied entries out.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use wasmtime::component::{HasData, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
@@ -84,25 +84,71 @@ impl PolicedFs<'_> {
         operation: &'static str,
         follow: bool,
     ) -> Result<PathBuf, ErrorCode> {
-        let target = paths::normalize(&self.dir_path(fd)?.join(path));
-        self.check_path(&target, access, operation, follow)?;
+        // The path as the kernel will walk it: `link/..` is the parent of
+        // where `link` leads, not the directory `link` is in.
+        let written = self.dir_path(fd)?.join(path);
+        let target = paths::normalize(&written);
+        self.check_path(&target, &written, access, operation, follow)?;
         Ok(target)
     }
 
+    /// Checks `target` (the lexically normalised path) and where `written`
+    /// really leads once the kernel resolves it, symlinks and `..` in order.
     fn check_path(
         &mut self,
         target: &Path,
+        written: &Path,
         access: Access,
         operation: &'static str,
         follow: bool,
     ) -> Result<(), ErrorCode> {
         let refusal = self.grants.refusal(target, access).or_else(|| {
             // Where the path really leads must be allowed too.
-            let real = real_path(target, follow)?;
+            let real = real_path(written, follow)?;
             (real != target)
                 .then(|| self.grants.refusal(&real, access))
                 .flatten()
         });
+        self.refuse(target, operation, refusal)
+    }
+
+    /// Refuses moving `path` when it is, or holds, something `file.deny`
+    /// matches: under the new name no rule would cover it. (A symlink needs
+    /// no such check: paths through it are judged where they lead. A hard
+    /// link is to one file, checked as such.)
+    fn check_carries_nothing_denied(
+        &mut self,
+        path: &Path,
+        operation: &'static str,
+    ) -> Result<(), ErrorCode> {
+        let Some(rules) = self.grants.rules() else {
+            return Ok(());
+        };
+        let refusal = match rules.denied_within(path, MAX_RENAME_ENTRIES) {
+            Ok(None) => None,
+            Ok(Some(pattern)) => Some(PathRefusal::Denied {
+                path: path.to_path_buf(),
+                pattern: format!("{pattern} (inside what would be given a new name)"),
+            }),
+            Err(max) => Some(PathRefusal::Denied {
+                path: path.to_path_buf(),
+                pattern: format!(
+                    "{} (more than {max} entries inside, too many to check)",
+                    rules.deny_patterns().next().unwrap_or_default()
+                ),
+            }),
+        };
+        self.refuse(path, operation, refusal)
+    }
+
+    /// `Err` with the guest's error code for `refusal` (recorded for the
+    /// audit), `Ok` when there is none.
+    fn refuse(
+        &mut self,
+        target: &Path,
+        operation: &'static str,
+        refusal: Option<PathRefusal>,
+    ) -> Result<(), ErrorCode> {
         match refusal {
             None => Ok(()),
             Some(refusal) => {
@@ -123,15 +169,38 @@ impl PolicedFs<'_> {
     }
 }
 
-/// `target` with symlinks resolved: canonical if it exists (and `follow`),
-/// else its canonical parent joined with its name. `None` if neither resolves.
-fn real_path(target: &Path, follow: bool) -> Option<PathBuf> {
-    if follow && let Ok(real) = std::fs::canonicalize(target) {
+/// Where `written` leads, resolved component by component as the kernel
+/// does (a symlink before `..` is followed first): canonical if it exists
+/// (and `follow`, or it ends in `.` or `..`), else its canonical parent
+/// joined with its name. `None` if neither resolves (the operation then
+/// fails in the kernel too).
+fn real_path(written: &Path, follow: bool) -> Option<PathBuf> {
+    let names_entry = matches!(written.components().next_back(), Some(Component::Normal(_)));
+    if (follow || !names_entry)
+        && let Ok(real) = std::fs::canonicalize(written)
+    {
         return Some(real);
     }
-    let parent = std::fs::canonicalize(target.parent()?).ok()?;
-    Some(parent.join(target.file_name()?))
+    if !names_entry {
+        return None;
+    }
+    let parent = std::fs::canonicalize(written.parent()?).ok()?;
+    Some(parent.join(written.file_name()?))
 }
+
+/// The host path an open descriptor really refers to.
+fn descriptor_path(descriptor: &Descriptor) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let fd = match descriptor {
+        Descriptor::File(file) => file.file.as_raw_fd(),
+        Descriptor::Dir(dir) => dir.dir.as_raw_fd(),
+    };
+    std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()
+}
+
+/// Most entries looked at to find a denied path inside a directory that is
+/// renamed or linked.
+const MAX_RENAME_ENTRIES: usize = 10_000;
 
 fn wants_write(oflags: types::OpenFlags, flags: types::DescriptorFlags) -> bool {
     oflags.intersects(types::OpenFlags::CREATE | types::OpenFlags::TRUNCATE)
@@ -310,6 +379,22 @@ impl HostDescriptor for PolicedFs<'_> {
             .inner
             .open_at(fd, path_flags, path, oflags, flags)
             .await?;
+        // Judge what was opened, not the name: a symlink swapped in between
+        // the check and the open leads somewhere the check never saw.
+        let real = self.inner.table.get(&opened).ok().and_then(descriptor_path);
+        let refusal = match &real {
+            Some(real) if *real != target => self.grants.refusal(real, access),
+            Some(_) => None,
+            None => Some(PathRefusal::NotGranted {
+                path: target.clone(),
+                access,
+            }),
+        };
+        if let Err(code) = self.refuse(&target, "open", refusal) {
+            HostDescriptor::drop(&mut self.inner, opened)
+                .map_err(wasmtime_wasi::p2::FsError::trap)?;
+            return Err(code.into());
+        }
         self.grants.descriptors.insert(opened.rep(), target);
         Ok(opened)
     }
@@ -340,8 +425,9 @@ impl HostDescriptor for PolicedFs<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &old_path, Access::Write, "rename")?;
+        let from = self.check_with(&fd, &old_path, Access::Write, "rename", false)?;
         self.check(&new_fd, &new_path, Access::Write, "rename")?;
+        self.check_carries_nothing_denied(&from, "rename")?;
         self.inner.rename_at(fd, old_path, new_fd, new_path).await
     }
 
@@ -354,8 +440,9 @@ impl HostDescriptor for PolicedFs<'_> {
         let link = self.check(&fd, &dest_path, Access::Write, "symlink")?;
         // Where the link points must be readable: no links into denied places.
         let parent = link.parent().unwrap_or(Path::new("/"));
-        let pointee = paths::normalize(&parent.join(&src_path));
-        self.check_path(&pointee, Access::Read, "symlink", true)?;
+        let pointee_written = parent.join(&src_path);
+        let pointee = paths::normalize(&pointee_written);
+        self.check_path(&pointee, &pointee_written, Access::Read, "symlink", true)?;
         self.inner.symlink_at(fd, src_path, dest_path).await
     }
 
