@@ -109,8 +109,12 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
             if let Err(problem) = check_parameters_schema(&schema) {
                 problems.push(format!("tool {shown_name:?}: parameters {problem}"));
             } else {
+                // Patterns run on the regex crate, whose matching time is
+                // linear: a backtracking pattern cannot stall validation,
+                // which runs before the call's deadline applies.
                 match jsonschema::options()
                     .should_validate_formats(false)
+                    .with_pattern_options(jsonschema::PatternOptions::regex())
                     .build(&schema)
                 {
                     Ok(compiled) => validator = Some(Arc::new(compiled)),
@@ -239,6 +243,26 @@ mod tests {
         assert!(problems[1].contains("must describe an object"));
         assert!(problems[2].contains("permission \"File Read\""));
         assert!(problems[3].contains("both read-only and destructive"));
+    }
+
+    #[test]
+    fn schema_patterns_run_in_linear_time_or_the_tool_is_refused() {
+        let plugin: Arc<str> = "p".into();
+        // Look-around needs a backtracking engine: refused at load.
+        let hostile = r#"{"type":"object","propertyNames":{"pattern":"^(?:(?=a)a+)+$"}}"#;
+        let problems = validate(&plugin, raw("slow", hostile)).unwrap_err();
+        assert!(
+            problems[0].contains("not a valid JSON Schema"),
+            "{problems:?}"
+        );
+        // A nested quantifier is linear on the regex crate.
+        let nested = r#"{"type":"object","propertyNames":{"pattern":"^(a+)+$"}}"#;
+        let spec = validate(&plugin, raw("nested", nested)).unwrap();
+        let mut arguments = serde_json::Map::new();
+        for i in 0..200 {
+            arguments.insert(format!("{}b{i}", "a".repeat(30)), Value::Null);
+        }
+        assert!(spec.validate_arguments(&Value::Object(arguments)).is_err());
     }
 
     #[test]

@@ -60,8 +60,8 @@ fn corpus() -> Vec<Case> {
 
 /// The share of dangerous lines flagged must not fall below this, nor the
 /// share of safe lines flagged rise above the ceiling (percent).
-const FLAGGED_DANGEROUS_FLOOR: f64 = 0.0;
-const FLAGGED_SAFE_CEILING: f64 = 100.0;
+const FLAGGED_DANGEROUS_FLOOR: f64 = 52.5;
+const FLAGGED_SAFE_CEILING: f64 = 16.0;
 
 #[test]
 fn the_detector_flags_the_corpus_lines_peers_call_dangerous() {

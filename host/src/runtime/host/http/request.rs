@@ -34,11 +34,18 @@ const HOP_BY_HOP: [HeaderName; 8] = [
     HeaderName::from_static("keep-alive"),
 ];
 
-/// Headers that carry credentials: dropped when a redirect leaves the origin.
-const CREDENTIALS: [HeaderName; 3] = [
-    header::AUTHORIZATION,
-    header::COOKIE,
-    HeaderName::from_static("cookie2"),
+/// The only headers a redirect to another origin keeps: any other may carry
+/// a credential (`Authorization`, a cookie, or an API key in a header of the
+/// tool's own naming, as declarative `auth = {type = "header"}` sends).
+const CROSS_ORIGIN_HEADERS: [HeaderName; 8] = [
+    header::ACCEPT,
+    header::ACCEPT_ENCODING,
+    header::ACCEPT_LANGUAGE,
+    header::USER_AGENT,
+    header::CACHE_CONTROL,
+    header::CONTENT_TYPE,
+    header::CONTENT_ENCODING,
+    header::CONTENT_LANGUAGE,
 ];
 
 /// Headers that describe the body: dropped when a redirect turns the request
@@ -127,7 +134,13 @@ impl Outgoing {
             }
         }
         if url.origin() != self.url.origin() {
-            for name in &CREDENTIALS {
+            let dropped: Vec<HeaderName> = next
+                .headers
+                .keys()
+                .filter(|name| !CROSS_ORIGIN_HEADERS.contains(name))
+                .cloned()
+                .collect();
+            for name in dropped {
                 next.headers.remove(name);
             }
         }
@@ -453,7 +466,8 @@ mod tests {
             &[
                 ("authorization", "Bearer t"),
                 ("cookie", "s=1"),
-                ("x-other", "kept"),
+                ("x-api-key", "secret"),
+                ("accept", "application/json"),
             ],
         );
         for target in [
@@ -470,8 +484,16 @@ mod tests {
                 "{target}"
             );
             assert!(next.headers.get(header::COOKIE).is_none(), "{target}");
-            assert_eq!(next.headers["x-other"], "kept");
+            // A header of the tool's own naming may hold a key too.
+            assert!(next.headers.get("x-api-key").is_none(), "{target}");
+            assert_eq!(next.headers["accept"], "application/json");
         }
+        // Within the origin every header stays.
+        let next = o
+            .redirect(StatusCode::FOUND, Some(&location("/next")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.headers["x-api-key"], "secret");
     }
 
     #[test]
