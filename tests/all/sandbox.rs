@@ -431,39 +431,32 @@ fn toolhost_without_user_namespaces(ws: &Workspace, args: &[&str]) -> (bool, Str
 #[test]
 fn without_user_namespaces_commands_are_refused_unless_the_profile_opts_out() {
     let ws = workspace();
-    let config = cli_config(&ws, "");
-    let config = config.to_str().unwrap();
-    let call = [
-        "--config",
-        config,
-        "call",
-        "run_command",
-        r#"{"command":"echo ran"}"#,
-    ];
-    let (ok, text) = toolhost_without_user_namespaces(&ws, &call);
+    // `call run_command echo ran` and `doctor` under the profile plus `extra`.
+    let under = |extra: &str| {
+        let config = cli_config(&ws, extra);
+        let config = config.to_str().unwrap();
+        let echo = r#"{"command":"echo ran"}"#;
+        let call = ["--config", config, "call", "run_command", echo];
+        let called = toolhost_without_user_namespaces(&ws, &call);
+        let doctor = toolhost_without_user_namespaces(&ws, &["--config", config, "doctor"]);
+        (called, doctor)
+    };
+    let ((ok, text), (doctor_ok, doctor)) = under("");
     assert!(!ok, "{text}");
     assert!(!text.contains("\"ran"), "{text}");
     assert!(text.contains("unprivileged user namespaces"), "{text}");
     assert!(text.contains("terminal.sandbox = \\\"none\\\""), "{text}");
-    let (ok, text) = toolhost_without_user_namespaces(&ws, &["--config", config, "doctor"]);
-    assert!(!ok, "{text}");
-    assert!(text.contains("✗ terminal sandbox"), "{text}");
+    assert!(!doctor_ok, "{doctor}");
+    assert!(doctor.contains("✗ terminal sandbox"), "{doctor}");
 
     // The explicit opt-out runs the command unconfined, and says so.
-    let config = cli_config(&ws, "terminal.sandbox = \"none\"");
-    let config = config.to_str().unwrap();
-    let call = [
-        "--config",
-        config,
-        "call",
-        "run_command",
-        r#"{"command":"echo ran"}"#,
-    ];
-    let (ok, text) = toolhost_without_user_namespaces(&ws, &call);
+    let ((ok, text), (_, doctor)) = under("terminal.sandbox = \"none\"");
     assert!(ok, "{text}");
     assert!(text.contains("ran\\n"), "{text}");
-    let (_, text) = toolhost_without_user_namespaces(&ws, &["--config", config, "doctor"]);
-    assert!(text.contains("sets terminal.sandbox = \"none\""), "{text}");
+    assert!(
+        doctor.contains("sets terminal.sandbox = \"none\""),
+        "{doctor}"
+    );
 }
 
 #[test]
