@@ -874,3 +874,53 @@ async fn slow_clients_are_cut_off_and_connections_are_capped() {
         "the cap let a second connection in"
     );
 }
+
+#[tokio::test]
+async fn an_mcp_session_is_unknown_to_every_other_tenant() {
+    let server = Server::with_tenants().await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let post = |token: &str, session: Option<&str>, body: &Value| {
+        let mut request = server
+            .client
+            .post(server.url("/mcp"))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .json(body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let opened = post("alpha-token", None, &initialize).await.unwrap();
+    assert_eq!(opened.status(), StatusCode::OK);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    post("alpha-token", Some(&session), &initialized)
+        .await
+        .unwrap();
+
+    // Another tenant can neither post into the session nor close it.
+    let intruder = post("beta-token", Some(&session), &list).await.unwrap();
+    assert_eq!(intruder.status(), StatusCode::NOT_FOUND);
+    let closed = server
+        .client
+        .delete(server.url("/mcp"))
+        .bearer_auth("beta-token")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), StatusCode::NOT_FOUND);
+
+    // Its owner still uses it.
+    let listed = post("alpha-token", Some(&session), &list).await.unwrap();
+    assert_eq!(listed.status(), StatusCode::OK);
+    let body = listed.text().await.unwrap();
+    assert!(body.contains("\"tools\""), "{body}");
+}

@@ -203,9 +203,16 @@ impl HttpServer {
             request_timeout: self.options.request_timeout,
             draining: self.draining.clone(),
         };
+        let mcp =
+            Router::new()
+                .nest_service("/mcp", mcp)
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::default(),
+                    keep_sessions_to_their_tenant,
+                ));
         Router::new()
             .nest("/v1", api::routes(api))
-            .nest_service("/mcp", mcp)
+            .merge(mcp)
             .fallback(api::not_found)
             .method_not_allowed_fallback(api::method_not_allowed)
             .layer(axum::middleware::from_fn_with_state(
@@ -358,6 +365,56 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// The tenant (or `None`, the local caller) that opened each MCP session.
+#[derive(Debug, Default)]
+struct SessionOwners(std::sync::Mutex<std::collections::HashMap<String, Option<String>>>);
+
+/// The header that names an MCP session.
+const MCP_SESSION: &str = "mcp-session-id";
+
+/// An MCP session belongs to the tenant that opened it: to any other caller
+/// its id is unknown (404), so no one can post into, listen to or close
+/// another tenant's session.
+async fn keep_sessions_to_their_tenant(
+    State(owners): State<Arc<SessionOwners>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let tenant = request
+        .extensions()
+        .get::<crate::Caller>()
+        .and_then(|caller| caller.tenant_name().map(str::to_owned));
+    let session = request
+        .headers()
+        .get(MCP_SESSION)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let owned_by_another = session.as_ref().is_some_and(|id| {
+        let owners = owners.0.lock().unwrap_or_else(|e| e.into_inner());
+        owners.get(id).is_some_and(|owner| *owner != tenant)
+    });
+    if owned_by_another {
+        return error_response(StatusCode::NOT_FOUND, "no such MCP session");
+    }
+    let closing = request.method() == Method::DELETE;
+    let response = next.run(request).await;
+    let mut owners = owners.0.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(opened) = response
+        .headers()
+        .get(MCP_SESSION)
+        .and_then(|value| value.to_str().ok())
+    {
+        owners.entry(opened.to_owned()).or_insert(tenant);
+    }
+    if closing
+        && response.status().is_success()
+        && let Some(id) = session
+    {
+        owners.remove(&id);
+    }
+    response
 }
 
 /// What every request passes before a route sees it.
