@@ -202,9 +202,28 @@ enum Format {
     Mcp,
 }
 
+/// Raises the soft limit of open files to the hard one: many guests and
+/// connections at once need more than the usual 1024, and each call is held
+/// to its own quota of open files.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit on this process with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 /// Runs the command line; the process exit code reflects success.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    raise_open_file_limit();
     let serving = matches!(cli.command, Command::Serve(_));
     if !serving {
         // Output piped into `head` and the like ends quietly when the reader

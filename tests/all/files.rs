@@ -295,3 +295,22 @@ async fn renaming_an_ancestor_of_a_denied_path_is_refused() {
     let result = f.call("rename", json!({"from": "sub", "to": "sub2"})).await;
     assert_eq!(result, json!({"ok": null}));
 }
+
+#[tokio::test]
+async fn one_call_holds_a_bounded_number_of_open_files() {
+    // F4: a guest that opens without closing gets "too many open files" at
+    // the quota; the host, and the next call, are unaffected.
+    let f = fixture(PROFILE).await;
+    let held = f
+        .call("hold_open", json!({"path": "notes.txt", "count": 5000}))
+        .await;
+    let opened = held["opened"].as_u64().unwrap();
+    assert!((200..=256).contains(&opened), "{held}");
+    assert!(held["error"].is_string(), "{held}");
+    // Each call has its own quota.
+    let again = f
+        .call("hold_open", json!({"path": "notes.txt", "count": 100}))
+        .await;
+    assert_eq!(again, json!({"opened": 100}));
+    assert_eq!(f.read("notes.txt").await, json!({"ok": "hello"}));
+}

@@ -247,11 +247,16 @@ impl FileGrants {
         path: &std::path::Path,
         refusal: &PathRefusal,
     ) {
+        self.record_refused(operation, path, &refusal.to_string());
+    }
+
+    /// Records a refused file operation and why, for the audit line.
+    pub(crate) fn record_refused(&mut self, operation: &str, path: &std::path::Path, reason: &str) {
         if self.refusals.len() < MAX_CAPABILITY_USES {
             self.refusals.push(CapabilityUse::refused(
                 "file",
                 format!("{operation} {}", path.display()),
-                refusal.to_string(),
+                reason,
             ));
         }
     }

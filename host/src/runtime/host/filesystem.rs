@@ -112,6 +112,21 @@ impl PolicedFs<'_> {
         self.refuse(target, operation, refusal)
     }
 
+    /// Refuses opening one more descriptor past [`MAX_OPEN`], with the
+    /// guest's "too many open files" (`quota`) and an audit record.
+    fn check_open_quota(&mut self, target: &Path) -> Result<(), ErrorCode> {
+        let open = self.grants.descriptors.len() + self.grants.streams.len();
+        if open < MAX_OPEN {
+            return Ok(());
+        }
+        self.grants.record_refused(
+            "open",
+            target,
+            &format!("the call already holds {MAX_OPEN} open files and directories, the most one call may"),
+        );
+        Err(ErrorCode::Quota)
+    }
+
     /// Refuses moving `path` when it is, or holds, something `file.deny`
     /// matches: under the new name no rule would cover it. (A symlink needs
     /// no such check: paths through it are judged where they lead. A hard
@@ -197,6 +212,10 @@ fn descriptor_path(descriptor: &Descriptor) -> Option<PathBuf> {
     };
     std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()
 }
+
+/// Most files and directories one instance may hold open at once (listings
+/// included): a guest cannot run the host out of descriptors.
+pub(crate) const MAX_OPEN: usize = 256;
 
 /// Most entries looked at to find a denied path inside a directory that is
 /// renamed or linked.
@@ -295,6 +314,7 @@ impl HostDescriptor for PolicedFs<'_> {
         fd: Resource<Descriptor>,
     ) -> FsResult<Resource<types::DirectoryEntryStream>> {
         let dir = self.dir_path(&fd)?;
+        self.check_open_quota(&dir)?;
         let stream = self.inner.read_directory(fd).await?;
         self.grants.streams.insert(stream.rep(), dir);
         Ok(stream)
@@ -375,6 +395,7 @@ impl HostDescriptor for PolicedFs<'_> {
         };
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
         let target = self.check_with(&fd, &path, access, "open", follow)?;
+        self.check_open_quota(&target)?;
         let opened = self
             .inner
             .open_at(fd, path_flags, path, oflags, flags)

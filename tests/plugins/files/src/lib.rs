@@ -131,6 +131,29 @@ fn sneaky_read(args: PathArgs) -> Result<Value, ToolError> {
     outcome(std::fs::read_to_string(&args.path))
 }
 
+/// Arguments of `hold_open`.
+#[derive(Deserialize, JsonSchema)]
+struct HoldArgs {
+    /// The file to open again and again.
+    path: String,
+    /// How many times.
+    count: u32,
+}
+
+/// Open a file `count` times without closing it; how many opens succeeded,
+/// and the error of the first that failed.
+#[tool(toolset = "files", permissions = ["file:read"])]
+fn hold_open(args: HoldArgs) -> Result<Value, ToolError> {
+    let mut held = Vec::new();
+    for _ in 0..args.count {
+        match std::fs::File::open(&args.path) {
+            Ok(file) => held.push(file),
+            Err(e) => return Ok(json!({ "opened": held.len(), "error": e.to_string() })),
+        }
+    }
+    Ok(json!({ "opened": held.len() }))
+}
+
 export_plugin!(
     read,
     list,
@@ -141,5 +164,6 @@ export_plugin!(
     mkdir,
     rename,
     symlink,
-    sneaky_read
+    sneaky_read,
+    hold_open
 );
