@@ -86,6 +86,7 @@ pub(crate) fn plan(profile: &Profile, command: &Command<'_>) -> Result<Spec, Str
             .filter(|(_, _, writable)| *writable)
             .map(|(_, real, _)| real.clone())
             .collect(),
+        roots: grants.iter().map(|(_, real, _)| real.clone()).collect(),
     };
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;
@@ -234,6 +235,8 @@ struct Walk<'a> {
     entries: usize,
     /// The writable grants, symlinks resolved.
     writable: Vec<PathBuf>,
+    /// Every grant, symlinks resolved: each is walked once, from its own root.
+    roots: Vec<PathBuf>,
 }
 
 impl Walk<'_> {
@@ -257,8 +260,11 @@ impl Walk<'_> {
             let Ok(file_type) = entry.file_type() else {
                 continue;
             };
-            let denied = self.profile.paths.is_denied(&real_path).is_some()
-                || self.profile.paths.is_denied(&written_path).is_some();
+            // The directory walked is allowed (else it is masked whole, not
+            // walked), so only the entry itself needs matching.
+            let rules = &self.profile.paths;
+            let denied = rules.denies_entry(&real_path).is_some()
+                || (written_path != real_path && rules.denies_entry(&written_path).is_some());
             if denied {
                 if !file_type.is_symlink() {
                     self.mounts.mask(&real_path);
@@ -268,7 +274,7 @@ impl Walk<'_> {
             if writable && name == ".git" {
                 self.protect_git(&real_path, file_type.is_dir());
             }
-            if file_type.is_dir() {
+            if file_type.is_dir() && !self.roots.contains(&real_path) {
                 self.dir(&written_path, &real_path, writable)?;
             }
         }

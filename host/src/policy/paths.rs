@@ -190,6 +190,21 @@ impl PathRules {
         self.denied_by(&normalize(path))
     }
 
+    /// The deny pattern that matches `path` itself (not its ancestors), if
+    /// any: for walks that descend only into directories already allowed.
+    pub fn denies_entry(&self, path: &Path) -> Option<&str> {
+        if self.deny_patterns.is_empty() {
+            return None;
+        }
+        let source = self
+            .deny_set
+            .matches(path)
+            .into_iter()
+            .filter_map(|glob| self.deny_sources.get(glob).copied())
+            .min()?;
+        self.deny_patterns.get(source).map(String::as_str)
+    }
+
     /// The deny pattern that matches something inside the directory `dir`
     /// (or `dir` itself), if any: a pattern naming a path under `dir`, or an
     /// entry found under it (looking at no more than `max_entries`; a larger
@@ -226,7 +241,7 @@ impl PathRules {
                     return Err(max_entries);
                 }
                 let path = entry.path();
-                if let Some(pattern) = self.denied_by(&path) {
+                if let Some(pattern) = self.denies_entry(&path) {
                     return Ok(Some(pattern));
                 }
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
