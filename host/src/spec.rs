@@ -85,6 +85,13 @@ pub(crate) fn is_valid_env_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// Largest `parameters` schema of one tool, in bytes: every `tools/list`
+/// carries it to the model.
+pub(crate) const MAX_SCHEMA_BYTES: usize = 64 << 10;
+
+/// Largest description of one tool, in bytes.
+pub(crate) const MAX_DESCRIPTION_BYTES: usize = 8 << 10;
+
 /// Validates a spec from a plugin's `describe`, returning every problem found.
 pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, Vec<String>> {
     let mut problems = Vec::new();
@@ -102,6 +109,23 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
         problems.push(format!(
             "tool {shown_name:?} has an empty description; models need it to choose the tool"
         ));
+    }
+    if raw.description.len() > MAX_DESCRIPTION_BYTES {
+        problems.push(format!(
+            "tool {shown_name:?} has a description of {} bytes, more than the {} a tool's \
+             description may have",
+            raw.description.len(),
+            MAX_DESCRIPTION_BYTES
+        ));
+    }
+    if raw.parameters.len() > MAX_SCHEMA_BYTES {
+        problems.push(format!(
+            "tool {shown_name:?}: parameters is a schema of {} bytes, more than the {} a tool's \
+             schema may have (every tools/list sends it to the model)",
+            raw.parameters.len(),
+            MAX_SCHEMA_BYTES
+        ));
+        return Err(problems);
     }
     let mut validator = None;
     let parameters = match serde_json::from_str::<Value>(&raw.parameters) {
@@ -263,6 +287,26 @@ mod tests {
             arguments.insert(format!("{}b{i}", "a".repeat(30)), Value::Null);
         }
         assert!(spec.validate_arguments(&Value::Object(arguments)).is_err());
+    }
+
+    #[test]
+    fn schemas_and_descriptions_have_a_size_limit() {
+        let plugin: Arc<str> = "p".into();
+        let padding = "x".repeat(MAX_SCHEMA_BYTES);
+        let huge = format!(r#"{{"type":"object","description":"{padding}"}}"#);
+        let problems = validate(&plugin, raw("huge", &huge)).unwrap_err();
+        assert!(problems[0].contains("more than the 65536"), "{problems:?}");
+        let mut wordy = raw("wordy", r#"{"type":"object"}"#);
+        wordy.description = "y".repeat(MAX_DESCRIPTION_BYTES + 1);
+        let problems = validate(&plugin, wordy).unwrap_err();
+        assert!(
+            problems[0].contains("description of 8193 bytes"),
+            "{problems:?}"
+        );
+        // At the limits, a tool loads.
+        let mut full = raw("full", r#"{"type":"object"}"#);
+        full.description = "y".repeat(MAX_DESCRIPTION_BYTES);
+        assert!(validate(&plugin, full).is_ok());
     }
 
     #[test]

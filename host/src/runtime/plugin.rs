@@ -860,6 +860,9 @@ async fn describe(
     }
 }
 
+/// Most tools one plugin may declare.
+const MAX_TOOLS: usize = 128;
+
 /// Validates every spec; a plugin with any invalid spec is rejected whole.
 fn validate_manifest(
     plugin: &Arc<str>,
@@ -869,6 +872,13 @@ fn validate_manifest(
     let mut problems = Vec::new();
     if raw.is_empty() {
         problems.push("declares no tools".to_string());
+    }
+    if raw.len() > MAX_TOOLS {
+        problems.push(format!(
+            "declares {} tools, more than the {MAX_TOOLS} one plugin may; split it into plugins",
+            raw.len()
+        ));
+        return (tools, problems);
     }
     for spec in raw {
         match spec::validate(plugin, spec) {
@@ -971,6 +981,32 @@ mod tests {
                 .unwrap_err()
                 .contains("exports nothing")
         );
+    }
+
+    #[test]
+    fn a_plugin_declares_a_bounded_number_of_tools() {
+        use super::super::bindings::toolhost::plugin::types::ToolSpec as Raw;
+        let raw = |i: usize| Raw {
+            name: format!("t{i}"),
+            description: "does things".into(),
+            parameters: r#"{"type":"object"}"#.into(),
+            toolset: "demo".into(),
+            permissions: vec![],
+            requires_env: vec![],
+            emoji: None,
+            read_only: true,
+            destructive: false,
+        };
+        let plugin: Arc<str> = "p".into();
+        let (tools, problems) = validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect());
+        assert_eq!(
+            (tools.len(), problems.len()),
+            (MAX_TOOLS, 0),
+            "{problems:?}"
+        );
+        let (tools, problems) = validate_manifest(&plugin, (0..=MAX_TOOLS).map(raw).collect());
+        assert!(tools.is_empty());
+        assert!(problems[0].contains("declares 129 tools"), "{problems:?}");
     }
 
     #[test]
