@@ -24,6 +24,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::api::{self, Api, error_response};
+use super::connections::Connections;
 use super::mcp::{self, McpHttp};
 use super::tenants::Tenants;
 use crate::host::Host;
@@ -235,16 +236,9 @@ impl HttpServer {
             .header_read_timeout(self.options.header_timeout)
             .keep_alive(true);
         let graceful = GracefulShutdown::new();
-        let slots = Arc::new(tokio::sync::Semaphore::new(
-            self.options.max_connections.max(1),
-        ));
+        let connections = Connections::new(self.options.max_connections);
         let mut shutdown = std::pin::pin!(shutdown);
         loop {
-            let permit = tokio::select! {
-                biased;
-                () = &mut shutdown => break,
-                permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-            };
             let (stream, peer) = tokio::select! {
                 biased;
                 () = &mut shutdown => break,
@@ -256,15 +250,32 @@ impl HttpServer {
                     }
                 },
             };
+            // A slot: a free one, or one an idle connection gives up.
+            let slot = tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                slot = connections.slot() => slot,
+            };
             let _ = stream.set_nodelay(true);
-            let service = TowerToHyperService::new(app.clone());
+            let proven = slot.proven.clone();
+            let app = app.clone();
+            let service = TowerToHyperService::new(tower::service_fn(
+                move |request: hyper::Request<hyper::body::Incoming>| {
+                    proven.store(true, Ordering::Relaxed);
+                    let mut app = app.clone();
+                    async move { tower::Service::call(&mut app, request).await }
+                },
+            ));
             let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
-            tokio::spawn(async move {
+            let tracker = connections.clone();
+            let id = slot.id();
+            let task = tokio::spawn(async move {
                 if let Err(e) = connection.await {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
-                drop(permit);
+                tracker.ended(slot);
             });
+            connections.started(id, task.abort_handle());
         }
         drop(self.listener);
         drop(reload);

@@ -10,6 +10,7 @@
 //!   and limits.
 
 pub mod api;
+mod connections;
 pub mod http;
 pub mod mcp;
 pub mod tenants;
