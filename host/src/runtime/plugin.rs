@@ -19,7 +19,9 @@ use super::flight::{Drained, Flight, Flights};
 use super::grants::Grants;
 use super::ready::{ReadyInstances, Recipe};
 use super::sandbox::{Identity, Limits, Sandbox};
-use super::session::{LiveInstance, MAX_SESSIONS, NoSlot, Sessions};
+use super::session::{
+    LiveInstance, MAX_SESSIONS, MAX_SESSIONS_PER_TENANT, NoSlot, Sessions, guest_session_id,
+};
 use crate::declarative::{Adapter, Declared};
 use crate::error::{CallError, ErrorKind, bounded};
 use crate::spec::{self, ToolSpec};
@@ -539,6 +541,16 @@ impl PluginVersion {
                     ),
                 ));
             }
+            Err(NoSlot::TenantFull) => {
+                return Err(CallError::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "plugin {:?} already keeps {MAX_SESSIONS_PER_TENANT} sessions of this \
+                         caller, the most one tenant may hold; end some or retry when they expire",
+                        &*self.name
+                    ),
+                ));
+            }
         };
         let mut slot = slot.lock().await;
         if slot.closed {
@@ -618,7 +630,10 @@ impl PluginVersion {
             None => None,
         };
         if let Some(lifecycle) = &lifecycle {
-            match lifecycle.call_setup(&mut store, session).await {
+            match lifecycle
+                .call_setup(&mut store, guest_session_id(session))
+                .await
+            {
                 Ok(Ok(())) => {}
                 Ok(Err(message)) => {
                     return Err(CallError::new(

@@ -19,6 +19,21 @@ const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most sessions one plugin version keeps at once.
 pub const MAX_SESSIONS: usize = 256;
 
+/// The most sessions of one plugin version one tenant may hold, so that a
+/// tenant cannot take every slot from the others.
+pub(crate) const MAX_SESSIONS_PER_TENANT: usize = MAX_SESSIONS / 4;
+
+/// The tenant part of a session key (`tenant\0session`); empty for the
+/// local caller.
+fn tenant_of(key: &str) -> &str {
+    key.split_once('\0').map_or("", |(tenant, _)| tenant)
+}
+
+/// The session id a plugin is told: the caller's own, without the tenant.
+pub(crate) fn guest_session_id(key: &str) -> &str {
+    key.split_once('\0').map_or(key, |(_, session)| session)
+}
+
 /// A live instance of a stateful plugin.
 pub(crate) struct LiveInstance {
     pub(crate) store: Store<Sandbox>,
@@ -57,6 +72,8 @@ type SharedSlot = Arc<tokio::sync::Mutex<Slot>>;
 pub(crate) enum NoSlot {
     /// The version keeps [`MAX_SESSIONS`] already.
     Full,
+    /// The caller's tenant holds [`MAX_SESSIONS_PER_TENANT`] already.
+    TenantFull,
     /// The version was unloaded.
     Closed,
 }
@@ -80,6 +97,10 @@ impl Sessions {
         }
         if slots.len() >= MAX_SESSIONS {
             return Err(NoSlot::Full);
+        }
+        let tenant = tenant_of(key);
+        if slots.keys().filter(|k| tenant_of(k) == tenant).count() >= MAX_SESSIONS_PER_TENANT {
+            return Err(NoSlot::TenantFull);
         }
         let slot = Arc::new(tokio::sync::Mutex::new(Slot {
             live: None,
@@ -141,5 +162,32 @@ impl Sessions {
             }
         }
         count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_holds_at_most_its_share_of_the_slots() {
+        let sessions = Sessions::default();
+        for i in 0..MAX_SESSIONS_PER_TENANT {
+            assert!(sessions.slot(&format!("greedy\0s{i}")).is_ok());
+        }
+        assert!(matches!(
+            sessions.slot("greedy\0one-more"),
+            Err(NoSlot::TenantFull)
+        ));
+        // Its existing sessions stay usable, and other tenants still get in.
+        assert!(sessions.slot("greedy\0s0").is_ok());
+        assert!(sessions.slot("other\0s0").is_ok());
+        assert!(sessions.slot("local").is_ok());
+    }
+
+    #[test]
+    fn plugins_see_the_callers_session_id_without_the_tenant() {
+        assert_eq!(guest_session_id("acme\0task-7"), "task-7");
+        assert_eq!(guest_session_id("task-7"), "task-7");
     }
 }
