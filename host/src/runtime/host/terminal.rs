@@ -1,5 +1,7 @@
-//! `terminal`: runs a guest's command line with `/bin/sh -c` after checking
-//! it against the profile, in this order: the tool declared
+//! `terminal`: runs a guest's command line with `bash -c`, in the kernel
+//! sandbox of [`crate::confine`] (unless the profile says
+//! `terminal.sandbox = "none"`), after checking it against the profile, in
+//! this order: the tool declared
 //! `terminal:execute` and the profile allows it; `terminal.deny_commands` and
 //! `terminal.allow_commands`; the working directory; the dangerous-command
 //! detector under `terminal.dangerous` (`deny`, `approve` asks the approver,
@@ -12,9 +14,8 @@
 //!   workspace; without one, commands start in the workspace when it is
 //!   granted, else in the first granted directory. A profile that grants no
 //!   directory cannot run commands. Write access is not required: the
-//!   directory check only decides where a command starts, it does not confine
-//!   what the command touches (that is the job of the command rules, the
-//!   detector and the approver).
+//!   directory check only decides where a command starts; what the command
+//!   can touch is decided by the sandbox, built from the same profile.
 //! - an empty environment plus the host variables named (exactly, no
 //!   wildcards) in `terminal.env` that are set;
 //!   `PATH=/usr/local/bin:/usr/bin:/bin` unless `terminal.env` passes `PATH`;
@@ -22,8 +23,8 @@
 //!   passes `HOME`, so programs looking in `~` find the workspace rather than
 //!   the host user's dotfiles and credentials.
 //! - the smaller of the guest's timeout and `terminal.timeout`; at expiry,
-//!   when the shell exits, or when the call is abandoned, its whole process
-//!   group is killed.
+//!   when the shell exits, or when the call is abandoned, every process it
+//!   started is gone (the sandbox's PID namespace ends).
 //! - stdout and stderr kept up to `terminal.max_output` bytes each.
 
 use std::ffi::OsString;
