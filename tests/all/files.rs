@@ -314,3 +314,63 @@ async fn one_call_holds_a_bounded_number_of_open_files() {
     assert_eq!(again, json!({"opened": 100}));
     assert_eq!(f.read("notes.txt").await, json!({"ok": "hello"}));
 }
+
+/// Spellings of a way to `.env` (or into `secrets/`) from the workspace;
+/// `{ws}` is the workspace's absolute path.
+const TRAVERSALS: &[&str] = &[
+    ".env",
+    "./.env",
+    ".//.env",
+    "./././.env",
+    "sub/../.env",
+    "sub/./../.env",
+    "sub//..//.env",
+    "out/../.env",
+    "out/../../workspace/.env",
+    "../workspace/.env",
+    "sub/secrets_dir/key.txt",
+    "sub/secrets_dir/../.env",
+    "link_to_env",
+    "secrets/key.txt",
+    "secrets/./key.txt",
+    "secrets//key.txt",
+    "secrets/../secrets/key.txt",
+    "sub/../secrets/key.txt",
+    "{ws}/.env",
+    "{ws}//.env",
+    "{ws}/./.env",
+    "{ws}/sub/../.env",
+    "{ws}/secrets/key.txt",
+    "/{ws}/.env",
+];
+
+/// Spellings that look like the way in but name other files (they must not
+/// be taken for it, and must not reach it).
+const LOOK_ALIKES: &[&str] = &[
+    "%2eenv",
+    ".env%00",
+    "．env",
+    ".env\u{200b}",
+    "secrets%2fkey.txt",
+    "secrets\\key.txt",
+    ".env/",
+    ".env/.",
+    "secrets/key.txt/",
+];
+
+#[tokio::test]
+async fn every_spelling_of_a_denied_path_is_refused() {
+    let f = fixture(PROFILE).await;
+    let ws = f.ws("");
+    let ws = ws.trim_end_matches('/');
+    for spelling in TRAVERSALS.iter().chain(LOOK_ALIKES) {
+        let path = spelling.replace("{ws}", ws);
+        let result = f.read(&path).await;
+        assert!(result.get("error").is_some(), "{path:?} was read: {result}");
+        let text = result.to_string();
+        assert!(
+            !text.contains("SECRET=1") && !text.contains("\"key\""),
+            "{path:?}: {result}"
+        );
+    }
+}
