@@ -99,12 +99,7 @@ fn launch() -> Result<std::convert::Infallible, String> {
     // when the launcher dies, so PID 1 never outlives it.
     let (status_read, status_write) = pipe()?;
     let (lifeline_read, lifeline_write) = pipe()?;
-    // SAFETY: this process is single-threaded; the child only continues
-    // with this program's own code.
-    let init = unsafe { libc::fork() };
-    if init < 0 {
-        return os_error("fork");
-    }
+    let init = fork()?;
     if init == 0 {
         drop(status_read);
         drop(lifeline_write);
@@ -162,6 +157,14 @@ fn write_proc(path: &str, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("writing {path}: {e}"))
 }
 
+/// Forks this single-threaded process: 0 in the child, its pid in the parent.
+fn fork() -> Result<libc::pid_t, String> {
+    // SAFETY: the launcher and PID 1 are single-threaded; the child only
+    // continues with this program's own code, then execs or exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 { os_error("fork") } else { Ok(pid) }
+}
+
 fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the two descriptors, which are then owned here.
@@ -206,11 +209,7 @@ fn run_init(
         loopback_up()?;
     }
 
-    // SAFETY: single-threaded; the child execs or exits.
-    let shell = unsafe { libc::fork() };
-    if shell < 0 {
-        return os_error("fork");
-    }
+    let shell = fork()?;
     if shell == 0 {
         drop(status);
         drop(lifeline);
