@@ -6,6 +6,7 @@
 //! harmless, and ordinary work must still run.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -208,6 +209,95 @@ async fn commands_have_no_network_unless_the_profile_shares_it() {
         assert!(Instant::now() < deadline, "no connection arrived");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A plain HTTP server on `addr` answering every request with `body`; the
+/// number of connections it accepted.
+fn http_server(addr: &str, body: &'static str) -> (u16, std::sync::Arc<AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind(format!("{addr}:0")).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (port, accepted)
+}
+
+#[tokio::test]
+async fn commands_reach_allowed_hosts_only_through_the_proxy() {
+    let ws = workspace();
+    // Two servers on host loopback addresses other than the sandbox's own.
+    let (allowed, reached) = http_server("127.0.0.2", "hello from the host");
+    let (other, other_reached) = http_server("127.0.0.3", "must stay unreachable");
+    // Allowing a host makes `terminal.network` default to the proxy.
+    let host = ws
+        .host(&format!(
+            "{SANDBOXED}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]"
+        ))
+        .await;
+
+    // Plain HTTP (absolute-form requests) and a CONNECT tunnel.
+    let url = format!("http://127.0.0.2:{allowed}/hello");
+    assert_eq!(
+        succeeds(&host, &format!("curl -sS {url}")).await,
+        "hello from the host"
+    );
+    assert_eq!(
+        succeeds(&host, &format!("curl -sS --proxytunnel {url}")).await,
+        "hello from the host"
+    );
+    assert_eq!(reached.load(Ordering::SeqCst), 2);
+
+    // Another host, another port, the metadata address: refused with the
+    // rule named, and no connection made.
+    for refused in [
+        format!("http://127.0.0.3:{other}/"),
+        format!("http://127.0.0.2:{other}/"),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+    ] {
+        let plain = succeeds(&host, &format!("curl -sS -w ' %{{http_code}}' {refused}")).await;
+        assert!(plain.ends_with(" 403"), "{refused}: {plain}");
+        assert!(plain.contains("network.allow_hosts"), "{refused}: {plain}");
+        let tunnel = ran(&host, &format!("curl -sS --proxytunnel {refused}")).await;
+        assert_ne!(tunnel["exit_code"], 0, "{refused}: {tunnel}");
+        assert!(printed(&tunnel).contains("403"), "{refused}: {tunnel}");
+    }
+    // Around the proxy there is no way out.
+    for line in [
+        format!("curl -sS --noproxy '*' {url}"),
+        format!("echo x > /dev/tcp/127.0.0.2/{allowed}"),
+        format!("echo x > /dev/tcp/127.0.0.3/{other}"),
+    ] {
+        let result = ran(&host, &line).await;
+        assert_ne!(result["exit_code"], 0, "{line}: {result}");
+    }
+    assert_eq!(reached.load(Ordering::SeqCst), 2);
+    assert_eq!(other_reached.load(Ordering::SeqCst), 0);
+
+    // `terminal.network = "none"` keeps the allowed host out of reach too.
+    let closed = ws
+        .host(&format!(
+            "{SANDBOXED}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]\n\
+             terminal.network = \"none\""
+        ))
+        .await;
+    let result = ran(&closed, &format!("curl -sS {url}")).await;
+    assert_ne!(result["exit_code"], 0, "{result}");
+    assert_eq!(reached.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]

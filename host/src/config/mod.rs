@@ -167,7 +167,9 @@ pub struct TerminalConfig {
     /// What confines commands: `kernel` (default) or `none`.
     #[serde(default)]
     pub sandbox: Option<TerminalSandbox>,
-    /// What network commands get: `none` (default) or `host`.
+    /// What network commands get: `none`, `proxy` (the allowed hosts through
+    /// the host's proxy) or `host`; by default `proxy` when the profile
+    /// allows any host, else `none`.
     #[serde(default)]
     pub network: Option<TerminalNetwork>,
     /// Directories commands may read besides the file grants.
@@ -777,7 +779,13 @@ fn resolve_profile(
             .unwrap_or(defaults.max_output),
         env: terminal.env.clone(),
         sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
-        network: terminal.network.unwrap_or(defaults.network),
+        network: terminal
+            .network
+            .unwrap_or(if profile.hosts.allow_hosts.is_empty() {
+                TerminalNetwork::None
+            } else {
+                TerminalNetwork::Proxy
+            }),
         read: terminal
             .read
             .iter()

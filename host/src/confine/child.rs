@@ -196,6 +196,12 @@ fn run_init(
             libc::_exit(SETUP_EXIT);
         }
     }
+    // The proxy's socket is reached through its directory, opened while
+    // the host's root is still in place.
+    let way = match (&spec.proxy, spec.host_network) {
+        (Some(socket), false) => Some(super::forward::Way::open(socket)?),
+        _ => None,
+    };
     build_root(&spec.mounts, spec.limits.tmp_size)?;
     // SAFETY: sets this UTS namespace's host name.
     unsafe {
@@ -208,20 +214,29 @@ fn run_init(
     if !spec.host_network {
         loopback_up()?;
     }
+    let relay = way.map(|way| way.listen()).transpose()?;
 
     let shell = fork()?;
     if shell == 0 {
         drop(status);
         drop(lifeline);
+        drop(relay);
         let message = run_shell(spec).unwrap_err();
         fail(&message);
     }
     // PID 1 keeps nothing the command could use: no capabilities, and its
-    // /proc entries closed to the command.
+    // /proc entries closed to the command. The relay inherits both.
     drop_capabilities()?;
     // SAFETY: plain system calls on this process.
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0);
+    }
+    if let Some(relay) = relay
+        && fork()? == 0
+    {
+        drop(status);
+        drop(lifeline);
+        relay.run();
     }
     let mut status_file = File::from(status);
     loop {

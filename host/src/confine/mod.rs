@@ -16,6 +16,7 @@
 //! [`use_launcher`].
 
 mod child;
+mod forward;
 pub(crate) mod plan;
 mod seccomp;
 
@@ -28,6 +29,10 @@ pub(crate) use plan::plan;
 
 /// The first argument that makes a toolhost binary act as the launcher.
 pub const LAUNCH_ARG: &str = "__toolhost-sandbox";
+
+/// The port of the sandbox's loopback that leads to the host's proxy under
+/// `terminal.network = "proxy"` (`HTTP_PROXY=http://127.0.0.1:3128`).
+pub(crate) const PROXY_PORT: u16 = 3128;
 
 /// The exit code of a launcher that could not build the sandbox; its stderr
 /// then starts with [`SETUP_FAILED`].
@@ -92,6 +97,10 @@ pub struct Spec {
     pub(crate) mounts: Vec<Mount>,
     /// Keep the host's network namespace (`terminal.network = "host"`).
     pub(crate) host_network: bool,
+    /// The host's proxy socket, relayed to [`PROXY_PORT`] inside
+    /// (`terminal.network = "proxy"`).
+    #[serde(default)]
+    pub(crate) proxy: Option<PathBuf>,
     /// Resource limits of the command.
     pub(crate) limits: CommandLimits,
 }

@@ -111,6 +111,7 @@ pub(crate) fn plan(profile: &Profile, command: &Command<'_>) -> Result<Spec, Str
             .collect(),
         mounts: mounts.into_list(),
         host_network: settings.network == crate::policy::TerminalNetwork::Host,
+        proxy: None,
         limits: CommandLimits {
             processes: settings.max_processes,
             memory: settings.memory,
@@ -132,6 +133,7 @@ pub(crate) fn probe_spec() -> Spec {
         env: vec![(b"PATH".to_vec(), b"/usr/bin:/bin".to_vec())],
         mounts: mounts.into_list(),
         host_network: false,
+        proxy: None,
         limits: CommandLimits {
             processes: 16,
             memory: 1 << 30,

@@ -94,6 +94,11 @@ pub enum TerminalNetwork {
     /// A network namespace of their own with only a loopback interface.
     #[default]
     None,
+    /// A network namespace of their own whose only way out is a proxy run by
+    /// the host, which lets through requests to `network.allow_hosts` under
+    /// the same rules as `http_request` (`HTTP_PROXY` and friends point at
+    /// it). The default when the profile allows any host.
+    Proxy,
     /// The host's network, unfiltered. Explicit only.
     Host,
 }

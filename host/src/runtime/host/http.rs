@@ -4,6 +4,7 @@
 //! the whole exchange is capped in time and response size.
 
 mod connect;
+pub(crate) mod proxy;
 mod request;
 
 use reqwest::header::{self, HeaderMap};

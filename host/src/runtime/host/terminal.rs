@@ -32,12 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::http::proxy::Proxy;
 use super::process_group::{self, Captured, Finished, ShellCommand};
 use crate::approval::{ApprovalRequest, Subject};
 use crate::confine;
 use crate::policy::{
-    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalSandbox,
-    dangerous, paths,
+    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalNetwork,
+    TerminalSandbox, dangerous, paths,
 };
 use crate::runtime::bindings::toolhost::plugin::terminal::{Command, Host, Output, TerminalError};
 use crate::runtime::grants::{ApprovalScope, CapabilityUse, Grants};
@@ -77,10 +78,20 @@ impl Host for Sandbox {
         let timeout = command.timeout_ms.map_or(settings.timeout, |ms| {
             settings.timeout.min(Duration::from_millis(ms.into()))
         });
-        let env = environment(profile, &cwd.home);
+        let mut env = environment(profile, &cwd.home);
+        let proxy = match proxy(profile, &mut env) {
+            Ok(proxy) => proxy,
+            Err(reason) => {
+                let message = format!("command {quoted:?} refused: {reason}");
+                return Ok(Err(TerminalError::Failed(message)));
+            }
+        };
         let shell_path = shell_path();
         let confined = match confinement(&grants.profile, shell_path, line, &cwd.dir, &env).await {
-            Ok(confined) => confined,
+            Ok(confined) => confined.map(|(launcher, mut spec)| {
+                spec.proxy = proxy.as_ref().map(Proxy::socket);
+                (launcher, spec)
+            }),
             Err(reason) => {
                 let message = format!("command {quoted:?} refused: {reason}");
                 return Ok(Err(TerminalError::Failed(message)));
@@ -98,7 +109,11 @@ impl Host for Sandbox {
             timeout,
             max_output: settings.max_output,
         };
-        Ok(match shell.run().await {
+        let finished = shell.run().await;
+        for used in proxy.iter().flat_map(Proxy::take_uses) {
+            self.record(used);
+        }
+        Ok(match finished {
             Ok(Finished::Exited(captured))
                 if confined.is_some() && captured.exit_code == Some(confine::SETUP_EXIT) =>
             {
@@ -183,6 +198,34 @@ async fn confinement(
     .await
     .map_err(|e| format!("planning the sandbox failed: {e}"))??;
     Ok(Some((launcher, spec)))
+}
+
+/// The proxy of a command under `terminal.network = "proxy"`, started, and
+/// the variables that point programs at it added to `env` (replacing any
+/// passed from the host).
+fn proxy(profile: &Profile, env: &mut Vec<(String, OsString)>) -> Result<Option<Proxy>, String> {
+    if profile.terminal.network != TerminalNetwork::Proxy
+        || profile.terminal.sandbox != TerminalSandbox::Kernel
+    {
+        return Ok(None);
+    }
+    let proxy = Proxy::start(profile.hosts.clone())
+        .map_err(|e| format!("could not start the network proxy of the command: {e}"))?;
+    let url = format!("http://127.0.0.1:{}", confine::PROXY_PORT);
+    let names = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
+    env.retain(|(name, _)| {
+        let upper = name.to_ascii_uppercase();
+        !names.contains(&upper.as_str()) && upper != "NO_PROXY"
+    });
+    for name in names {
+        env.push((name.into(), url.clone().into()));
+        env.push((name.to_ascii_lowercase(), url.clone().into()));
+    }
+    // The command's own servers on its loopback are reached directly.
+    let local = "localhost,127.0.0.1,::1";
+    env.push(("NO_PROXY".into(), local.into()));
+    env.push(("no_proxy".into(), local.into()));
+    Ok(Some(proxy))
 }
 
 /// Where a command runs, and its `HOME`.

@@ -42,6 +42,16 @@ impl Destination {
     pub(crate) async fn check(rules: &HostRules, url: &Url) -> Result<Self, Unreachable> {
         let host = url.host_str().unwrap_or_default();
         let port = url.port_or_known_default().unwrap_or(80);
+        Self::check_host(rules, host, port).await
+    }
+
+    /// Checks `host` (a name or an IP literal, IPv6 in brackets) at `port`
+    /// and every address it resolves to, as [`Destination::check`] does.
+    pub(crate) async fn check_host(
+        rules: &HostRules,
+        host: &str,
+        port: u16,
+    ) -> Result<Self, Unreachable> {
         rules
             .check_host(host, port)
             .map_err(|refusal| Unreachable::Refused(refusal.to_string()))?;

@@ -1,0 +1,380 @@
+//! The network of sandboxed terminal commands under `terminal.network =
+//! "proxy"`: an HTTP proxy the host runs for one command, on a Unix socket
+//! the command's sandbox forwards its loopback port to. Every request
+//! (`CONNECT host:port` for TLS and other tunnels, absolute-form
+//! `GET http://...` for plain HTTP) is checked as `http_request` checks its
+//! requests: the host against `network.allow_hosts`, every address it
+//! resolves to (private, loopback and metadata addresses only when listed),
+//! one lookup whose checked addresses are the ones connected to. A refused
+//! request gets `403` with the reason; nothing else leaves the sandbox.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::connect::{Destination, Unreachable};
+use crate::policy::HostRules;
+use crate::runtime::grants::CapabilityUse;
+
+/// The socket's file name in the proxy's private directory.
+const SOCKET: &str = "proxy.sock";
+
+/// Largest request head (request line and headers) read.
+const MAX_HEAD: usize = 32 * 1024;
+
+/// Most headers in a request head.
+const MAX_HEADERS: usize = 100;
+
+/// How long a client has to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long connecting to a checked address may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most connections of one command open at once.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Most requests of one command kept for the audit record.
+const MAX_RECORDED: usize = 64;
+
+/// A proxy serving one command; it stops, with every connection through it,
+/// when dropped.
+pub(crate) struct Proxy {
+    dir: tempfile::TempDir,
+    task: JoinHandle<()>,
+    uses: Arc<Mutex<Vec<CapabilityUse>>>,
+}
+
+impl Proxy {
+    /// Starts a proxy applying `rules`, listening in a new private directory.
+    pub(crate) fn start(rules: HostRules) -> io::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("toolhost-proxy-")
+            .tempdir()?;
+        let listener = UnixListener::bind(dir.path().join(SOCKET))?;
+        let uses = Arc::new(Mutex::new(Vec::new()));
+        let task = tokio::spawn(serve(listener, Arc::new(rules), uses.clone()));
+        Ok(Self { dir, task, uses })
+    }
+
+    /// The socket the proxy listens on.
+    pub(crate) fn socket(&self) -> PathBuf {
+        self.dir.path().join(SOCKET)
+    }
+
+    /// The requests made through the proxy so far, allowed and refused.
+    pub(crate) fn take_uses(&self) -> Vec<CapabilityUse> {
+        std::mem::take(&mut *self.uses.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Accepts connections until aborted; aborting drops every connection.
+async fn serve(
+    listener: UnixListener,
+    rules: Arc<HostRules>,
+    uses: Arc<Mutex<Vec<CapabilityUse>>>,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((mut client, _)) = accepted else { continue };
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    let reason = format!("more than {MAX_CONNECTIONS} connections at once");
+                    connections.spawn(async move {
+                        let _ = reply(&mut client, 503, &reason).await;
+                    });
+                    continue;
+                };
+                let (rules, uses) = (rules.clone(), uses.clone());
+                connections.spawn(async move {
+                    let _slot = slot;
+                    let record = |used: CapabilityUse| {
+                        let mut uses = uses.lock().unwrap_or_else(|e| e.into_inner());
+                        if uses.len() < MAX_RECORDED {
+                            uses.push(used);
+                        }
+                    };
+                    handle(client, &rules, record).await;
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// What a client asked the proxy for.
+#[derive(Debug, PartialEq, Eq)]
+struct Asked {
+    /// `CONNECT host:port` (a tunnel) rather than a plain HTTP request.
+    tunnel: bool,
+    /// The host as written (IPv6 in brackets) and the port.
+    host: String,
+    port: u16,
+    /// What to send upstream before the client's further bytes: nothing for
+    /// a tunnel, else the request head in origin form.
+    upstream_head: Vec<u8>,
+    /// How the request is named in refusals and the audit record.
+    described: String,
+}
+
+/// Serves one client connection.
+async fn handle(mut client: UnixStream, rules: &HostRules, record: impl Fn(CapabilityUse)) {
+    let (head, rest) = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
+        Ok(Ok(Some(read))) => read,
+        Ok(Ok(None)) | Ok(Err(_)) => return,
+        Err(_) => {
+            let _ = reply(&mut client, 408, "no request head within 10s").await;
+            return;
+        }
+    };
+    let asked = match parse(&head) {
+        Ok(asked) => asked,
+        Err(problem) => {
+            let _ = reply(&mut client, 400, &problem).await;
+            return;
+        }
+    };
+    let destination = match Destination::check_host(rules, &asked.host, asked.port).await {
+        Ok(destination) => destination,
+        Err(Unreachable::Refused(reason)) => {
+            tracing::debug!(request = %asked.described, reason, "terminal proxy refused");
+            let _ = reply(&mut client, 403, &reason).await;
+            record(CapabilityUse::refused(
+                "network",
+                asked.described,
+                reason.as_str(),
+            ));
+            return;
+        }
+        Err(Unreachable::Unresolved(reason)) => {
+            let _ = reply(&mut client, 502, &reason).await;
+            return;
+        }
+    };
+    let mut upstream = match connect(destination.addrs()).await {
+        Ok(upstream) => upstream,
+        Err(problem) => {
+            let _ = reply(&mut client, 502, &problem).await;
+            return;
+        }
+    };
+    tracing::debug!(request = %asked.described, "terminal proxy connected");
+    record(CapabilityUse::allowed("network", asked.described));
+    let started = if asked.tunnel {
+        client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+    } else {
+        upstream.write_all(&asked.upstream_head).await
+    };
+    if started.is_err() || upstream.write_all(&rest).await.is_err() {
+        return;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+/// Reads up to the end of the request head: the head and whatever followed
+/// it. `None` when the client closed first.
+async fn read_head(client: &mut UnixStream) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut buffer = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let searched_from = buffer.len().saturating_sub(3);
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(end) = find(&buffer[searched_from..], b"\r\n\r\n") {
+            let end = searched_from + end + 4;
+            let rest = buffer.split_off(end);
+            return Ok(Some((buffer, rest)));
+        }
+        if buffer.len() > MAX_HEAD {
+            let _ = reply(client, 431, "the request head is over 32 KiB").await;
+            return Ok(None);
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Reads a request head: a tunnel's target, or a plain request's absolute
+/// URL rewritten to the origin form a server expects.
+fn parse(head: &[u8]) -> Result<Asked, String> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut headers);
+    match request.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err("incomplete request head".into()),
+        Err(e) => return Err(format!("malformed request head: {e}")),
+    }
+    let method = request.method.unwrap_or_default();
+    let target = request.path.unwrap_or_default();
+    if method.eq_ignore_ascii_case("CONNECT") {
+        let (host, port) = split_authority(target)
+            .ok_or_else(|| format!("CONNECT needs host:port, got {target:?}"))?;
+        return Ok(Asked {
+            tunnel: true,
+            described: format!("CONNECT {host}:{port}"),
+            host,
+            port,
+            upstream_head: Vec::new(),
+        });
+    }
+    let url = reqwest::Url::parse(target)
+        .map_err(|_| format!("a proxy request needs an absolute http:// URL, got {target:?}"))?;
+    if url.scheme() != "http" {
+        return Err(format!(
+            "only http:// URLs are forwarded as plain requests (https goes through \
+             CONNECT), got {:?}",
+            url.scheme()
+        ));
+    }
+    let host = url
+        .host_str()
+        .ok_or_else(|| format!("{target:?} names no host"))?
+        .to_string();
+    let port = url.port_or_known_default().unwrap_or(80);
+    let mut origin = url.path().to_string();
+    if let Some(query) = url.query() {
+        origin.push('?');
+        origin.push_str(query);
+    }
+    let mut upstream_head = format!("{method} {origin} HTTP/1.1\r\n").into_bytes();
+    let mut has_host = false;
+    for header in request.headers.iter() {
+        let name = header.name.to_ascii_lowercase();
+        if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
+            continue;
+        }
+        has_host |= name == "host";
+        upstream_head.extend_from_slice(header.name.as_bytes());
+        upstream_head.extend_from_slice(b": ");
+        upstream_head.extend_from_slice(header.value);
+        upstream_head.extend_from_slice(b"\r\n");
+    }
+    if !has_host {
+        upstream_head.extend_from_slice(format!("Host: {host}:{port}\r\n").as_bytes());
+    }
+    upstream_head.extend_from_slice(b"Connection: close\r\n\r\n");
+    Ok(Asked {
+        tunnel: false,
+        described: format!("{method} http://{host}:{port}{}", url.path()),
+        host,
+        port,
+        upstream_head,
+    })
+}
+
+/// `host:port` of a CONNECT target; IPv6 hosts stay in brackets.
+fn split_authority(target: &str) -> Option<(String, u16)> {
+    let (host, port) = target.rsplit_once(':')?;
+    let port = port.parse().ok()?;
+    let bracketed = host.starts_with('[') && host.ends_with(']');
+    if host.is_empty() || (host.contains(':') && !bracketed) {
+        return None;
+    }
+    Some((host.to_string(), port))
+}
+
+/// Connects to the first of `addrs` that answers.
+async fn connect(addrs: &[std::net::SocketAddr]) -> Result<TcpStream, String> {
+    let mut last = String::from("no address to connect to");
+    for addr in addrs {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last = format!("cannot connect to {addr}: {e}"),
+            Err(_) => last = format!("connecting to {addr} took over 10s"),
+        }
+    }
+    Err(last)
+}
+
+/// Answers with `status` and `reason` as a plain-text body, and closes.
+async fn reply(client: &mut UnixStream, status: u16, reason: &str) -> io::Result<()> {
+    let phrase = match status {
+        400 => "Bad Request",
+        403 => "Forbidden",
+        408 => "Request Timeout",
+        431 => "Request Header Fields Too Large",
+        502 => "Bad Gateway",
+        _ => "Service Unavailable",
+    };
+    let body = format!("toolhost proxy: {reason}\n");
+    let message = format!(
+        "HTTP/1.1 {status} {phrase}\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    client.write_all(message.as_bytes()).await?;
+    client.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunnels_name_host_and_port() {
+        let asked =
+            parse(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n").unwrap();
+        assert!(asked.tunnel);
+        assert_eq!((asked.host.as_str(), asked.port), ("example.com", 443));
+        let v6 = parse(b"CONNECT [::1]:8443 HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!((v6.host.as_str(), v6.port), ("[::1]", 8443));
+        for bad in [
+            &b"CONNECT example.com HTTP/1.1\r\n\r\n"[..],
+            b"CONNECT ::1:80 HTTP/1.1\r\n\r\n",
+            b"CONNECT :80 HTTP/1.1\r\n\r\n",
+            b"CONNECT example.com:99999 HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn plain_requests_are_rewritten_to_origin_form() {
+        let asked = parse(
+            b"GET http://example.com:8080/a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\n\
+              Proxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\n\
+              Connection: keep-alive\r\nAccept: */*\r\n\r\n",
+        )
+        .unwrap();
+        assert!(!asked.tunnel);
+        assert_eq!((asked.host.as_str(), asked.port), ("example.com", 8080));
+        assert_eq!(
+            String::from_utf8(asked.upstream_head).unwrap(),
+            "GET /a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\n\
+             Connection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn only_absolute_http_urls_are_forwarded() {
+        for bad in [
+            &b"GET /relative HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+            b"GET https://example.com/ HTTP/1.1\r\n\r\n",
+            b"GET file:///etc/passwd HTTP/1.1\r\n\r\n",
+            b"garbage\r\n\r\n",
+        ] {
+            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+}
