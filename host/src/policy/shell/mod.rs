@@ -64,15 +64,8 @@ impl ParsedLine {
 /// and where it is unsure it finds more commands rather than fewer.
 pub(super) fn parse(line: &str) -> ParsedLine {
     let chars: Vec<char> = line.chars().collect();
-    let mut parser = Parser {
-        chars: &chars,
-        pos: 0,
-        next_id: 1,
-        lookahead_budget: chars.len().saturating_mul(LOOKAHEAD_PER_CHAR) + 1024,
-        pending: Vec::new(),
-        bodies: Vec::new(),
-        out: ParsedLine::default(),
-    };
+    let budget = chars.len().saturating_mul(LOOKAHEAD_PER_CHAR) + 1024;
+    let mut parser = Parser::new(&chars, 1, budget);
     parser.sequence(None, 0, true);
     let Parser {
         bodies, mut out, ..
@@ -101,6 +94,20 @@ struct Parser<'a> {
     /// Bodies read so far, keyed by the id of the command that owns them.
     bodies: Vec<(usize, String)>,
     out: ParsedLine,
+}
+
+impl<'a> Parser<'a> {
+    fn new(chars: &'a [char], next_id: usize, lookahead_budget: usize) -> Self {
+        Self {
+            chars,
+            pos: 0,
+            next_id,
+            lookahead_budget,
+            pending: Vec::new(),
+            bodies: Vec::new(),
+            out: ParsedLine::default(),
+        }
+    }
 }
 
 struct PendingHeredoc {
@@ -245,14 +252,16 @@ impl Parser<'_> {
             }
             let next = self.peek(1);
             match c {
-                '#' if b.word_start => self.comment(),
-                '\'' => self.single_quoted(&mut b),
+                // In arithmetic `#` is a base (`2#101`), never a comment.
+                '#' if b.word_start && b.keep => self.comment(),
+                '\'' if b.keep => self.single_quoted(&mut b),
+                '\'' => self.transparent_quotes(&mut b, depth),
                 '"' => self.double_quoted(&mut b, depth),
                 '\\' => self.escaped(&mut b),
                 '$' if next == Some('\'') => self.ansi_quoted(&mut b),
                 '$' if next == Some('(') => self.dollar_paren(&mut b, depth),
-                '$' if next == Some('{') => self.bracketed(&mut b, depth, '{', '}'),
-                '$' if next == Some('[') => self.bracketed(&mut b, depth, '[', ']'),
+                '$' if next == Some('{') => self.bracketed(&mut b, depth, '{', false),
+                '$' if next == Some('[') => self.bracketed(&mut b, depth, '[', false),
                 '`' => self.backtick(&mut b, depth),
                 '<' | '>' if next == Some('(') => self.process_substitution(&mut b, depth),
                 // `<<<`: a here-string, whose word is read as any other.
@@ -272,7 +281,7 @@ impl Parser<'_> {
                 '\n' => {
                     self.pos += 1;
                     b.end_pipeline(&mut self.next_id, &mut self.out);
-                    self.heredoc_bodies(depth);
+                    self.heredoc_bodies(depth, end == Some(')'));
                 }
                 ';' => {
                     self.pos += 1;
@@ -385,7 +394,7 @@ impl Parser<'_> {
                 }
                 '\\' => self.escaped(b),
                 '$' if self.peek(1) == Some('(') => self.dollar_paren(b, depth),
-                '$' if self.peek(1) == Some('{') => self.bracketed(b, depth, '{', '}'),
+                '$' if self.peek(1) == Some('{') => self.bracketed(b, depth, '{', true),
                 '`' => self.backtick(b, depth),
                 _ => {
                     self.pos += 1;
@@ -421,6 +430,21 @@ impl Parser<'_> {
         b.end_pipeline(&mut self.next_id, &mut self.out);
         self.pos += 1;
         self.sequence(Some(')'), depth + 1, false);
+    }
+
+    /// Single quotes where bash does not honour them: in arithmetic (which
+    /// bash expands as if double-quoted) and in `${...}` inside double
+    /// quotes. The text is kept as written; substitutions inside it run.
+    fn transparent_quotes(&mut self, b: &mut Builder, depth: usize) {
+        let start = self.pos + 1;
+        let end = self.chars[start..]
+            .iter()
+            .position(|&c| c == '\'')
+            .map_or(self.chars.len(), |offset| start + offset);
+        let close = (end + 1).min(self.chars.len());
+        b.push_str(&self.slice(self.pos, close));
+        self.expansions(start, end, depth);
+        self.pos = self.pos.max(close);
     }
 
     /// A backslash outside single quotes; backslash-newline joins lines.
@@ -476,12 +500,48 @@ impl Parser<'_> {
             self.too_deep(b);
             return;
         }
+        // As bash does: the body ends at the first backtick no backslash
+        // escapes (quotes do not hide one); `\$`, `\``, `\\` lose their
+        // backslash; what is left is parsed as a command line of its own.
         self.pos += 1;
-        let inner = self.sequence(Some('`'), depth + 1, true);
+        let mut inner = String::new();
+        while let Some(c) = self.peek(0) {
+            match (c, self.peek(1)) {
+                ('`', _) => break,
+                ('\\', Some(escaped @ ('$' | '`' | '\\'))) => {
+                    inner.push(escaped);
+                    self.pos += 2;
+                }
+                ('\\', Some(other)) => {
+                    inner.push('\\');
+                    inner.push(other);
+                    self.pos += 2;
+                }
+                (c, _) => {
+                    inner.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        self.pos += 1;
+        self.nested_line(&inner, depth + 1);
         b.push_str("`");
         b.push_str(&collapse_whitespace(&inner));
         b.push_str("`");
         b.command.substitutions.push(inner);
+    }
+
+    /// Parses `line` (the unescaped body of a backtick substitution) as a
+    /// command line of its own, its commands added to this line's.
+    fn nested_line(&mut self, line: &str, depth: usize) {
+        let chars: Vec<char> = line.chars().collect();
+        let mut nested = Parser::new(&chars, self.next_id, self.lookahead_budget);
+        nested.sequence(None, depth, true);
+        self.next_id = nested.next_id;
+        self.lookahead_budget = nested.lookahead_budget;
+        self.bodies.append(&mut nested.bodies);
+        self.out.too_complex |= nested.out.too_complex;
+        self.out.pipelines.append(&mut nested.out.pipelines);
     }
 
     /// Past the nesting limit: record it and keep the rest as plain text.
@@ -493,7 +553,8 @@ impl Parser<'_> {
     }
 
     /// `${...}` or `$[...]`: separators inside are literal, substitutions are not.
-    fn bracketed(&mut self, b: &mut Builder, depth: usize, open: char, close: char) {
+    fn bracketed(&mut self, b: &mut Builder, depth: usize, open: char, in_double: bool) {
+        let close = if open == '[' { ']' } else { '}' };
         b.push('$');
         b.push(open);
         self.pos += 2;
@@ -501,6 +562,7 @@ impl Parser<'_> {
         while let Some(c) = self.peek(0) {
             match c {
                 '\\' => self.escaped(b),
+                '\'' if open == '[' || in_double => self.transparent_quotes(b, depth),
                 '\'' => self.single_quoted(b),
                 '"' => self.double_quoted(b, depth),
                 '$' if self.peek(1) == Some('(') => self.dollar_paren(b, depth),
@@ -574,7 +636,9 @@ impl Parser<'_> {
 
     /// Reads the bodies of pending here-documents, which start here (just
     /// after a newline). Expanding bodies are searched for substitutions.
-    fn heredoc_bodies(&mut self, depth: usize) {
+    /// In a substitution (`$(...)`, `<(...)`), bash also ends a body at its
+    /// delimiter followed by the `)` that closes the substitution.
+    fn heredoc_bodies(&mut self, depth: usize, in_substitution: bool) {
         for heredoc in mem::take(&mut self.pending) {
             let body_start = self.pos;
             let mut line_start = self.pos;
@@ -586,14 +650,27 @@ impl Parser<'_> {
                     .iter()
                     .position(|&c| c == '\n')
                     .map_or(self.chars.len(), |offset| line_start + offset);
-                let line = self.slice(line_start, line_end);
+                let whole = self.slice(line_start, line_end);
                 let line = if heredoc.strip_tabs {
-                    line.trim_start_matches('\t')
+                    whole.trim_start_matches('\t')
                 } else {
-                    &line
+                    &whole
                 };
                 if line == heredoc.delimiter {
                     break (line_start, (line_end + 1).min(self.chars.len()));
+                }
+                if in_substitution
+                    && line
+                        .strip_prefix(heredoc.delimiter.as_str())
+                        .is_some_and(|after| {
+                            after.starts_with([';', '&', '|', '(', ')', '<', '>', ' ', '\t'])
+                        })
+                {
+                    // The rest of the line is shell code again (the `)`
+                    // closing the substitution, `;; esac)`, ...).
+                    let tabs = whole.chars().count() - line.chars().count();
+                    let rest = line_start + tabs + heredoc.delimiter.chars().count();
+                    break (line_start, rest);
                 }
                 line_start = line_end + 1;
             };
@@ -829,6 +906,77 @@ mod tests {
         assert_eq!(parsed.commands().next().unwrap().heredocs, ["\tbody\n"]);
         let unterminated = parse("cat <<EOF\nno end");
         assert_eq!(unterminated.commands().next().unwrap().heredocs, ["no end"]);
+    }
+
+    #[test]
+    fn heredocs_in_substitutions_may_end_at_the_closing_paren() {
+        // bash ends the body at `EOF)` inside `$(...)` and `<(...)`.
+        assert_eq!(
+            commands("echo $(cat <<EOF\nhi\nEOF) && rm x"),
+            ["cat <<EOF", "echo $(cat <<EOF hi EOF)", "rm x"]
+        );
+        assert!(commands("echo ${x:-$(cat <<-EOF\n\thi\n\tEOF)} && rm x").contains(&"rm x".into()));
+        assert!(commands("cat <(cat <<EOF\nhi\nEOF) ; rm x").contains(&"rm x".into()));
+    }
+
+    #[test]
+    fn backtick_bodies_are_unescaped_then_parsed() {
+        // `\$(...)` in backticks is a substitution once the backslash goes.
+        assert!(commands("a=`echo \"\\$(rm x)\"`").contains(&"rm x".into()));
+        assert!(commands("echo `echo \\`rm x\\``").contains(&"rm x".into()));
+        // A quote does not hide the closing backtick.
+        assert!(commands("echo `echo '`; rm x").contains(&"rm x".into()));
+        // A here-document inside ends with the body.
+        assert!(commands("echo `cat <<'EOF'\n$(a)\nEOF` | b\nrm x").contains(&"rm x".into()));
+        assert_eq!(
+            commands("echo `echo \\\\$HOME`"),
+            ["echo \\$HOME", "echo `echo \\$HOME`"]
+        );
+    }
+
+    #[test]
+    fn single_quotes_in_arithmetic_hide_no_substitution() {
+        assert_eq!(commands("(( '$(rm x)' ))"), ["rm x"]);
+        assert_eq!(
+            commands("echo $(( '`rm x`' ))"),
+            ["rm x", "echo $(( '`rm x`' ))"]
+        );
+        // The quote still hides a parenthesis from the arithmetic's end.
+        assert_eq!(commands("(( ')' )); rm x"), ["rm x"]);
+    }
+
+    #[test]
+    fn single_quotes_inside_quoted_parameters_and_old_arithmetic_hide_nothing() {
+        assert!(commands("echo \"${x:-'$(rm x)'}\"").contains(&"rm x".into()));
+        assert!(commands("echo $[ '$(rm x)' ]").contains(&"rm x".into()));
+        // Unquoted, they quote.
+        assert_eq!(commands("echo ${x:-'$(rm x)'}"), ["echo ${x:-'$(rm x)'}"]);
+    }
+
+    #[test]
+    fn heredocs_in_substitutions_end_at_the_delimiter_as_a_token() {
+        let line = "echo $(case x in x) cat <<'EOF'\n$(a)\nEOF;; esac) & rm x";
+        assert!(
+            commands(line).contains(&"rm x".into()),
+            "{:?}",
+            commands(line)
+        );
+        // Not at a longer word.
+        let line = "echo $(cat <<EOF\nEOFX\nrm x)";
+        assert!(
+            !commands(line).contains(&"rm x".into()),
+            "{:?}",
+            commands(line)
+        );
+    }
+
+    #[test]
+    fn a_hash_in_arithmetic_is_no_comment() {
+        assert_eq!(commands("((x\n# y)) ; rm -rf /"), ["rm -rf /"]);
+        assert_eq!(
+            commands("echo $((2#101)); rm x"),
+            ["echo $((2#101))", "rm x"]
+        );
     }
 
     #[test]
