@@ -743,14 +743,16 @@ fn kill_signal(args: &[String]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|s| s.to_string()).collect()
     }
 
-    fn categories(line: &str) -> Vec<DangerCategory> {
+    /// The categories of what the program rules (these and
+    /// [`super::tools`]') find in `line`'s first simple command.
+    pub(in crate::policy::dangerous) fn categories(line: &str) -> Vec<DangerCategory> {
         let invocation =
             shell::invocation(&shell::words(&shell::tokenize(line))).expect("a program");
         dangers(&invocation)

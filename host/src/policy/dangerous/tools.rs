@@ -426,17 +426,8 @@ fn history_wipe(program: &str, args: &[String]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::programs::tests::categories;
     use super::*;
-    use crate::policy::shell;
-
-    fn categories(line: &str) -> Vec<DangerCategory> {
-        let invocation =
-            shell::invocation(&shell::words(&shell::tokenize(line))).expect("a program");
-        dangers(&invocation)
-            .into_iter()
-            .map(|f| f.category)
-            .collect()
-    }
 
     #[test]
     fn each_rule_flags_its_line_and_not_its_near_miss() {

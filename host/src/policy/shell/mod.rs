@@ -486,31 +486,32 @@ impl Parser<'_> {
     /// The `(...)` of an extglob pattern or an array inside a word: kept in
     /// the word, its contents read as commands too (so nothing hides there).
     fn word_group(&mut self, b: &mut Builder, depth: usize) {
-        if depth >= MAX_NESTING {
-            self.too_deep(b);
-            return;
-        }
-        self.pos += 1;
-        let inner = self.sequence(Some(')'), depth + 1, true);
-        b.push('(');
-        b.push_str(&collapse_whitespace(&inner));
-        b.push(')');
+        self.group_in_word(b, depth, "");
     }
 
     /// `<(...)` or `>(...)`.
     fn process_substitution(&mut self, b: &mut Builder, depth: usize) {
+        let open = self.peek(0).unwrap_or('<');
+        self.pos += 1;
+        if let Some(inner) = self.group_in_word(b, depth, &open.to_string()) {
+            b.command.substitutions.push(inner);
+        }
+    }
+
+    /// The `(...)` at the cursor, written into the word after `prefix`;
+    /// its inner text, unless nested too deeply.
+    fn group_in_word(&mut self, b: &mut Builder, depth: usize, prefix: &str) -> Option<String> {
         if depth >= MAX_NESTING {
             self.too_deep(b);
-            return;
+            return None;
         }
-        let open = self.peek(0).unwrap_or('<');
-        self.pos += 2;
+        self.pos += 1;
         let inner = self.sequence(Some(')'), depth + 1, true);
-        b.push(open);
+        b.push_str(prefix);
         b.push('(');
         b.push_str(&collapse_whitespace(&inner));
         b.push(')');
-        b.command.substitutions.push(inner);
+        Some(inner)
     }
 
     fn backtick(&mut self, b: &mut Builder, depth: usize) {
