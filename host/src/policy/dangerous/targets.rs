@@ -6,8 +6,12 @@ use std::path::{Component, Path, PathBuf};
 use super::{DangerCategory, Finding};
 use crate::policy::paths::normalize;
 
-/// The finding for writing to `target`: a device or a system file.
+/// The finding for writing to `target`: a device, a credential store, an
+/// agent's configuration, a shell history or a system file.
 pub(super) fn write(target: &str, verb: &str) -> Option<Finding> {
+    if let Some(finding) = protected(target, verb) {
+        return Some(finding);
+    }
     let path = absolute(target)?;
     if is_device(&path) {
         Some(Finding::new(
@@ -20,6 +24,101 @@ pub(super) fn write(target: &str, verb: &str) -> Option<Finding> {
     }
 }
 
+/// Credential stores under a home directory: writing one plants or replaces
+/// keys and tokens.
+const CREDENTIAL_DIRS: &[&[&str]] = &[
+    &[".ssh"],
+    &[".aws"],
+    &[".gnupg"],
+    &[".kube"],
+    &[".docker"],
+    &[".azure"],
+    &[".config", "gh"],
+    &[".config", "gcloud"],
+    &[".config", "hub"],
+    &[".netrc"],
+    &[".git-credentials"],
+    &[".pgpass"],
+    &[".npmrc"],
+    &[".pypirc"],
+];
+
+/// Agents' own configuration under a home directory (and the variables that
+/// name it): writing one can turn off an agent's approvals.
+const AGENT_DIRS: &[&[&str]] = &[
+    &[".hermes"],
+    &[".codex"],
+    &[".claude"],
+    &[".config", "goose"],
+    &[".openhands"],
+];
+const AGENT_HOME_VARS: &[&str] = &["HERMES_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR"];
+
+/// Shell and tool histories: overwriting or deleting one hides what ran.
+#[rustfmt::skip]
+const HISTORY_FILES: &[&str] = &[
+    ".bash_history", ".zsh_history", ".history", ".sh_history", ".python_history",
+    ".mysql_history", ".psql_history", ".node_repl_history",
+];
+
+/// The finding for writing or deleting `target` if it is a credential store,
+/// a `.env` secrets file (in any directory), an agent's configuration or a
+/// shell history.
+pub(super) fn protected(target: &str, verb: &str) -> Option<Finding> {
+    let name = target.rsplit('/').next().unwrap_or(target);
+    if HISTORY_FILES.contains(&name) {
+        return Some(Finding::new(
+            DangerCategory::HistoryWipe,
+            format!("{verb} the history file {target}"),
+        ));
+    }
+    let is_env_file = name == ".env"
+        || name.strip_prefix(".env.").is_some_and(|suffix| {
+            let kind = suffix.split('.').next().unwrap_or_default();
+            !kind.is_empty() && !matches!(kind, "example" | "sample" | "template" | "dist")
+        });
+    if is_env_file {
+        return Some(Finding::new(
+            DangerCategory::CredentialWrite,
+            format!("{verb} the secrets file {target}"),
+        ));
+    }
+    let agent_var = AGENT_HOME_VARS.iter().any(|var| {
+        [format!("${var}"), format!("${{{var}}}")]
+            .iter()
+            .any(|prefix| {
+                target
+                    .strip_prefix(prefix.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+    });
+    let in_home = |dirs: &[&[&str]]| {
+        let path = absolute(target)?;
+        let parts = components(&path);
+        let rest = match parts.as_slice() {
+            [root, rest @ ..] if root == "root" => rest,
+            [home, _, rest @ ..] if home == "home" || home == "Users" => rest,
+            _ => return None,
+        };
+        dirs.iter()
+            .any(|dir| rest.len() >= dir.len() && rest.iter().zip(dir.iter()).all(|(a, b)| a == b))
+            .then(|| path.display().to_string())
+    };
+    if let Some(path) = in_home(CREDENTIAL_DIRS) {
+        return Some(Finding::new(
+            DangerCategory::CredentialWrite,
+            format!("{verb} the credential store {path}"),
+        ));
+    }
+    if agent_var || in_home(AGENT_DIRS).is_some() {
+        return Some(Finding::new(
+            DangerCategory::AgentConfigWrite,
+            format!("{verb} an agent's configuration {target}"),
+        ));
+    }
+    None
+}
+
 /// The finding for a redirection that writes (`>`, `>>`, `&>`, `>|`, `<>`, `>&file`).
 pub(super) fn redirect(op: &str, target: &str) -> Option<Finding> {
     let op = op.trim_start_matches(|c: char| c.is_ascii_digit());
@@ -29,6 +128,12 @@ pub(super) fn redirect(op: &str, target: &str) -> Option<Finding> {
         ">&" => target != "-" && !target.bytes().all(|b| b.is_ascii_digit()),
         _ => false,
     };
+    if target.starts_with("/dev/tcp/") || target.starts_with("/dev/udp/") {
+        return Some(Finding::new(
+            DangerCategory::ReverseShell,
+            format!("connects the command's input or output to the network ({target})"),
+        ));
+    }
     if writes {
         write(target, "redirect output to")
     } else {
@@ -118,7 +223,6 @@ pub(super) fn system_file(path: &Path) -> Option<String> {
     };
     if let Some(rest) = home_rest {
         return match rest {
-            [".ssh", ..] => Some(format!("ssh configuration {}", path.display())),
             [file] if STARTUP_FILES.contains(file) => {
                 Some(format!("shell startup file {}", path.display()))
             }
@@ -151,7 +255,7 @@ pub(super) fn system_file(path: &Path) -> Option<String> {
 }
 
 /// True for a device node other than the harmless pseudo-devices.
-fn is_device(path: &Path) -> bool {
+pub(super) fn is_device(path: &Path) -> bool {
     let Ok(rest) = path.strip_prefix("/dev") else {
         return false;
     };
@@ -239,7 +343,6 @@ mod tests {
             "/bin/sh",
             "/proc/sysrq-trigger",
             "/var/log/syslog",
-            "~/.ssh/authorized_keys",
             "~/.bashrc",
             "/root/.profile",
             "/home/bob/.zshrc",
@@ -256,6 +359,55 @@ mod tests {
             "/var/tmp/x",
         ] {
             assert!(system_file(&path(target)).is_none(), "{target}");
+        }
+    }
+
+    #[test]
+    fn protected_files() {
+        let category = |target: &str| protected(target, "write").map(|f| f.category);
+        for target in [
+            "~/.ssh/authorized_keys",
+            "~/.aws",
+            "$HOME/.aws/credentials",
+            "${HOME}/.kube/config",
+            "~/.config/gcloud/x",
+            "/root/.netrc",
+            ".env",
+            "app/.env.production",
+            "$HERMES_HOME/.env",
+        ] {
+            assert_eq!(
+                category(target),
+                Some(DangerCategory::CredentialWrite),
+                "{target}"
+            );
+        }
+        for target in [
+            "~/.hermes/config.yaml",
+            "$CODEX_HOME/config.toml",
+            "~/.claude",
+        ] {
+            assert_eq!(
+                category(target),
+                Some(DangerCategory::AgentConfigWrite),
+                "{target}"
+            );
+        }
+        assert_eq!(
+            category("~/.bash_history"),
+            Some(DangerCategory::HistoryWipe)
+        );
+        for target in [
+            "~/.aws-backup/token",
+            "~/.aws#backup",
+            ".env#backup",
+            ".env.example",
+            "config.yaml",
+            "~/.config/nvim/init.lua",
+            "/tmp/token-copy",
+            "$HERMES_HOMEDIR/x",
+        ] {
+            assert_eq!(category(target), None, "{target}");
         }
     }
 

@@ -65,6 +65,58 @@ pub(super) fn fork_bomb(line: &str) -> bool {
     false
 }
 
+/// `line` with terminal control sequences (`ESC [ ... m`, `ESC ] ... BEL`,
+/// their one-character C1 forms), NUL and other C1 controls removed, and
+/// full-width letters (`ｒｍ`) folded to ASCII; `None` if there are none.
+/// A shell would not run the folded line, but one that reads as a dangerous
+/// command once folded is hiding it from a reader.
+pub(super) fn fold_lookalikes(line: &str) -> Option<String> {
+    let needs_folding = |c: char| matches!(c, '\0' | '\u{1b}' | '\u{80}'..='\u{9f}' | '\u{3000}' | '\u{ff01}'..='\u{ff5e}');
+    if !line.contains(needs_folding) {
+        return None;
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    // Skips the parameters and final byte of a control sequence.
+    let skip_csi = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| {
+        for c in chars.by_ref() {
+            if ('\u{40}'..='\u{7e}').contains(&c) {
+                break;
+            }
+        }
+    };
+    // Skips an operating-system command up to BEL or the string terminator.
+    let skip_osc = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| {
+        while let Some(c) = chars.next() {
+            if c == '\u{7}' || c == '\u{9c}' {
+                break;
+            }
+            if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                chars.next();
+                break;
+            }
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                Some('[') => skip_csi(&mut chars),
+                Some(']') => skip_osc(&mut chars),
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{9d}' => skip_osc(&mut chars),
+            '\0' | '\u{80}'..='\u{9f}' => {}
+            '\u{3000}' => out.push(' '),
+            '\u{ff01}'..='\u{ff5e}' => {
+                out.extend(char::from_u32(u32::from(c) - 0xfee0));
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
 /// True for programs whose arguments are text to look for or to record
 /// (search patterns, commit messages), never SQL to run.
 pub(super) fn searches_text(program: &str) -> bool {
@@ -160,6 +212,26 @@ mod tests {
         assert!(destructive_sql("psql -c 'DELETE FROM t' -c 'SELECT 1 WHERE x'").is_some());
         assert!(destructive_sql("DELETE FROM t; SELECT * FROM u WHERE id = 1").is_some());
         assert!(destructive_sql("DELETE FROM t WHERE id IN (SELECT id FROM u)").is_none());
+    }
+
+    #[test]
+    fn lookalikes_are_folded() {
+        assert_eq!(fold_lookalikes("ls -la").as_deref(), None);
+        assert_eq!(fold_lookalikes("ｒｍ -ｒｆ /").as_deref(), Some("rm -rf /"));
+        assert_eq!(
+            fold_lookalikes("\u{1b}[31mrm\u{1b}[0m -rf /").as_deref(),
+            Some("rm -rf /")
+        );
+        assert_eq!(
+            fold_lookalikes("\u{1b}]0;title\u{7}rm -rf /").as_deref(),
+            Some("rm -rf /")
+        );
+        assert_eq!(
+            fold_lookalikes("\u{9b}31mrm\u{9b}0m -rf /").as_deref(),
+            Some("rm -rf /")
+        );
+        assert_eq!(fold_lookalikes("r\0m -rf /").as_deref(), Some("rm -rf /"));
+        assert_eq!(fold_lookalikes("echo é").as_deref(), None);
     }
 
     #[test]

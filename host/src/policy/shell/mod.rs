@@ -63,7 +63,7 @@ impl ParsedLine {
 /// `$'...'`, `${...}`, arithmetic and here-documents cannot hide a command,
 /// and where it is unsure it finds more commands rather than fewer.
 pub(super) fn parse(line: &str) -> ParsedLine {
-    let chars: Vec<char> = line.chars().collect();
+    let chars = join_continuations_after_dollar(line);
     let budget = chars.len().saturating_mul(LOOKAHEAD_PER_CHAR) + 1024;
     let mut parser = Parser::new(&chars, 1, budget);
     parser.sequence(None, 0, true);
@@ -239,9 +239,11 @@ impl Parser<'_> {
         // Open `case ... esac`s: inside one, `)` ends a pattern, not `$(`.
         let mut cases = 0usize;
         while let Some(c) = self.peek(0) {
-            if b.word_start && keyword_at(self.chars, self.pos, "case") {
+            // `case` and `esac` are reserved words only where a command starts.
+            let command_start = b.word_start && strip_keywords(&b.command.text).is_none();
+            if command_start && keyword_at(self.chars, self.pos, "case") {
                 cases += 1;
-            } else if b.word_start && keyword_at(self.chars, self.pos, "esac") {
+            } else if command_start && keyword_at(self.chars, self.pos, "esac") {
                 cases = cases.saturating_sub(1);
             }
             if Some(c) == end && (c != ')' || (parens == 0 && cases == 0)) {
@@ -314,17 +316,39 @@ impl Parser<'_> {
                         b.end_command(&mut self.next_id);
                     }
                 }
+                // Inside `[[ ... ]]` parentheses group or are part of a
+                // pattern (`[[ a =~ (a)# ]]`); no command starts there.
+                '(' | ')' if in_conditional(&b.command.text) => {
+                    self.pos += 1;
+                    b.push(c);
+                }
+                // `@(a|b)` (extglob) and `name=(a b)` (an array) belong to
+                // the word they stand in: a `#` right after is not a comment.
+                '(' if !b.word_start
+                    && self.pos > 0
+                    && matches!(self.chars[self.pos - 1], '@' | '?' | '*' | '+' | '!' | '=') =>
+                {
+                    self.word_group(&mut b, depth);
+                }
                 '(' => {
                     parens += 1;
                     self.pos += 1;
                     b.end_pipeline(&mut self.next_id, &mut self.out);
+                }
+                // A `)` that closes nothing is a syntax error or part of a
+                // `[[ =~ ]]` pattern: either way not where a comment starts.
+                ')' if parens == 0 && cases == 0 => {
+                    self.pos += 1;
+                    b.push(')');
                 }
                 ')' => {
                     parens = parens.saturating_sub(1);
                     self.pos += 1;
                     b.end_pipeline(&mut self.next_id, &mut self.out);
                 }
-                c if c.is_whitespace() => {
+                // Only space and tab separate words; other white space (a
+                // carriage return, a no-break space) is part of the word.
+                ' ' | '\t' => {
                     self.pos += 1;
                     b.space();
                 }
@@ -447,11 +471,15 @@ impl Parser<'_> {
         self.pos = self.pos.max(close);
     }
 
-    /// A backslash outside single quotes; backslash-newline joins lines.
+    /// A backslash outside single quotes; backslash-newline joins lines
+    /// (and leaves a word start a word start).
     fn escaped(&mut self, b: &mut Builder) {
         self.pos += 1;
         match self.peek(0) {
-            Some('\n') => self.pos += 1,
+            Some('\n') => {
+                self.pos += 1;
+                return;
+            }
             Some(c) => {
                 self.pos += 1;
                 b.push('\\');
@@ -479,20 +507,35 @@ impl Parser<'_> {
         }
     }
 
+    /// The `(...)` of an extglob pattern or an array inside a word: kept in
+    /// the word, its contents read as commands too (so nothing hides there).
+    fn word_group(&mut self, b: &mut Builder, depth: usize) {
+        self.group_in_word(b, depth, "");
+    }
+
     /// `<(...)` or `>(...)`.
     fn process_substitution(&mut self, b: &mut Builder, depth: usize) {
+        let open = self.peek(0).unwrap_or('<');
+        self.pos += 1;
+        if let Some(inner) = self.group_in_word(b, depth, &open.to_string()) {
+            b.command.substitutions.push(inner);
+        }
+    }
+
+    /// The `(...)` at the cursor, written into the word after `prefix`;
+    /// its inner text, unless nested too deeply.
+    fn group_in_word(&mut self, b: &mut Builder, depth: usize, prefix: &str) -> Option<String> {
         if depth >= MAX_NESTING {
             self.too_deep(b);
-            return;
+            return None;
         }
-        let open = self.peek(0).unwrap_or('<');
-        self.pos += 2;
+        self.pos += 1;
         let inner = self.sequence(Some(')'), depth + 1, true);
-        b.push(open);
+        b.push_str(prefix);
         b.push('(');
         b.push_str(&collapse_whitespace(&inner));
         b.push(')');
-        b.command.substitutions.push(inner);
+        Some(inner)
     }
 
     fn backtick(&mut self, b: &mut Builder, depth: usize) {
@@ -534,7 +577,7 @@ impl Parser<'_> {
     /// Parses `line` (the unescaped body of a backtick substitution) as a
     /// command line of its own, its commands added to this line's.
     fn nested_line(&mut self, line: &str, depth: usize) {
-        let chars: Vec<char> = line.chars().collect();
+        let chars = join_continuations_after_dollar(line);
         let mut nested = Parser::new(&chars, self.next_id, self.lookahead_budget);
         nested.sequence(None, depth, true);
         self.next_id = nested.next_id;
@@ -699,6 +742,33 @@ impl Parser<'_> {
     }
 }
 
+/// True if `text` (a command so far) is an unfinished `[[ ... ]]`.
+fn in_conditional(text: &str) -> bool {
+    let mut words = text.split(' ');
+    words.next() == Some("[[") && !words.any(|word| word == "]]")
+}
+
+/// The line's characters with each backslash-newline right after a `$`
+/// removed, so `$\<newline>'...'` reads as the `$'...'` bash makes of it.
+fn join_continuations_after_dollar(line: &str) -> Vec<char> {
+    let mut chars: Vec<char> = Vec::with_capacity(line.len());
+    let mut rest = line.chars().peekable();
+    while let Some(c) = rest.next() {
+        chars.push(c);
+        if c == '$' {
+            while rest.peek() == Some(&'\\') {
+                let mut ahead = rest.clone();
+                ahead.next();
+                if ahead.next() != Some('\n') {
+                    break;
+                }
+                rest = ahead;
+            }
+        }
+    }
+    chars
+}
+
 /// True if the reserved word `word` stands at `at` as a word of its own.
 pub(super) fn keyword_at(chars: &[char], at: usize, word: &str) -> bool {
     let len = word.chars().count();
@@ -748,6 +818,34 @@ mod tests {
     fn skip_group_end(chars: &[char]) -> usize {
         let mut budget = usize::MAX;
         scan_group(chars, 0, &mut budget).unwrap()
+    }
+
+    #[test]
+    fn a_hash_starts_a_comment_only_where_bash_starts_one() {
+        // Not after characters bash does not split words at, nor after a
+        // `)` that belongs to a word or closes nothing.
+        for line in [
+            "printf SAFE\r#x; reboot",
+            "printf SAFE\u{a0}#x; reboot",
+            "printf @(SAFE)#x; reboot",
+            "values=(SAFE)#x; reboot",
+            "[[ a =~ [a)# ]]; reboot",
+            "[[ a =~ (a)# ]]; reboot",
+            "printf '%s' $(printf '%s' then case x in x)#; reboot",
+            "printf '%s' $\\\n'\\' #'; reboot",
+        ] {
+            assert!(commands(line).iter().any(|c| c == "reboot"), "{line:?}");
+        }
+        // After a blank joined by a backslash-newline, or an operator.
+        for line in [
+            "printf SAFE \\\n# comment; reboot",
+            "(printf SAFE)\\\n# comment; reboot",
+            "printf '%s' $\\\n'it\\'s' # comment; reboot",
+            "case x in x)# comment; reboot\nprintf SAFE;; esac",
+            "safe()# comment; reboot\n{ printf SAFE; }; safe",
+        ] {
+            assert!(!commands(line).iter().any(|c| c == "reboot"), "{line:?}");
+        }
     }
 
     #[test]
