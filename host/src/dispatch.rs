@@ -289,6 +289,7 @@ impl Host {
                         &text,
                         limits,
                         &session_key(caller, session),
+                        self.sessions_memory(),
                         grants,
                     )
                     .await

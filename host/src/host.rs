@@ -19,8 +19,8 @@ use crate::hooks::CallHook;
 use crate::policy::Profile;
 use crate::registry::{Generation, Registry};
 use crate::runtime::{
-    ArtifactCache, Limits, LoadError, PluginSource, PluginVersion, Runtime, is_declarative_file,
-    plugin_files, plugin_name_for,
+    ArtifactCache, Limits, LoadError, PluginSource, PluginVersion, Runtime, SessionMemory,
+    is_declarative_file, plugin_files, plugin_name_for,
 };
 use crate::spec::ToolSpec;
 use crate::toolsets::{CompositeToolset, Selection, Toolsets};
@@ -48,6 +48,9 @@ pub const DEFAULT_BATCH_CONCURRENCY: usize = 16;
 /// Default idle time after which a stateful session's instance is torn down.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
 
+/// Default memory all stateful sessions of a host may hold together.
+pub const DEFAULT_SESSIONS_MEMORY: usize = 1 << 30;
+
 /// Builds a [`Host`]. Nothing is loaded unless asked for; see each method for
 /// its default.
 #[derive(Clone)]
@@ -66,6 +69,7 @@ pub struct HostBuilder {
     hooks: Vec<Arc<dyn CallHook>>,
     batch_concurrency: usize,
     session_idle: Duration,
+    sessions_memory: usize,
     cache: Option<ArtifactCache>,
 }
 
@@ -86,6 +90,7 @@ impl Default for HostBuilder {
             hooks: Vec::new(),
             batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
             session_idle: DEFAULT_SESSION_IDLE,
+            sessions_memory: DEFAULT_SESSIONS_MEMORY,
             cache: ArtifactCache::default_dir().map(ArtifactCache::new),
         }
     }
@@ -187,6 +192,7 @@ impl HostBuilder {
         self.approval_timeout = config.approval_timeout;
         self.batch_concurrency = config.batch_concurrency;
         self.session_idle = config.session_idle;
+        self.sessions_memory = config.sessions_memory;
         for name in config.unconfined_terminal_profiles() {
             tracing::warn!(
                 profile = name,
@@ -221,6 +227,14 @@ impl HostBuilder {
     /// down (default: [`DEFAULT_SESSION_IDLE`]).
     pub fn session_idle(mut self, idle: Duration) -> Self {
         self.session_idle = idle;
+        self
+    }
+
+    /// Memory all stateful sessions may hold together, in bytes (default:
+    /// [`DEFAULT_SESSIONS_MEMORY`]). A session whose instance would grow past
+    /// it fails with a memory error naming the quota.
+    pub fn sessions_memory(mut self, bytes: usize) -> Self {
+        self.sessions_memory = bytes;
         self
     }
 
@@ -267,6 +281,7 @@ impl HostBuilder {
                 hooks: self.hooks,
                 batch_concurrency: self.batch_concurrency,
                 session_idle: self.session_idle,
+                sessions_memory: SessionMemory::new(self.sessions_memory),
                 cache: self.cache,
             }),
         };
@@ -326,6 +341,7 @@ struct Inner {
     hooks: Vec<Arc<dyn CallHook>>,
     batch_concurrency: usize,
     session_idle: Duration,
+    sessions_memory: Arc<SessionMemory>,
     cache: Option<ArtifactCache>,
 }
 
@@ -464,6 +480,11 @@ impl Host {
     /// How long stateful sessions may sit idle.
     pub fn session_idle(&self) -> Duration {
         self.inner.session_idle
+    }
+
+    /// The memory budget of every stateful session together, and its use.
+    pub fn sessions_memory(&self) -> &Arc<SessionMemory> {
+        &self.inner.sessions_memory
     }
 
     /// The tools a selection of toolsets offers the default caller, sorted

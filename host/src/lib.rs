@@ -50,7 +50,10 @@ pub use caller::Caller;
 pub use dispatch::{Arguments, CallRequest};
 pub use error::{CallError, ErrorKind, MAX_ERROR_MESSAGE};
 pub use hooks::{CallHook, CallInfo};
-pub use host::{DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, Host, HostBuilder, Listed};
+pub use host::{
+    DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY, Host, HostBuilder,
+    Listed,
+};
 pub use policy::Profile;
 pub use runtime::{Limits, LoadError, PluginSource, PluginVersion};
 pub use spec::ToolSpec;

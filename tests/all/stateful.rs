@@ -105,10 +105,48 @@ async fn unloading_a_stateful_plugin_tears_its_sessions_down() {
             r#"{"action":"list"}"#,
             &host.limits(),
             "s1",
+            host.sessions_memory(),
             || std::sync::Arc::new(grants),
         )
         .await;
     let error = result.unwrap_err();
     assert_eq!(error.kind(), toolhost::ErrorKind::Unavailable);
     assert!(error.message().contains("was unloaded"), "{error}");
+}
+
+#[tokio::test]
+async fn stateful_sessions_share_one_memory_budget_per_host() {
+    const BUDGET: usize = 32 << 20;
+    let host = Host::builder()
+        .bundled(true)
+        .sessions_memory(BUDGET)
+        .build()
+        .await
+        .unwrap();
+    // Each session keeps almost a megabyte of tasks; sessions are opened
+    // until the host's budget refuses one.
+    let text = "x".repeat(900_000);
+    let mut refused = None;
+    for i in 0..64 {
+        let mut request = CallRequest::new("todo", json!({"action": "add", "text": text}));
+        request.session = Some(format!("s{i}"));
+        if let Err(error) = host.dispatch(request).await {
+            refused = Some((i, error));
+            break;
+        }
+        assert!(host.sessions_memory().used() <= BUDGET);
+    }
+    let (opened, error) = refused.expect("64 sessions fit in 32 MiB");
+    assert!(opened >= 2, "only {opened} sessions fit: {error}");
+    assert_eq!(error.kind(), toolhost::ErrorKind::Memory, "{error}");
+    assert!(
+        error.message().contains("sessions_memory = 32 MiB"),
+        "{error}"
+    );
+    // The sessions that fit still work.
+    let listed = todo(&host, Some("s0"), json!({"action": "list"})).await;
+    assert_eq!(listed["total"], 1);
+    // Ending the sessions gives their memory back.
+    host.remove_plugin("tasks").await.unwrap();
+    assert_eq!(host.sessions_memory().used(), 0);
 }

@@ -62,6 +62,9 @@ pub struct ConfigFile {
     /// Idle time before a stateful session is torn down.
     #[serde(default)]
     pub session_idle: Option<Span>,
+    /// Memory all stateful sessions may hold together.
+    #[serde(default)]
+    pub sessions_memory: Option<ByteSize>,
 }
 
 /// `[approvals]`.
@@ -343,6 +346,8 @@ pub struct Config {
     pub batch_concurrency: usize,
     /// Idle time before a stateful session is torn down.
     pub session_idle: std::time::Duration,
+    /// Memory all stateful sessions may hold together, in bytes.
+    pub sessions_memory: usize,
 }
 
 /// Where audit lines go.
@@ -561,6 +566,9 @@ fn validate(
             .session_idle
             .map(|s| s.0)
             .unwrap_or(crate::DEFAULT_SESSION_IDLE),
+        sessions_memory: file
+            .sessions_memory
+            .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
     }
 }
 

@@ -22,4 +22,4 @@ pub use plugin::{
     human_bytes, is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
-pub use session::MAX_SESSIONS;
+pub use session::{MAX_SESSIONS, SessionMemory};

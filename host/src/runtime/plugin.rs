@@ -20,7 +20,8 @@ use super::grants::Grants;
 use super::ready::{ReadyInstances, Recipe};
 use super::sandbox::{Identity, Limits, Sandbox};
 use super::session::{
-    LiveInstance, MAX_SESSIONS, MAX_SESSIONS_PER_TENANT, NoSlot, Sessions, guest_session_id,
+    LiveInstance, MAX_SESSIONS, MAX_SESSIONS_PER_TENANT, NoSlot, SessionMemory, Sessions,
+    guest_session_id,
 };
 use crate::declarative::{Adapter, Declared};
 use crate::error::{CallError, ErrorKind, bounded};
@@ -493,6 +494,7 @@ impl PluginVersion {
     /// with `grants`, which should cover every tool of the plugin), for
     /// stateful plugins. A trap or timeout discards the instance; the
     /// session's next call starts a fresh one.
+    #[allow(clippy::too_many_arguments)]
     pub async fn call_in_session(
         &self,
         runtime: &Runtime,
@@ -500,10 +502,11 @@ impl PluginVersion {
         arguments: &str,
         limits: &Limits,
         session: &str,
+        memory: &Arc<SessionMemory>,
         grants: impl FnOnce() -> Arc<Grants>,
     ) -> (Result<String, CallError>, Vec<super::CapabilityUse>) {
         match self
-            .session_call(runtime, tool, arguments, limits, session, grants)
+            .session_call(runtime, tool, arguments, limits, session, memory, grants)
             .await
         {
             Ok(done) => done,
@@ -511,6 +514,7 @@ impl PluginVersion {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn session_call(
         &self,
         runtime: &Runtime,
@@ -518,6 +522,7 @@ impl PluginVersion {
         arguments: &str,
         limits: &Limits,
         session: &str,
+        memory: &Arc<SessionMemory>,
         grants: impl FnOnce() -> Arc<Grants>,
     ) -> Result<(Result<String, CallError>, Vec<super::CapabilityUse>), CallError> {
         let unloaded = || {
@@ -561,7 +566,7 @@ impl PluginVersion {
         if slot.live.is_none() {
             let live = tokio::time::timeout_at(
                 deadline,
-                self.start_session(runtime, session, limits, grants()),
+                self.start_session(runtime, session, limits, memory, grants()),
             )
             .await
             .map_err(|_| {
@@ -599,13 +604,16 @@ impl PluginVersion {
         runtime: &Runtime,
         session: &str,
         limits: &Limits,
+        memory: &Arc<SessionMemory>,
         grants: Arc<Grants>,
     ) -> Result<LiveInstance, CallError> {
         let identity = Identity {
             plugin: self.name.clone(),
             tool: None,
         };
-        let mut store = new_store(runtime.engine(), Sandbox::new(identity, limits, grants));
+        let mut sandbox = Sandbox::new(identity, limits, grants);
+        sandbox.limiter.session = Some(memory.account());
+        let mut store = new_store(runtime.engine(), sandbox);
         let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {
             trap_error(
                 &format!("plugin {:?} session start", &*self.name),
@@ -921,6 +929,20 @@ fn guest_error(what: &str, error: GuestToolError) -> CallError {
 /// limiter refused growth, otherwise the trap with the guest's last words on
 /// stderr (a Rust panic message lands there).
 fn trap_error(what: &str, error: &wasmtime::Error, sandbox: &Sandbox) -> CallError {
+    if let (Some(desired), Some(charge)) = (sandbox.limiter.over_budget, &sandbox.limiter.session) {
+        let budget = charge.budget();
+        return CallError::new(
+            ErrorKind::Memory,
+            format!(
+                "{what} could not grow its memory to {}: the stateful sessions of this host \
+                 hold {} of sessions_memory = {}; end sessions (or wait for session_idle) or \
+                 raise sessions_memory",
+                human_bytes(desired),
+                human_bytes(budget.used()),
+                human_bytes(budget.limit())
+            ),
+        );
+    }
     if let Some(desired) = sandbox.limiter.exceeded {
         return CallError::new(
             ErrorKind::Memory,

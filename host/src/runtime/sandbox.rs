@@ -268,6 +268,10 @@ impl FileGrants {
 pub(crate) struct MemoryLimiter {
     limit: usize,
     pub(crate) exceeded: Option<usize>,
+    /// A stateful session's share of its host's session memory.
+    pub(crate) session: Option<super::session::Charge>,
+    /// The size refused because the host's session memory was used up.
+    pub(crate) over_budget: Option<usize>,
 }
 
 impl MemoryLimiter {
@@ -275,6 +279,8 @@ impl MemoryLimiter {
         Self {
             limit: limit.min(super::engine::MAX_MEMORY),
             exceeded: None,
+            session: None,
+            over_budget: None,
         }
     }
 
@@ -286,12 +292,18 @@ impl MemoryLimiter {
 impl wasmtime::ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         if desired > self.limit {
             self.exceeded = Some(desired);
+            return Ok(false);
+        }
+        if let Some(charge) = &mut self.session
+            && !charge.grow(desired.saturating_sub(current))
+        {
+            self.over_budget = Some(desired);
             return Ok(false);
         }
         Ok(true)
