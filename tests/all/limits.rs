@@ -154,3 +154,38 @@ async fn the_audit_log_has_one_line_per_call_with_reasons() {
             .contains("failed on purpose")
     );
 }
+
+#[tokio::test]
+async fn a_schema_pattern_cannot_stall_validation() {
+    // 200 keys of 30 `a`s and a `b`: a backtracking engine tries 2^30 ways
+    // for each before refusing it against `^(a+)+$`.
+    let host = Host::builder()
+        .bundled(true)
+        .plugin_file(toolhost_tests::SHAPES)
+        .limits(Limits {
+            timeout: Duration::from_secs(2),
+            max_arguments: 1 << 20,
+            ..limits()
+        })
+        .build()
+        .await
+        .unwrap();
+    let mut keys = serde_json::Map::new();
+    for i in 0..200 {
+        keys.insert(format!("{}b{i}", "a".repeat(30)), Value::Null);
+    }
+    let started = std::time::Instant::now();
+    let (kind, text) = call_err(&host, "a_keys", &Value::Object(keys).to_string()).await;
+    assert_eq!(kind, ErrorKind::InvalidArguments, "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "validation took {:?}",
+        started.elapsed()
+    );
+    let ok = host
+        .call("a_keys", json!({"aaa": 1, "a": 2}))
+        .await
+        .unwrap();
+    assert_eq!(ok.get(), "2");
+    serves_next(&host).await;
+}

@@ -102,7 +102,7 @@ async fn an_unknown_toolset_is_an_error_listing_the_known_ones() {
     let error = host.select(&Selection::only(["nope"])).unwrap_err();
     assert_eq!(
         error,
-        "unknown toolset \"nope\"; known toolsets: data, demo, file, geometry, research, shapes, \
+        "unknown toolset \"nope\"; known toolsets: data, demo, file, geometry, patterns, research, shapes, \
          tasks, terminal, text, web"
     );
 }

@@ -71,4 +71,34 @@ fn env_probe() -> Result<Value, ToolError> {
     Ok(json!({ "token": std::env::var("SHAPES_TOKEN").ok(), "visible": visible }))
 }
 
-export_plugin!(sort_points, forget_shapes, env_probe);
+/// Takes an object whose keys are runs of `a`: its schema has a nested
+/// quantifier (`^(a+)+$`), which a backtracking engine takes exponential time
+/// to refuse on keys such as `aaaa...b`.
+#[allow(non_camel_case_types)]
+struct a_keys {}
+
+impl toolhost_sdk::Tool for a_keys {
+    const NAME: &'static str = "a_keys";
+
+    fn spec() -> toolhost_sdk::ToolSpec {
+        toolhost_sdk::ToolSpec {
+            name: Self::NAME.into(),
+            description: "Count keys made of a's.".into(),
+            parameters: r#"{"type":"object","propertyNames":{"pattern":"^(a+)+$"}}"#.into(),
+            toolset: "patterns".into(),
+            permissions: vec![],
+            requires_env: vec![],
+            emoji: None,
+            read_only: true,
+            destructive: false,
+        }
+    }
+
+    fn call(arguments: &str) -> Result<String, ToolError> {
+        let keys = serde_json::from_str::<serde_json::Map<String, Value>>(arguments)
+            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        Ok(keys.len().to_string())
+    }
+}
+
+export_plugin!(sort_points, forget_shapes, env_probe, a_keys);
