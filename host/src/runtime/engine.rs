@@ -1,7 +1,8 @@
 //! The one wasmtime `Engine` of the process (pooling allocator, epoch
 //! interruption) and the `Linker` that gives guests the host's imports.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
@@ -141,13 +142,59 @@ fn config(pooling: bool) -> Config {
     config
 }
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] for the life of the process.
+/// How many stores run guest code now, and the ticker threads to wake when
+/// the first one starts.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+static TICKERS: Mutex<Vec<std::thread::Thread>> = Mutex::new(Vec::new());
+
+/// Held by a store while it runs guest code: the epoch advances only while
+/// one is held anywhere, so an idle host never wakes up for it.
+#[derive(Debug)]
+pub(crate) struct Running(());
+
+impl Running {
+    pub(crate) fn enter() -> Self {
+        if RUNNING.fetch_add(1, Ordering::SeqCst) == 0 {
+            for ticker in TICKERS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                ticker.unpark();
+            }
+        }
+        Running(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Guest code running now, in any store of the process.
+pub fn guests_running() -> usize {
+    RUNNING.load(Ordering::SeqCst)
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] while guest code runs
+/// anywhere (see [`Running`]), and sleeps otherwise.
 fn start_epoch_ticker(engine: &Engine) {
     let engine = engine.weak();
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
         .spawn(move || {
-            while let Some(engine) = engine.upgrade() {
+            // Listed before it first looks at `RUNNING`, so no wake-up is lost.
+            TICKERS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(std::thread::current());
+            loop {
+                if RUNNING.load(Ordering::SeqCst) == 0 {
+                    // Woken by the first `Running::enter` (or spuriously).
+                    std::thread::park();
+                    continue;
+                }
+                let Some(engine) = engine.upgrade() else {
+                    break;
+                };
                 engine.increment_epoch();
                 drop(engine);
                 std::thread::sleep(EPOCH_TICK);

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre};
-use wasmtime::{Store, Trap};
+use wasmtime::{CallHook, Store, Trap};
 
 use super::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
 use super::bindings::{GuestToolError, LifecycleIndices, Manifest, ToolIndices};
 use super::cache::{ArtifactCache, Compiled};
-use super::engine::Runtime;
+use super::engine::{Running, Runtime};
 use super::flight::{Drained, Flight, Flights};
 use super::grants::Grants;
 use super::ready::{ReadyInstances, Recipe};
@@ -768,6 +768,20 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sa
     let mut store = Store::new(engine, sandbox);
     store.limiter(|s| &mut s.limiter);
     store.epoch_deadline_async_yield_and_update(1);
+    // The epoch ticks only while some store runs guest code (host imports,
+    // however long they wait, are not guest code).
+    store.call_hook(|mut store, hook| {
+        let sandbox = store.data_mut();
+        match hook {
+            CallHook::CallingWasm | CallHook::ReturningFromHost => {
+                if sandbox.running.is_none() {
+                    sandbox.running = Some(Running::enter());
+                }
+            }
+            CallHook::ReturningFromWasm | CallHook::CallingHost => sandbox.running = None,
+        }
+        Ok(())
+    });
     store
 }
 

@@ -44,6 +44,8 @@ pub struct Sandbox {
     pub(crate) grants: Arc<Grants>,
     pub(crate) files: FileGrants,
     pub(crate) uses: Vec<CapabilityUse>,
+    /// Held while this store runs guest code, so the epoch ticks.
+    pub(crate) running: Option<super::engine::Running>,
 }
 
 impl Sandbox {
@@ -78,6 +80,7 @@ impl Sandbox {
             log_records: 0,
             grants,
             files,
+            running: None,
             uses: Vec::new(),
         }
     }
