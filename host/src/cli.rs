@@ -530,10 +530,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<ExitCode> {
             plugins = %dir.display(),
             "serving MCP on stdio"
         );
-        tokio::select! {
-            served = crate::serve::mcp::serve_stdio(host) => served?,
-            () = stop.cancelled() => {}
-        }
+        crate::serve::mcp::serve_stdio(host, stop, args.drain_timeout).await?;
         return Ok(ExitCode::SUCCESS);
     };
     let options = ServeOptions {

@@ -17,6 +17,7 @@ mod limits;
 mod loading;
 mod mcp;
 mod network;
+mod protocol;
 mod python;
 mod ready;
 mod registry;

@@ -12,5 +12,7 @@
 pub mod api;
 mod connections;
 pub mod http;
+mod jsonrpc;
 pub mod mcp;
+mod stdio;
 pub mod tenants;
