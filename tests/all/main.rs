@@ -16,6 +16,7 @@ mod http_api;
 mod limits;
 mod loading;
 mod mcp;
+mod mcp_http;
 mod network;
 mod protocol;
 mod python;

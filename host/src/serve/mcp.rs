@@ -21,9 +21,6 @@ use rmcp::model::{
     SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
-use rmcp::transport::StreamableHttpServerConfig;
-use rmcp::transport::streamable_http_server::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::{Peer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -467,27 +464,18 @@ pub struct McpHttp {
     pub allowed_origins: Vec<String>,
     /// Cancelled at shutdown: closes every session.
     pub cancel: CancellationToken,
+    /// Cancelled when shutdown stops waiting: calls still running end with
+    /// an error saying the server is shutting down.
+    pub abandon: CancellationToken,
     /// Largest request body, in bytes.
     pub max_body: usize,
 }
 
-/// The `/mcp` endpoint as a tower service. Each request's caller is the
-/// [`Caller`] the HTTP layer put in the request extensions.
-pub fn http_service(
-    host: Host,
-    settings: McpHttp,
-) -> StreamableHttpService<McpServer, LocalSessionManager> {
-    let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(settings.allowed_hosts)
-        .with_allowed_origins(settings.allowed_origins);
-    config.cancellation_token = settings.cancel;
-    config.max_request_body_bytes = settings.max_body;
-    config.json_response = true;
-    StreamableHttpService::new(
-        move || Ok(McpServer::new(host.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    )
+/// The `/mcp` endpoint, for any method (see [`super::mcp_http`]). Each
+/// request's caller is the [`Caller`] the HTTP layer put in the request
+/// extensions.
+pub fn http_service(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
+    super::mcp_http::route(host, settings)
 }
 
 #[cfg(test)]

@@ -14,5 +14,6 @@ mod connections;
 pub mod http;
 mod jsonrpc;
 pub mod mcp;
+mod mcp_http;
 mod stdio;
 pub mod tenants;
