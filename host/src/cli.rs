@@ -283,6 +283,8 @@ pub fn main() -> ExitCode {
     if serving {
         // Do not wait for a blocked read of stdin (or the terminal) to end.
         runtime.shutdown_timeout(Duration::from_secs(1));
+        // A call its task did not drop in time still leaves no command behind.
+        crate::runtime::kill_commands();
     }
     code
 }
@@ -580,6 +582,8 @@ fn stop_on_signals(stop: CancellationToken) -> Result<()> {
             _ = terminate.recv() => {}
         }
         tracing::warn!("second signal: stopping without waiting for calls in flight");
+        // Exiting drops nothing: end the commands the calls run here.
+        crate::runtime::kill_commands();
         std::process::exit(130);
     });
     Ok(())
