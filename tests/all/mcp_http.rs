@@ -8,47 +8,22 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use toolhost::Host;
-use toolhost::config::{Config, ConfigSource};
-use toolhost::serve::http::{HttpServer, ServeOptions};
+use toolhost::serve::http::ServeOptions;
 
-const CONFIG: &str = r#"
-default_profile = "p"
-audit = "off"
-[profiles.p]
-"#;
+use crate::http_api::{OPEN_CONFIG, Server};
 
+/// An in-process server of the default profile, and `/mcp` on it.
 struct Mcp {
     base: String,
-    client: reqwest::Client,
-    _dir: tempfile::TempDir,
-    _task: tokio::task::JoinHandle<()>,
+    server: Server,
 }
 
 impl Mcp {
     async fn start(options: ServeOptions) -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let dir = tempfile::tempdir().unwrap();
-        let config = Config::parse(CONFIG, ConfigSource::Embedded, dir.path()).unwrap();
-        let host = Host::builder()
-            .config(&config)
-            .unwrap()
-            .plugin_file(toolhost_tests::MISBEHAVE)
-            .build()
-            .await
-            .unwrap();
-        let server = HttpServer::bind(host, "127.0.0.1:0", options)
-            .await
-            .unwrap();
-        let base = format!("http://{}/mcp", server.local_addr());
-        let task = tokio::spawn(async move {
-            server.run(std::future::pending()).await.unwrap();
-        });
+        let server = Server::start(OPEN_CONFIG, options).await;
         Self {
-            base,
-            client: reqwest::Client::builder().no_proxy().build().unwrap(),
-            _dir: dir,
-            _task: task,
+            base: server.url("/mcp"),
+            server,
         }
     }
 
@@ -58,6 +33,7 @@ impl Mcp {
         body: impl Into<reqwest::Body>,
     ) -> reqwest::RequestBuilder {
         let mut request = self
+            .server
             .client
             .post(&self.base)
             .header("content-type", "application/json")
@@ -203,7 +179,8 @@ async fn closing_an_unknown_session_is_404() {
     let mcp = Mcp::start(ServeOptions::default()).await;
     let (session, _) = mcp.open("2025-06-18").await;
     let close = |id: String| {
-        mcp.client
+        mcp.server
+            .client
             .delete(&mcp.base)
             .header("mcp-session-id", id)
             .header("mcp-protocol-version", "2025-06-18")
@@ -249,6 +226,7 @@ async fn priming_events_go_only_to_sessions_of_versions_that_define_them() {
 
         // The standalone stream: primed at once, or silent.
         let mut request = mcp
+            .server
             .client
             .get(&mcp.base)
             .header("accept", "text/event-stream")

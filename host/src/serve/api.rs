@@ -290,7 +290,7 @@ fn session(batch: &Value, headers: &HeaderMap) -> Result<Option<String>, String>
     }
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -1,8 +1,9 @@
 //! The HTTP server: `/mcp` and `/v1/*` on one port. Every request passes one
 //! front door (Host and Origin checks, body size, bearer-token
 //! authentication) before it reaches a route; connections are HTTP/1.1 with a
-//! header timeout and a cap on how many are open; shutdown stops accepting,
-//! drains the requests in flight, then closes the MCP sessions.
+//! header timeout and a cap on how many are open; shutdown answers new
+//! requests 503, drains the requests in flight (answering those past the
+//! drain timeout with an error), then closes the MCP sessions.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -231,9 +232,10 @@ impl HttpServer {
             ))
     }
 
-    /// Serves until `shutdown` completes, then stops accepting connections,
-    /// waits up to the drain timeout for the requests in flight, closes the
-    /// MCP sessions and returns.
+    /// Serves until `shutdown` completes, then answers every new request
+    /// 503, waits up to the drain timeout for the requests in flight, stops
+    /// those still running with an error answer, closes the MCP sessions
+    /// and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<()> {
         let app = self.app();
         let reload = AbortOnDrop(tokio::spawn(follow_config(
@@ -741,15 +743,7 @@ impl Requests {
     }
 
     async fn idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.count() == 0 {
-                return;
-            }
-            notified.await;
-        }
+        super::until_none(&self.idle, || self.count()).await;
     }
 }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::transport::StreamableHttpServerConfig;
@@ -24,7 +24,7 @@ use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::Value;
 
-use super::api::{BodyError, read_body};
+use super::api::{BodyError, is_json, read_body};
 use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal};
 use super::mcp::{McpHttp, McpServer};
 use crate::host::Host;
@@ -179,14 +179,6 @@ fn version_header_primes(headers: &HeaderMap) -> bool {
         .get(MCP_VERSION)
         .and_then(|v| v.to_str().ok())
         .is_some_and(primes)
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
 fn into_axum<B>(response: axum::http::Response<B>) -> Response

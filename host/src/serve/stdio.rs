@@ -70,15 +70,7 @@ impl Pending {
     }
 
     async fn until_idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.count() == 0 {
-                return;
-            }
-            notified.await;
-        }
+        super::until_none(&self.idle, || self.count()).await;
     }
 }
 
