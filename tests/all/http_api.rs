@@ -181,7 +181,7 @@ fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 
-async fn parse(response: reqwest::Response) -> (StatusCode, Value) {
+pub(crate) async fn parse(response: reqwest::Response) -> (StatusCode, Value) {
     let status = response.status();
     let text = response.text().await.unwrap();
     let body = serde_json::from_str(&text)

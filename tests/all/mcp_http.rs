@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use toolhost::serve::http::ServeOptions;
 
-use crate::http_api::{OPEN_CONFIG, Server};
+use crate::http_api::{OPEN_CONFIG, Server, parse};
 
 /// An in-process server of the default profile, and `/mcp` on it.
 struct Mcp {
@@ -73,15 +73,6 @@ impl Mcp {
     }
 }
 
-/// The status and JSON body of a response.
-async fn json_of(response: reqwest::Response) -> (StatusCode, Value) {
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    let body = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("not JSON ({e}), status {status}: {text:?}"));
-    (status, body)
-}
-
 fn error_of(body: &Value) -> (Value, i64) {
     assert_eq!(body["jsonrpc"], json!("2.0"), "{body}");
     (
@@ -97,17 +88,17 @@ fn error_of(body: &Value) -> (Value, i64) {
 #[tokio::test]
 async fn malformed_bodies_are_400_with_a_json_rpc_error() {
     let mcp = Mcp::start(ServeOptions::default()).await;
-    let (status, body) = json_of(mcp.post(None, "garbage").send().await.unwrap()).await;
+    let (status, body) = parse(mcp.post(None, "garbage").send().await.unwrap()).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(error_of(&body), (Value::Null, -32700));
     let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-    let (status, body) = json_of(mcp.post(None, deep).send().await.unwrap()).await;
+    let (status, body) = parse(mcp.post(None, deep).send().await.unwrap()).await;
     assert_eq!(
         (status, error_of(&body).1),
         (StatusCode::BAD_REQUEST, -32700)
     );
 
-    let (status, body) = json_of(
+    let (status, body) = parse(
         mcp.post(None, r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#)
             .send()
             .await
@@ -121,7 +112,7 @@ async fn malformed_bodies_are_400_with_a_json_rpc_error() {
     let (session, _) = mcp.open("2025-06-18").await;
     let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
         "params": {"name": "echo", "arguments": [1, 2]}});
-    let (_, body) = json_of(
+    let (_, body) = parse(
         mcp.post(Some(&session), call.to_string())
             .header("mcp-protocol-version", "2025-06-18")
             .send()
@@ -143,7 +134,7 @@ async fn a_body_over_the_limit_is_413_with_a_json_rpc_error() {
         json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a".repeat(4096)}})
             .to_string();
     // With a declared length...
-    let (status, body) = json_of(mcp.post(None, big.clone()).send().await.unwrap()).await;
+    let (status, body) = parse(mcp.post(None, big.clone()).send().await.unwrap()).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(error_of(&body), (Value::Null, -32600));
     // ...and streamed in chunks without one.

@@ -14,27 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const CONFIG: &str = r#"
-plugins = "plugins"
-default_profile = "p"
-audit = "off"
-
-[profiles.p]
-limits = { timeout = "20s" }
-"#;
+use crate::serve::CONFIG;
 
 /// A config directory with `toolhost.toml` and the `misbehave` plugin.
-pub(crate) fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
-    std::fs::create_dir(root.join("plugins")).unwrap();
-    std::fs::copy(
-        toolhost_tests::MISBEHAVE,
-        root.join("plugins/misbehave.wasm"),
-    )
-    .unwrap();
-    std::fs::write(root.join("toolhost.toml"), config).unwrap();
-    (dir, root)
+fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
+    crate::serve::workspace(config, &[toolhost_tests::MISBEHAVE])
 }
 
 /// `toolhost serve` on stdio, its stdout lines on a channel. The channel is
@@ -392,7 +376,7 @@ fn sigterm_answers_the_call_in_flight_before_exiting() {
 fn a_call_past_the_drain_timeout_is_answered_with_an_error() {
     let (_dir, root) = workspace(CONFIG);
     let (mut server, _) = Stdio::initialized(&root, &["--drain-timeout", "300ms"]);
-    server.send(&call(1, "sleep", json!({"ms": 15000})));
+    server.send(&call(1, "sleep", json!({"ms": 8000})));
     std::thread::sleep(Duration::from_millis(300));
     let signalled = Instant::now();
     server.signal(libc::SIGTERM);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const CONFIG: &str = r#"
+pub(crate) const CONFIG: &str = r#"
 plugins = "plugins"
 default_profile = "p"
 audit = "off"
@@ -20,7 +20,7 @@ limits = { timeout = "10s" }
 "#;
 
 /// A config directory with `toolhost.toml` and a `plugins/` directory.
-fn workspace(config: &str, plugins: &[&str]) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn workspace(config: &str, plugins: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir(root.join("plugins")).unwrap();
@@ -182,20 +182,29 @@ async fn sigterm_lets_the_call_in_flight_finish_while_health_answers_503() {
     let signalled = Instant::now();
     server.signal(libc::SIGTERM);
     // While draining, the port stays open: health says 503 as documented,
-    // and new requests are refused with 503...
+    // and new requests are refused with 503... (A fresh connection each
+    // time: the server closes idle keep-alive ones as it starts draining.)
+    let fresh = || {
+        reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap()
+    };
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let response = client.get(format!("{base}/v1/health")).send().await;
-        let response = response.expect("the port stays open while draining");
-        if response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+        let response = fresh().get(format!("{base}/v1/health")).send().await;
+        if let Ok(response) = response
+            && response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE
+        {
             let body: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
             assert_eq!(body, json!({"status": "shutting_down"}));
             break;
         }
-        assert!(Instant::now() < deadline, "health never turned 503");
+        assert!(Instant::now() < deadline, "health never answered 503");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let refused = client
+    let refused = fresh()
         .post(format!("{base}/v1/tool_calls"))
         .header("content-type", "application/json")
         .body(one_call("sleep", json!({ "ms": 1 })))
