@@ -130,7 +130,8 @@ enum Command {
     },
 }
 
-/// `toolhost serve` options; the limits apply to `--http` only.
+/// `toolhost serve` options; the limits apply to `--http` only, the drain
+/// timeout to both.
 #[derive(Debug, Args)]
 struct ServeArgs {
     /// Serve over HTTP on this address (`127.0.0.1:8080`) instead of stdio;
@@ -156,7 +157,7 @@ struct ServeArgs {
     /// Longest a /v1 request may run
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     request_timeout: Duration,
-    /// At shutdown, how long to wait for requests in flight
+    /// At shutdown, how long to wait for requests in flight (stdio too)
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     drain_timeout: Duration,
     /// Also accept requests for this Host (repeat; `name` or `name:port`)
@@ -283,6 +284,8 @@ pub fn main() -> ExitCode {
     if serving {
         // Do not wait for a blocked read of stdin (or the terminal) to end.
         runtime.shutdown_timeout(Duration::from_secs(1));
+        // A call its task did not drop in time still leaves no command behind.
+        crate::runtime::kill_commands();
     }
     code
 }
@@ -515,8 +518,8 @@ fn watched(config: &Config) -> (PathBuf, Option<PathBuf>) {
 }
 
 /// `toolhost serve`: MCP over stdio, or the HTTP server with `--http`; both
-/// hot-reload. The first SIGINT or SIGTERM shuts down gracefully, a second
-/// one exits at once.
+/// hot-reload. The first SIGINT or SIGTERM shuts down gracefully (the
+/// requests in flight are answered), a second one exits at once with 130.
 async fn serve(global: &Global, args: ServeArgs) -> Result<ExitCode> {
     let config = effective_config(global)?;
     let host = host(global).await?;
@@ -530,10 +533,7 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<ExitCode> {
             plugins = %dir.display(),
             "serving MCP on stdio"
         );
-        tokio::select! {
-            served = crate::serve::mcp::serve_stdio(host) => served?,
-            () = stop.cancelled() => {}
-        }
+        crate::serve::mcp::serve_stdio(host, stop, args.drain_timeout).await?;
         return Ok(ExitCode::SUCCESS);
     };
     let options = ServeOptions {
@@ -583,6 +583,8 @@ fn stop_on_signals(stop: CancellationToken) -> Result<()> {
             _ = terminate.recv() => {}
         }
         tracing::warn!("second signal: stopping without waiting for calls in flight");
+        // Exiting drops nothing: end the commands the calls run here.
+        crate::runtime::kill_commands();
         std::process::exit(130);
     });
     Ok(())

@@ -122,7 +122,7 @@ impl Host {
         let started = Instant::now();
         let arguments = std::mem::replace(&mut request.arguments, Arguments::Text(String::new()));
         let resolved = match caller.admit() {
-            Ok(()) => self.resolve(&request.tool).await,
+            Ok(()) => self.resolve(caller, &request.tool).await,
             Err(error) => Err(error),
         };
         let entry = resolved.as_ref().ok().map(|(entry, _)| entry);
@@ -172,7 +172,7 @@ impl Host {
     /// The tool's current entry, registered as in flight on its plugin
     /// version. A version that started draining between lookup and
     /// registration is skipped for its successor.
-    async fn resolve(&self, name: &str) -> Result<(ToolEntry, Flight), CallError> {
+    async fn resolve(&self, caller: &Caller, name: &str) -> Result<(ToolEntry, Flight), CallError> {
         for _ in 0..8 {
             let snapshot = self.snapshot();
             let Some(entry) = snapshot.tool(name).cloned() else {
@@ -181,7 +181,7 @@ impl Host {
                         ErrorKind::Unavailable,
                         format!("tool {name:?} is unavailable: its plugin {plugin:?} was removed"),
                     ),
-                    None => unknown_tool(name, &snapshot),
+                    None => unknown_tool(name, &snapshot, caller.profile()),
                 });
             };
             if let Some(flight) = entry.plugin.begin_call() {
@@ -558,11 +558,21 @@ fn error_content(error: &CallError) -> String {
     error.to_json().to_string()
 }
 
-pub(crate) fn unknown_tool(name: &str, snapshot: &Generation) -> CallError {
-    let mut known: Vec<&str> = snapshot.tools().map(|t| t.spec.name.as_str()).collect();
+/// The error for a call of a tool that does not exist. It names the tools
+/// `profile` offers, never those it hides (another tenant's, say).
+pub(crate) fn unknown_tool(
+    name: &str,
+    snapshot: &Generation,
+    profile: &crate::policy::Profile,
+) -> CallError {
+    let mut known: Vec<&str> = snapshot
+        .tools()
+        .filter(|t| crate::availability::check(&t.spec, profile).is_ok())
+        .map(|t| t.spec.name.as_str())
+        .collect();
     let shown = bounded(name, 80);
     let hint = if known.is_empty() {
-        "no tools are loaded".to_string()
+        "no tools are offered to this caller".to_string()
     } else {
         known.truncate(30);
         format!("available tools: {}", known.join(", "))

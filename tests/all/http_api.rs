@@ -78,23 +78,23 @@ concurrency = 1
 }
 
 /// No tenants: the default profile, loopback only.
-const OPEN_CONFIG: &str = r#"
+pub(crate) const OPEN_CONFIG: &str = r#"
 default_profile = "reader"
 [profiles.reader]
 allow = ["file:read"]
 file.read = ["."]
 "#;
 
-struct Server {
-    addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
     root: PathBuf,
-    client: reqwest::Client,
+    pub(crate) client: reqwest::Client,
     _dir: tempfile::TempDir,
     _task: tokio::task::JoinHandle<()>,
 }
 
 impl Server {
-    async fn start(config: &str, options: ServeOptions) -> Self {
+    pub(crate) async fn start(config: &str, options: ServeOptions) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         for (workspace, file, text) in [
@@ -135,7 +135,7 @@ impl Server {
         Self::start(&tenants_config(), ServeOptions::default()).await
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
@@ -181,7 +181,7 @@ fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 
-async fn parse(response: reqwest::Response) -> (StatusCode, Value) {
+pub(crate) async fn parse(response: reqwest::Response) -> (StatusCode, Value) {
     let status = response.status();
     let text = response.text().await.unwrap();
     let body = serde_json::from_str(&text)

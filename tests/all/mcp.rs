@@ -321,6 +321,7 @@ async fn list_and_call_over_streamable_http() {
             allowed_hosts: vec!["127.0.0.1".into(), "localhost".into()],
             allowed_origins: vec!["http://localhost:*".into()],
             cancel: Default::default(),
+            abandon: Default::default(),
             max_body: 1 << 20,
         },
     );

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const CONFIG: &str = r#"
+pub(crate) const CONFIG: &str = r#"
 plugins = "plugins"
 default_profile = "p"
 audit = "off"
@@ -20,7 +20,7 @@ limits = { timeout = "10s" }
 "#;
 
 /// A config directory with `toolhost.toml` and a `plugins/` directory.
-fn workspace(config: &str, plugins: &[&str]) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn workspace(config: &str, plugins: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir(root.join("plugins")).unwrap();
@@ -172,7 +172,7 @@ async fn start_slow_call(
 }
 
 #[tokio::test]
-async fn sigterm_lets_the_call_in_flight_finish_then_exits_zero() {
+async fn sigterm_lets_the_call_in_flight_finish_while_health_answers_503() {
     let (_dir, root) = workspace(CONFIG, &[toolhost_tests::MISBEHAVE]);
     let mut server = Serving::start(&root, &["--http", "127.0.0.1:0"]);
     let base = server.address();
@@ -181,13 +181,38 @@ async fn sigterm_lets_the_call_in_flight_finish_then_exits_zero() {
 
     let signalled = Instant::now();
     server.signal(libc::SIGTERM);
-    // New connections are refused at once...
-    let addr = base.trim_start_matches("http://").to_string();
+    // While draining, the port stays open: health says 503 as documented,
+    // and new requests are refused with 503... (A fresh connection each
+    // time: the server closes idle keep-alive ones as it starts draining.)
+    let fresh = || {
+        reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap()
+    };
     let deadline = Instant::now() + Duration::from_secs(5);
-    while tokio::net::TcpStream::connect(&addr).await.is_ok() {
-        assert!(Instant::now() < deadline, "still accepting after SIGTERM");
+    loop {
+        let response = fresh().get(format!("{base}/v1/health")).send().await;
+        if let Ok(response) = response
+            && response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE
+        {
+            let body: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+            assert_eq!(body, json!({"status": "shutting_down"}));
+            break;
+        }
+        assert!(Instant::now() < deadline, "health never answered 503");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let refused = fresh()
+        .post(format!("{base}/v1/tool_calls"))
+        .header("content-type", "application/json")
+        .body(one_call("sleep", json!({ "ms": 1 })))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    assert!(refused.text().await.unwrap().contains("shutting down"));
     // ...while the call in flight completes with its result.
     let (status, body) = call
         .await
@@ -214,8 +239,55 @@ async fn sigterm_lets_the_call_in_flight_finish_then_exits_zero() {
     assert_eq!(server.stdout(), "");
 }
 
+/// Opens an MCP session over HTTP and starts `tools/call` of `tool`; the
+/// session's id and the call's response, still to come.
+async fn start_mcp_call(
+    client: &reqwest::Client,
+    base: &str,
+    tool: &str,
+    arguments: Value,
+) -> tokio::task::JoinHandle<reqwest::Result<String>> {
+    let post = |session: Option<String>, body: Value| {
+        let mut request = client
+            .post(format!("{base}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(body.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let opened = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    opened.text().await.unwrap();
+    post(
+        Some(session.clone()),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    let call = post(
+        Some(session),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}}),
+    );
+    tokio::spawn(async move { call.await?.text().await })
+}
+
 #[tokio::test]
-async fn the_drain_is_bounded_by_the_drain_timeout() {
+async fn calls_past_the_drain_timeout_are_answered_with_an_error() {
     let (_dir, root) = workspace(CONFIG, &[toolhost_tests::MISBEHAVE]);
     let mut server = Serving::start(
         &root,
@@ -223,6 +295,7 @@ async fn the_drain_is_bounded_by_the_drain_timeout() {
     );
     let base = server.address();
     let client = client();
+    let mcp_call = start_mcp_call(&client, &base, "sleep", json!({"ms": 8000})).await;
     let call = start_slow_call(&client, &base, 8000).await;
     let signalled = Instant::now();
     server.signal(libc::SIGINT);
@@ -242,8 +315,89 @@ async fn the_drain_is_bounded_by_the_drain_timeout() {
         "{}",
         server.log.join("\n")
     );
-    // The client of the abandoned call sees the connection close.
-    assert!(call.await.unwrap().is_err());
+    // Both clients are told why their calls did not finish.
+    let (status, body) = call.await.unwrap().expect("the batch got an answer");
+    assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body.contains("shutting down"), "{body}");
+    let answer = mcp_call.await.unwrap().expect("the MCP call got an answer");
+    assert!(answer.contains("shutting down"), "{answer}");
+    assert!(answer.contains("\"isError\":true"), "{answer}");
+}
+
+/// Processes (of this user) whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                found.push(format!(
+                    "{}: {cmdline}",
+                    entry.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_second_signal_exits_130_and_ends_the_commands_of_calls_in_flight() {
+    for sandbox in ["kernel", "none"] {
+        let config = format!(
+            "{CONFIG}allow = [\"terminal:*\", \"file:read\"]\nfile.read = [\".\"]\nterminal.sandbox = \"{sandbox}\"\n"
+        );
+        let (_dir, root) = workspace(&config, &[]);
+        let mut server = Serving::start(&root, &["--http", "127.0.0.1:0"]);
+        let base = server.address();
+        let client = client();
+        // A command no other test runs: `sleep` with a fraction unique here.
+        let marker = format!("300.{}{}", std::process::id(), sandbox.len());
+        let command = format!("sleep {marker}");
+        let call = {
+            let client = client.clone();
+            let url = format!("{base}/v1/tool_calls");
+            tokio::spawn(async move {
+                client
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(one_call("run_command", json!({ "command": command })))
+                    .send()
+                    .await
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while processes_with(&marker).is_empty() {
+            if call.is_finished() {
+                let response = call.await.unwrap().unwrap();
+                panic!("{sandbox}: the call ended: {:?}", response.text().await);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{sandbox}: the command never started; stderr:\n{}",
+                server.log.join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        server.signal(libc::SIGTERM);
+        server.wait_for("shutting down");
+        server.signal(libc::SIGTERM);
+        let exit = server.exit(Duration::from_secs(10)).await;
+        assert_eq!(exit.code(), Some(130), "{sandbox}: {exit:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = processes_with(&marker);
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{sandbox}: still running after toolhost exited: {left:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = call.await;
+    }
 }
 
 #[tokio::test]

@@ -23,3 +23,5 @@ pub use plugin::{
 };
 pub use sandbox::{Limits, Sandbox};
 pub use session::{MAX_SESSIONS, SessionMemory};
+
+pub(crate) use host::kill_commands;

@@ -34,6 +34,8 @@ pub(crate) struct Api {
     pub(crate) request_timeout: Duration,
     /// Cancelled when the server starts shutting down.
     pub(crate) draining: CancellationToken,
+    /// Cancelled when shutdown stops waiting for the requests in flight.
+    pub(crate) abandon: CancellationToken,
 }
 
 /// `/tools`, `/tool_calls`, `/health` and `/status`, to nest under `/v1`.
@@ -59,6 +61,15 @@ pub(crate) fn too_large(max: usize) -> Response {
             "payload_too_large: the request body is larger than the limit of {max} bytes; send \
              fewer or smaller calls per request"
         ),
+    )
+}
+
+/// `503` for a request the server takes or stops while shutting down.
+pub(crate) fn shutting_down() -> Response {
+    error_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable: the server is shutting down; requests still running after the drain \
+         timeout are stopped, and no new ones are taken",
     )
 }
 
@@ -199,12 +210,14 @@ async fn tool_calls(
             ),
         );
     }
-    let dispatched = tokio::time::timeout(
-        api.request_timeout,
-        api.host
-            .dispatch_batch_as(&auth.caller, &batch, session.as_deref()),
-    )
-    .await;
+    let dispatched = tokio::select! {
+        dispatched = tokio::time::timeout(
+            api.request_timeout,
+            api.host
+                .dispatch_batch_as(&auth.caller, &batch, session.as_deref()),
+        ) => dispatched,
+        () = api.abandon.cancelled() => return shutting_down(),
+    };
     let Ok(results) = dispatched else {
         return error_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -277,7 +290,7 @@ fn session(batch: &Value, headers: &HeaderMap) -> Result<Option<String>, String>
     }
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -285,13 +298,13 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
-enum BodyError {
+pub(crate) enum BodyError {
     TooLarge,
     Read(axum::Error),
 }
 
 /// The whole body, refusing more than `max` bytes; one chunk is not copied.
-async fn read_body(body: Body, max: usize) -> Result<Bytes, BodyError> {
+pub(crate) async fn read_body(body: Body, max: usize) -> Result<Bytes, BodyError> {
     let mut stream = body.into_data_stream();
     let mut first: Option<Bytes> = None;
     let mut rest: Vec<u8> = Vec::new();

@@ -1,8 +1,9 @@
 //! The HTTP server: `/mcp` and `/v1/*` on one port. Every request passes one
 //! front door (Host and Origin checks, body size, bearer-token
 //! authentication) before it reaches a route; connections are HTTP/1.1 with a
-//! header timeout and a cap on how many are open; shutdown stops accepting,
-//! drains the requests in flight, then closes the MCP sessions.
+//! header timeout and a cap on how many are open; shutdown answers new
+//! requests 503, drains the requests in flight (answering those past the
+//! drain timeout with an error), then closes the MCP sessions.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::api::{self, Api, error_response};
 use super::connections::Connections;
 use super::mcp::{self, McpHttp};
+use super::mcp_http::{self, MCP_SESSION};
 use super::tenants::Tenants;
 use crate::host::Host;
 use crate::reload::ReloadEvent;
@@ -90,6 +92,9 @@ pub struct HttpServer {
     mcp_cancel: CancellationToken,
     /// Cancelled when shutdown begins (`/v1/health` turns 503).
     draining: CancellationToken,
+    /// Cancelled when the drain timeout has passed: the calls still running
+    /// end with an error saying the server is shutting down.
+    abandon: CancellationToken,
 }
 
 impl HttpServer {
@@ -160,15 +165,17 @@ impl HttpServer {
             allowed_origins,
             max_body: options.max_body,
             requests: Arc::default(),
+            draining: CancellationToken::new(),
         };
         Ok(Self {
             host,
             listener,
             tenants: front.tenants.clone(),
-            front: Arc::new(front),
             options,
             mcp_cancel: CancellationToken::new(),
-            draining: CancellationToken::new(),
+            draining: front.draining.clone(),
+            abandon: CancellationToken::new(),
+            front: Arc::new(front),
         })
     }
 
@@ -192,10 +199,13 @@ impl HttpServer {
                 allowed_hosts: self.front.allowed_hosts.clone(),
                 allowed_origins: self.front.allowed_origins.clone(),
                 cancel: self.mcp_cancel.clone(),
+                abandon: self.abandon.clone(),
                 max_body: self.options.max_body,
             },
-        );
-        let mcp = tower_http::timeout::RequestBodyTimeout::new(mcp, self.options.body_timeout);
+        )
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            self.options.body_timeout,
+        ));
         let api = Api {
             host: self.host.clone(),
             max_body: self.options.max_body,
@@ -203,14 +213,14 @@ impl HttpServer {
             body_timeout: self.options.body_timeout,
             request_timeout: self.options.request_timeout,
             draining: self.draining.clone(),
+            abandon: self.abandon.clone(),
         };
-        let mcp =
-            Router::new()
-                .nest_service("/mcp", mcp)
-                .layer(axum::middleware::from_fn_with_state(
-                    Arc::default(),
-                    keep_sessions_to_their_tenant,
-                ));
+        let mcp = Router::new()
+            .route("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::default(),
+                keep_sessions_to_their_tenant,
+            ));
         Router::new()
             .nest("/v1", api::routes(api))
             .merge(mcp)
@@ -222,9 +232,10 @@ impl HttpServer {
             ))
     }
 
-    /// Serves until `shutdown` completes, then stops accepting connections,
-    /// waits up to the drain timeout for the requests in flight, closes the
-    /// MCP sessions and returns.
+    /// Serves until `shutdown` completes, then answers every new request
+    /// 503, waits up to the drain timeout for the requests in flight, stops
+    /// those still running with an error answer, closes the MCP sessions
+    /// and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<()> {
         let app = self.app();
         let reload = AbortOnDrop(tokio::spawn(follow_config(
@@ -277,13 +288,20 @@ impl HttpServer {
             });
             connections.started(id, task.abort_handle());
         }
-        drop(self.listener);
         drop(reload);
         self.draining.cancel();
+        // The port stays open while draining: new requests are answered 503
+        // (`/v1/health` with its documented body) rather than refused.
+        let late = AbortOnDrop(tokio::spawn(answer_while_draining(
+            self.listener,
+            app,
+            self.options.header_timeout,
+            self.options.max_connections,
+        )));
         let requests = &self.front.requests;
         tracing::info!(
             in_flight = requests.count(),
-            "shutting down: no new connections; draining the requests in flight"
+            "shutting down: answering new requests with 503; draining the requests in flight"
         );
         let deadline = tokio::time::Instant::now() + self.options.drain_timeout;
         // Idle keep-alive connections close now; busy ones after their
@@ -295,9 +313,20 @@ impl HttpServer {
         {
             tracing::warn!(
                 in_flight = requests.count(),
-                "requests still in flight after the drain timeout of {:?}; closing anyway",
+                "requests still in flight after the drain timeout of {:?}; answering them with \
+                 an error",
                 self.options.drain_timeout
             );
+            self.abandon.cancel();
+            if tokio::time::timeout(ABANDON_GRACE, requests.idle())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    in_flight = requests.count(),
+                    "requests still unanswered; closing anyway"
+                );
+            }
         }
         // MCP streams (GET /mcp) end here, so their connections can close.
         self.mcp_cancel.cancel();
@@ -307,8 +336,47 @@ impl HttpServer {
         if tokio::time::timeout(rest, connections).await.is_err() {
             tracing::warn!("some connections did not close in time; exiting anyway");
         }
+        drop(late);
         tracing::info!("HTTP server stopped");
         Ok(())
+    }
+}
+
+/// How long the answers of requests stopped at the drain timeout have to
+/// be written.
+const ABANDON_GRACE: Duration = Duration::from_secs(2);
+
+/// Accepts connections while the server drains, one request each, which
+/// the front door answers with 503. Ends when aborted, closing them all.
+async fn answer_while_draining(
+    listener: TcpListener,
+    app: Router,
+    header_timeout: Duration,
+    max_connections: usize,
+) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .keep_alive(false);
+    let mut open = tokio::task::JoinSet::new();
+    loop {
+        while open.try_join_next().is_some() {}
+        if open.len() >= max_connections.max(1) {
+            open.join_next().await;
+            continue;
+        }
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                accept_failed(&e).await;
+                continue;
+            }
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let connection = http.serve_connection(TokioIo::new(stream), service);
+        open.spawn(async move {
+            let _ = connection.await;
+        });
     }
 }
 
@@ -382,9 +450,6 @@ impl Drop for AbortOnDrop {
 #[derive(Debug, Default)]
 struct SessionOwners(std::sync::Mutex<std::collections::HashMap<String, Option<String>>>);
 
-/// The header that names an MCP session.
-const MCP_SESSION: &str = "mcp-session-id";
-
 /// An MCP session belongs to the tenant that opened it: to any other caller
 /// its id is unknown (404), so no one can post into, listen to or close
 /// another tenant's session.
@@ -439,6 +504,8 @@ struct FrontDoor {
     allowed_origins: Vec<String>,
     max_body: usize,
     requests: Arc<Requests>,
+    /// Cancelled when shutdown begins: new requests are answered 503.
+    draining: CancellationToken,
 }
 
 /// Checks `Host` and `Origin` (DNS rebinding and cross-site requests), the
@@ -457,8 +524,16 @@ async fn front_door(
     // closed at shutdown rather than waited for.
     let tracked = !(request.method() == Method::GET && request.uri().path() == "/mcp");
     let guard = tracked.then(|| front.requests.begin());
-    if let Err(refusal) = front.check_headers(request.headers()) {
+    let mcp = request.uri().path() == "/mcp";
+    if let Err(refusal) = front.check_headers(request.headers(), mcp) {
         return *refusal;
+    }
+    if front.draining.is_cancelled() && request.uri().path() != "/v1/health" {
+        return if mcp {
+            mcp_http::shutting_down()
+        } else {
+            api::shutting_down()
+        };
     }
     if request.uri().path() != "/v1/health" {
         match front
@@ -496,7 +571,7 @@ async fn front_door(
 impl FrontDoor {
     /// Refuses foreign hosts and origins and declared oversized bodies; the
     /// refusal is boxed as it is the rare path.
-    fn check_headers(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
+    fn check_headers(&self, headers: &HeaderMap, mcp: bool) -> Result<(), Box<Response>> {
         if !self.hosts.is_empty() {
             let host = headers
                 .get(header::HOST)
@@ -542,7 +617,11 @@ impl FrontDoor {
         if let Some(length) = declared
             && length > self.max_body as u64
         {
-            return Err(Box::new(api::too_large(self.max_body)));
+            return Err(Box::new(if mcp {
+                mcp_http::too_large(self.max_body)
+            } else {
+                api::too_large(self.max_body)
+            }));
         }
         Ok(())
     }
@@ -664,15 +743,7 @@ impl Requests {
     }
 
     async fn idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.count() == 0 {
-                return;
-            }
-            notified.await;
-        }
+        super::until_none(&self.idle, || self.count()).await;
     }
 }
 

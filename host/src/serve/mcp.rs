@@ -3,20 +3,24 @@
 //! approvals asked through elicitation when the client supports it. Served
 //! over stdio and, as a tower service, over Streamable HTTP at `/mcp`.
 
+// rmcp marks MCP logging deprecated (a later revision drops it); the
+// revisions served here define it, and clients use it.
+#![allow(deprecated)]
+
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
+    CompleteRequestParams, CompleteResult, ContentBlock, ErrorData, Implementation,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
-use rmcp::transport::StreamableHttpServerConfig;
-use rmcp::transport::streamable_http_server::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::{Peer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +32,10 @@ use crate::error::ErrorKind;
 use crate::hooks::BoxFuture;
 use crate::host::Host;
 use crate::toolsets::Selection;
+
+/// What a call still running when shutdown stops waiting gets.
+const ABANDONED: &str = "cancelled: the server is shutting down and the call did not finish \
+                         within the drain timeout";
 
 /// How long a user has to answer an approval asked through elicitation
 /// when there is no config (otherwise `approvals.timeout`).
@@ -41,16 +49,35 @@ pub struct McpServer {
     session: Arc<str>,
     /// The approvals of this session, created when the client is known.
     approvals: Arc<std::sync::OnceLock<Arc<Approvals>>>,
+    /// Cancelled when shutdown gives up waiting: calls still running end
+    /// with an error saying so.
+    abandon: CancellationToken,
+    /// The least severe level of `notifications/message` the client asked
+    /// for with `logging/setLevel` (none sent before it asks).
+    log_level: Arc<std::sync::Mutex<Option<LoggingLevel>>>,
 }
 
 impl McpServer {
     /// A new session on `host`.
     pub fn new(host: Host) -> Self {
+        Self::with_abandon(host, CancellationToken::new())
+    }
+
+    /// A new session whose calls still running when `abandon` is cancelled
+    /// end with an error saying the server is shutting down.
+    pub fn with_abandon(host: Host, abandon: CancellationToken) -> Self {
         Self {
             host,
             session: session_id().into(),
             approvals: Arc::default(),
+            abandon,
+            log_level: Arc::default(),
         }
+    }
+
+    /// The level the client set with `logging/setLevel`, if it did.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The caller of a request: the tenant the HTTP layer authenticated (in
@@ -132,6 +159,7 @@ fn session_id() -> String {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -186,6 +214,9 @@ impl ServerHandler for McpServer {
             () = context.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the call was cancelled by the client", None));
             }
+            () = self.abandon.cancelled() => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(ABANDONED)]).into());
+            }
         };
         match dispatched {
             Ok(result) => {
@@ -198,6 +229,52 @@ impl ServerHandler for McpServer {
                 Ok(CallToolResult::error(vec![ContentBlock::text(error.model_text())]).into())
             }
         }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
+    }
+
+    // Prompts, resources and completions are not served (nor advertised):
+    // their methods are not found, rather than answered as empty lists.
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(ErrorData::method_not_found::<
+            ListResourceTemplatesRequestMethod,
+        >())
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
     }
 
     fn accepted_subscription_filter(
@@ -299,22 +376,63 @@ impl Approver for NoElicitation {
     }
 }
 
-/// Serves MCP on stdin and stdout until the client disconnects. Logs go to
-/// stderr; nothing but protocol messages is written to stdout.
+/// Serves MCP on stdin and stdout until the client disconnects or `stop` is
+/// cancelled. Logs go to stderr; nothing but protocol messages is written to
+/// stdout.
+///
+/// When `stop` is cancelled, stdin is no longer read; the requests already
+/// read are answered, those still running after `drain_timeout` with an
+/// error saying the server is shutting down, and then this returns.
 ///
 /// When both are pipes (as MCP clients start servers) they are read and
 /// written on the runtime's IO driver, through descriptors of their own in
 /// non-blocking mode; otherwise (a terminal, a file) through Tokio's blocking
 /// stdio, which hands every read and write to another thread.
-pub async fn serve_stdio(host: Host) -> Result<()> {
-    let server = McpServer::new(host);
-    let running = server
-        .serve(rmcp::transport::stdio_pipes())
-        .await
-        .context("starting the MCP server on stdio")?;
-    running.waiting().await.context("serving MCP on stdio")?;
+pub async fn serve_stdio(
+    host: Host,
+    stop: CancellationToken,
+    drain_timeout: Duration,
+) -> Result<()> {
+    let abandon = CancellationToken::new();
+    let server = McpServer::with_abandon(host, abandon.clone());
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let transport =
+        super::stdio::StdioTransport::new(read, write, super::stdio::MAX_PENDING, stop.clone());
+    let running = match server.serve(transport).await {
+        Ok(running) => running,
+        // Stopped before the client initialized the session.
+        Err(_) if stop.is_cancelled() => return Ok(()),
+        Err(e) => return Err(e).context("starting the MCP server on stdio"),
+    };
+    let mut waiting = std::pin::pin!(running.waiting());
+    let gave_up = async {
+        stop.cancelled().await;
+        tracing::info!("shutting down: answering the requests in flight");
+        tokio::time::sleep(drain_timeout).await;
+    };
+    tokio::select! {
+        served = &mut waiting => {
+            served.context("serving MCP on stdio")?;
+            return Ok(());
+        }
+        () = gave_up => {}
+    }
+    tracing::warn!(
+        "calls still running after the drain timeout of {drain_timeout:?}; answering them \
+         with an error"
+    );
+    abandon.cancel();
+    match tokio::time::timeout(ABANDON_GRACE, waiting).await {
+        Ok(served) => {
+            served.context("serving MCP on stdio")?;
+        }
+        Err(_) => tracing::warn!("the MCP session did not end in time; exiting anyway"),
+    }
     Ok(())
 }
+
+/// How long the answers of abandoned calls have to be written.
+const ABANDON_GRACE: Duration = Duration::from_secs(2);
 
 /// Polls `fd` until it is readable (or closed) or `budget` has passed,
 /// without sleeping. `toolhost serve` on stdio runs this each time its
@@ -346,27 +464,18 @@ pub struct McpHttp {
     pub allowed_origins: Vec<String>,
     /// Cancelled at shutdown: closes every session.
     pub cancel: CancellationToken,
+    /// Cancelled when shutdown stops waiting: calls still running end with
+    /// an error saying the server is shutting down.
+    pub abandon: CancellationToken,
     /// Largest request body, in bytes.
     pub max_body: usize,
 }
 
-/// The `/mcp` endpoint as a tower service. Each request's caller is the
-/// [`Caller`] the HTTP layer put in the request extensions.
-pub fn http_service(
-    host: Host,
-    settings: McpHttp,
-) -> StreamableHttpService<McpServer, LocalSessionManager> {
-    let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(settings.allowed_hosts)
-        .with_allowed_origins(settings.allowed_origins);
-    config.cancellation_token = settings.cancel;
-    config.max_request_body_bytes = settings.max_body;
-    config.json_response = true;
-    StreamableHttpService::new(
-        move || Ok(McpServer::new(host.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    )
+/// The `/mcp` endpoint, for any method (see [`super::mcp_http`]). Each
+/// request's caller is the [`Caller`] the HTTP layer put in the request
+/// extensions.
+pub fn http_service(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
+    super::mcp_http::route(host, settings)
 }
 
 #[cfg(test)]

@@ -5,6 +5,10 @@
 //!   elicitation approvals) over stdio, and as a tower service for `/mcp`.
 //! - [`http`]: the HTTP server: `/mcp` and `/v1/*` on one port, bearer-token
 //!   authentication, body and time limits, a connection cap, graceful shutdown.
+//! - `mcp_http`: `/mcp`, rmcp's Streamable HTTP service behind JSON-RPC
+//!   checks of the body, with SSE priming only for clients that know it.
+//! - `stdio`: the stdio transport of MCP, with JSON-RPC error answers,
+//!   backpressure and a drain at shutdown; `jsonrpc`: the checks both use.
 //! - [`api`]: the OpenAI-style routes under `/v1`.
 //! - [`tenants`]: bearer tokens to callers, each with its profile, workspace
 //!   and limits.
@@ -12,5 +16,22 @@
 pub mod api;
 mod connections;
 pub mod http;
+mod jsonrpc;
 pub mod mcp;
+mod mcp_http;
+mod stdio;
 pub mod tenants;
+
+/// Waits until `count` is zero; whatever lowers it to zero notifies
+/// `waiters` (`notify_waiters`).
+async fn until_none(waiters: &tokio::sync::Notify, count: impl Fn() -> usize) {
+    loop {
+        let notified = waiters.notified();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        if count() == 0 {
+            return;
+        }
+        notified.await;
+    }
+}

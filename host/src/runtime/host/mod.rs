@@ -4,4 +4,6 @@ pub(crate) mod filesystem;
 mod http;
 mod log;
 mod process_group;
+
+pub(crate) use process_group::kill_all as kill_commands;
 mod terminal;

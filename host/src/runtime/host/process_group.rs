@@ -7,6 +7,7 @@
 //! a process that starts a session of its own (`setsid`) leaves the group and
 //! is not killed.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
@@ -167,6 +168,9 @@ impl ProcessGroup {
             .id()
             .and_then(|id| libc::pid_t::try_from(id).ok())
             .filter(|&id| id > 1);
+        if let Some(pgid) = pgid {
+            live_groups().insert(pgid);
+        }
         Ok(Self { child, pgid })
     }
 
@@ -178,11 +182,33 @@ impl ProcessGroup {
     /// full turn of the pid counter in between for this to hit anyone else.
     fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
+            let mut live = live_groups();
+            live.remove(&pgid);
             // SAFETY: killpg only sends a signal; `pgid` is a positive group
             // id (never 0, which would mean our own group).
             unsafe {
                 libc::killpg(pgid, libc::SIGKILL);
             }
+        }
+    }
+}
+
+/// The groups of the commands running now, for [`kill_all`].
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<libc::pid_t>> {
+    static LIVE: std::sync::Mutex<BTreeSet<libc::pid_t>> = std::sync::Mutex::new(BTreeSet::new());
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills the process group of every command still running, for a process
+/// about to exit without dropping the calls that run them (so that no
+/// command, nor its sandbox, outlives toolhost).
+pub(crate) fn kill_all() {
+    let mut live = live_groups();
+    for pgid in std::mem::take(&mut *live) {
+        // SAFETY: as in `ProcessGroup::kill`: a positive group id of a
+        // command this process started and has not reaped the group of.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
         }
     }
 }

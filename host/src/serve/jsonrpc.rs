@@ -1,0 +1,184 @@
+//! Incoming MCP messages checked the way JSON-RPC 2.0 requires, before rmcp
+//! sees them: text that is not JSON is a parse error (`-32700`, `id: null`);
+//! JSON that is not a JSON-RPC message is an invalid request (`-32600`, with
+//! the request's id when it can be read, else `null`); a request of a known
+//! method whose params do not fit is invalid params (`-32602`), where rmcp
+//! would answer method not found. Both stdio and `/mcp` use these checks.
+
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+use serde_json::{Value, json};
+
+/// JSON-RPC's error codes used here.
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+
+/// The requests a client sends that rmcp knows; one of them that rmcp could
+/// not read into its type had params that do not fit.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "resources/directory/read",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+];
+
+/// An error answer to a message that could not be served.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Refusal {
+    /// The request's id, or `null` when it cannot be read.
+    pub(crate) id: Value,
+    pub(crate) code: i64,
+    pub(crate) message: String,
+}
+
+impl Refusal {
+    pub(crate) fn new(id: Value, code: i64, message: impl Into<String>) -> Self {
+        Self {
+            id,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The JSON-RPC error response.
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": { "code": self.code, "message": self.message },
+        })
+    }
+
+    /// The response as one line of the stdio transport.
+    pub(crate) fn to_line(&self) -> Vec<u8> {
+        let mut line = self.to_json().to_string().into_bytes();
+        line.push(b'\n');
+        line
+    }
+}
+
+/// Reads one message. `Ok(None)`: a notification rmcp does not know, which
+/// is ignored (notifications are never answered).
+pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refusal> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
+        Ok(JsonRpcMessage::Request(request)) => match &request.request {
+            ClientRequest::CustomRequest(custom)
+                if KNOWN_METHODS.contains(&custom.method.as_str()) =>
+            {
+                Err(Refusal::new(
+                    id_json(&request.id),
+                    INVALID_PARAMS,
+                    format!("Invalid params of {:?}", custom.method),
+                ))
+            }
+            _ => Ok(Some(JsonRpcMessage::Request(request))),
+        },
+        Ok(message) => Ok(Some(message)),
+        Err(typed) => {
+            let value: Value = serde_json::from_slice(bytes)
+                .map_err(|e| Refusal::new(Value::Null, PARSE_ERROR, format!("Parse error: {e}")))?;
+            classify(&value, &typed)
+        }
+    }
+}
+
+fn id_json(id: &rmcp::model::RequestId) -> Value {
+    match id {
+        rmcp::model::NumberOrString::Number(n) => json!(n),
+        rmcp::model::NumberOrString::String(s) => json!(&**s),
+    }
+}
+
+/// Why well-formed JSON is not a message rmcp can read.
+fn classify(
+    value: &Value,
+    typed: &serde_json::Error,
+) -> Result<Option<ClientJsonRpcMessage>, Refusal> {
+    let invalid = |id: Value, why: String| Err(Refusal::new(id, INVALID_REQUEST, why));
+    let Some(object) = value.as_object() else {
+        let why = if value.is_array() {
+            "Invalid Request: batches are not supported; send one message per line or request"
+        } else {
+            "Invalid Request: a JSON-RPC message is a JSON object"
+        };
+        return invalid(Value::Null, why.into());
+    };
+    let id = match object.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(id, "Invalid Request: \"jsonrpc\" must be \"2.0\"".into());
+    }
+    let method = object.get("method").and_then(Value::as_str);
+    match (method, object.get("id")) {
+        // A notification is never answered, even one that does not fit.
+        (Some(_), None) => Ok(None),
+        (Some(method), Some(Value::String(_) | Value::Number(_)))
+            if KNOWN_METHODS.contains(&method) =>
+        {
+            Err(Refusal::new(
+                id,
+                INVALID_PARAMS,
+                format!("Invalid params of {method:?}: {typed}"),
+            ))
+        }
+        _ => invalid(id, format!("Invalid Request: {typed}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(text: &[u8]) -> Refusal {
+        decode(text).expect_err("refused")
+    }
+
+    #[test]
+    fn what_is_not_json_is_a_parse_error_without_an_id() {
+        for text in [&b"garbage"[..], b"{\"jsonrpc\":\"2.0\",", b"\xff\xfe{}"] {
+            let refusal = refusal(text);
+            assert_eq!((refusal.code, &refusal.id), (PARSE_ERROR, &Value::Null));
+        }
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(refusal(deep.as_bytes()).code, PARSE_ERROR);
+    }
+
+    #[test]
+    fn a_request_that_does_not_fit_keeps_its_id() {
+        let r = refusal(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#);
+        assert_eq!((r.code, r.id), (INVALID_REQUEST, json!(7)));
+        let r = refusal(br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":[]}}"#);
+        assert_eq!((r.code, r.id), (INVALID_PARAMS, json!("a")));
+        let r = refusal(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+        assert_eq!((r.code, r.id), (INVALID_REQUEST, Value::Null));
+        assert!(matches!(
+            decode(br#"{"jsonrpc":"2.0","method":"notifications/whatever","params":3}"#),
+            Ok(None)
+        ));
+        assert!(
+            decode(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+                .unwrap()
+                .is_some()
+        );
+    }
+}

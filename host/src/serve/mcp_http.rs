@@ -1,0 +1,219 @@
+//! `/mcp`: MCP's Streamable HTTP transport, rmcp's, with what it answers
+//! wrongly taken care of in front of it:
+//!
+//! - a POST body is read here (within the size limit) and checked as
+//!   JSON-RPC ([`super::jsonrpc`]): what is not JSON is `400` with a `-32700`
+//!   error, what is not a message `400` with `-32600`, params that do not fit
+//!   a `-32602` error with the request's id; a body over the limit is `413`
+//!   with a JSON-RPC error too;
+//! - `DELETE` of a session that does not exist is `404`;
+//! - SSE priming events (an event id with empty data, SEP-1699) go only to
+//!   sessions that negotiated a protocol version that defines them
+//!   (2025-11-25 and later): older clients log them as errors. Each kind of
+//!   session has a service and a session manager of its own.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{ClientRequest, JsonRpcMessage};
+use rmcp::transport::StreamableHttpServerConfig;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::Value;
+
+use super::api::{BodyError, is_json, read_body};
+use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal};
+use super::mcp::{McpHttp, McpServer};
+use crate::host::Host;
+
+/// The first protocol version with SSE priming events.
+const PRIMING_SINCE: &str = "2025-11-25";
+
+/// The header that names an MCP session.
+pub(crate) const MCP_SESSION: &str = "mcp-session-id";
+
+/// The header of the negotiated protocol version (2025-06-18 and later).
+const MCP_VERSION: &str = "mcp-protocol-version";
+
+type Service = StreamableHttpService<McpServer, LocalSessionManager>;
+
+/// The two services, with and without priming events.
+pub(crate) struct McpEndpoint {
+    primed: Service,
+    primed_sessions: Arc<LocalSessionManager>,
+    plain: Service,
+    plain_sessions: Arc<LocalSessionManager>,
+    max_body: usize,
+}
+
+impl McpEndpoint {
+    pub(crate) fn new(host: Host, settings: McpHttp) -> Self {
+        let service = |priming: bool| {
+            let mut sessions = LocalSessionManager::default();
+            let retry = sessions.session_config.sse_retry.filter(|_| priming);
+            sessions.session_config.sse_retry = retry;
+            let sessions = Arc::new(sessions);
+            let mut config = StreamableHttpServerConfig::default()
+                .with_allowed_hosts(settings.allowed_hosts.clone())
+                .with_allowed_origins(settings.allowed_origins.clone())
+                .with_sse_retry(retry);
+            config.cancellation_token = settings.cancel.clone();
+            config.max_request_body_bytes = settings.max_body;
+            config.json_response = true;
+            let host = host.clone();
+            let abandon = settings.abandon.clone();
+            let service = StreamableHttpService::new(
+                move || Ok(McpServer::with_abandon(host.clone(), abandon.clone())),
+                sessions.clone(),
+                config,
+            );
+            (service, sessions)
+        };
+        let (primed, primed_sessions) = service(true);
+        let (plain, plain_sessions) = service(false);
+        Self {
+            primed,
+            primed_sessions,
+            plain,
+            plain_sessions,
+            max_body: settings.max_body,
+        }
+    }
+
+    /// Which service holds `session`: `Some(true)` the one with priming
+    /// events, `Some(false)` the other, `None` neither.
+    async fn holder(&self, session: &str) -> Option<bool> {
+        let id: rmcp::transport::streamable_http_server::SessionId = session.to_owned().into();
+        if self.primed_sessions.sessions.read().await.contains_key(&id) {
+            Some(true)
+        } else if self.plain_sessions.sessions.read().await.contains_key(&id) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    fn service(&self, primed: bool) -> &Service {
+        if primed { &self.primed } else { &self.plain }
+    }
+}
+
+/// The endpoint as a route (any method) with its state.
+pub(crate) fn route(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
+    axum::routing::any(endpoint).with_state(Arc::new(McpEndpoint::new(host, settings)))
+}
+
+/// Serves one request to `/mcp`.
+pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Request) -> Response {
+    let session = request
+        .headers()
+        .get(MCP_SESSION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let held = match &session {
+        Some(id) => mcp.holder(id).await,
+        None => None,
+    };
+    if request.method() == Method::DELETE && session.is_some() && held.is_none() {
+        return refusal_response(
+            StatusCode::NOT_FOUND,
+            &Refusal::new(Value::Null, INVALID_REQUEST, "Session not found"),
+        );
+    }
+    if request.method() != Method::POST || !is_json(request.headers()) {
+        let primed = held.unwrap_or_else(|| version_header_primes(request.headers()));
+        return into_axum(mcp.service(primed).handle(request).await);
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match read_body(body, mcp.max_body).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge) => return too_large(mcp.max_body),
+        Err(BodyError::Read(e)) => {
+            return refusal_response(
+                StatusCode::BAD_REQUEST,
+                &Refusal::new(
+                    Value::Null,
+                    PARSE_ERROR,
+                    format!("Parse error: the request body could not be read: {e}"),
+                ),
+            );
+        }
+    };
+    // A session the server does not know is rmcp's to refuse (404).
+    let decoded = (session.is_none() || held.is_some()).then(|| jsonrpc::decode(&bytes));
+    let initialize = match decoded {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(message))) => match message {
+            JsonRpcMessage::Request(request) => match request.request {
+                ClientRequest::InitializeRequest(init) => Some(init.params.protocol_version),
+                _ => None,
+            },
+            _ => None,
+        },
+        Some(Err(refusal)) if refusal.code == INVALID_PARAMS => {
+            return refusal_response(StatusCode::OK, &refusal);
+        }
+        Some(Err(refusal)) => return refusal_response(StatusCode::BAD_REQUEST, &refusal),
+    };
+    let primed = match (held, initialize) {
+        (Some(primed), _) => primed,
+        (None, Some(version)) => primes(version.as_str()),
+        (None, None) => version_header_primes(&parts.headers),
+    };
+    let request = Request::from_parts(parts, Body::from(bytes));
+    into_axum(mcp.service(primed).handle(request).await)
+}
+
+/// Whether a session of `version` gets priming events: those that define
+/// them, and versions newer than this server knows (it answers with one
+/// that does).
+fn primes(version: &str) -> bool {
+    version >= PRIMING_SINCE
+}
+
+fn version_header_primes(headers: &HeaderMap) -> bool {
+    headers
+        .get(MCP_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(primes)
+}
+
+fn into_axum<B>(response: axum::http::Response<B>) -> Response
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    response.map(Body::new)
+}
+
+/// A JSON-RPC error as the body of an HTTP response.
+pub(crate) fn refusal_response(status: StatusCode, refusal: &Refusal) -> Response {
+    (status, axum::Json(refusal.to_json())).into_response()
+}
+
+/// `413` for `/mcp`: a JSON-RPC error.
+pub(crate) fn too_large(max: usize) -> Response {
+    refusal_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &Refusal::new(
+            Value::Null,
+            INVALID_REQUEST,
+            format!("Invalid Request: the request body is larger than the limit of {max} bytes"),
+        ),
+    )
+}
+
+/// `503` for `/mcp` while the server shuts down.
+pub(crate) fn shutting_down() -> Response {
+    refusal_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &Refusal::new(
+            Value::Null,
+            INVALID_REQUEST,
+            "the server is shutting down; no new requests are taken",
+        ),
+    )
+}

@@ -1,0 +1,355 @@
+//! The stdio transport of MCP: one JSON-RPC message per line. In place of
+//! rmcp's, so that
+//!
+//! - every line that cannot be served gets an answer ([`super::jsonrpc`]):
+//!   a parse error for what is not JSON, an invalid request for a line over
+//!   the size limit (dropped unread), invalid params for params that do not
+//!   fit;
+//! - stdin is read with backpressure: at most [`MAX_PENDING`] requests are
+//!   read and not yet answered; past that, stdin is not read until an
+//!   answer has been written (so a client that sends without reading the
+//!   answers fills the pipe, not the server's memory);
+//! - at shutdown it stops reading and ends only once every request read has
+//!   been answered.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::jsonrpc::{self, INVALID_REQUEST, Refusal};
+
+/// Most requests read from stdin and not yet answered.
+pub(crate) const MAX_PENDING: usize = 128;
+
+/// Longest line read; a longer one is dropped and answered with an error.
+pub(crate) const MAX_LINE: usize = 16 << 20;
+
+/// The transport over a reader and a writer (stdin and stdout).
+pub(crate) struct StdioTransport<R, W> {
+    read: BufReader<R>,
+    /// The line read so far (kept when a read is cancelled).
+    line: Vec<u8>,
+    /// Set while the rest of an oversized line is skipped.
+    discarding: bool,
+    max_line: usize,
+    write: Arc<tokio::sync::Mutex<W>>,
+    pending: Arc<Pending>,
+    /// The slot of the next request, taken before its line is read.
+    slot: Option<OwnedSemaphorePermit>,
+    /// Cancelled at shutdown: stop reading, end once all is answered.
+    stop: CancellationToken,
+}
+
+/// The requests read and not yet answered, each holding a slot.
+struct Pending {
+    slots: Arc<Semaphore>,
+    requests: Mutex<HashMap<RequestId, OwnedSemaphorePermit>>,
+    idle: Notify,
+}
+
+impl Pending {
+    fn answered(&self, id: &RequestId) {
+        let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        if requests.remove(id).is_some() && requests.is_empty() {
+            self.idle.notify_waiters();
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    async fn until_idle(&self) {
+        super::until_none(&self.idle, || self.count()).await;
+    }
+}
+
+enum LineRead {
+    Line,
+    Oversized,
+    Eof,
+    Io(std::io::Error),
+}
+
+impl<R, W> StdioTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    pub(crate) fn new(read: R, write: W, max_pending: usize, stop: CancellationToken) -> Self {
+        Self {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            discarding: false,
+            max_line: MAX_LINE,
+            write: Arc::new(tokio::sync::Mutex::new(write)),
+            pending: Arc::new(Pending {
+                slots: Arc::new(Semaphore::new(max_pending.max(1))),
+                requests: Mutex::default(),
+                idle: Notify::new(),
+            }),
+            slot: None,
+            stop,
+        }
+    }
+
+    #[cfg(test)]
+    fn with_max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line;
+        self
+    }
+
+    /// Reads one line into `self.line`, never holding more than
+    /// `max_line` bytes of it. Cancel-safe: a partial line stays in
+    /// `self.line` for the next call.
+    async fn read_line(&mut self) -> LineRead {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(available) => available,
+                Err(e) => return LineRead::Io(e),
+            };
+            if available.is_empty() {
+                return LineRead::Eof;
+            }
+            let newline = available.iter().position(|&b| b == b'\n');
+            let take = newline.map_or(available.len(), |at| at + 1);
+            let mut oversized = false;
+            if self.discarding {
+                self.discarding = newline.is_none();
+            } else if self.line.len() + take > self.max_line {
+                self.line.clear();
+                self.discarding = newline.is_none();
+                oversized = true;
+            } else {
+                self.line.extend_from_slice(&available[..take]);
+            }
+            self.read.consume(take);
+            if oversized {
+                return LineRead::Oversized;
+            }
+            if newline.is_some() && !self.line.is_empty() {
+                return LineRead::Line;
+            }
+        }
+    }
+
+    /// Writes `refusal` as an answer, in a task of its own so that a
+    /// cancelled `receive` never cuts a line short.
+    fn answer(&self, refusal: &Refusal) {
+        tracing::debug!(code = refusal.code, message = %refusal.message, "refused a message");
+        let line = refusal.to_line();
+        let write = self.write.clone();
+        tokio::spawn(async move {
+            let mut write = write.lock().await;
+            if write.write_all(&line).await.is_ok() {
+                let _ = write.flush().await;
+            }
+        });
+    }
+}
+
+impl<R, W> Transport<RoleServer> for StdioTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone(),
+            _ => None,
+        };
+        let line = serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        let write = self.write.clone();
+        let pending = self.pending.clone();
+        async move {
+            let line = line.map_err(std::io::Error::other)?;
+            let written = {
+                let mut write = write.lock().await;
+                match write.write_all(&line).await {
+                    Ok(()) => write.flush().await,
+                    Err(e) => Err(e),
+                }
+            };
+            if let Some(id) = answered {
+                pending.answered(&id);
+            }
+            written
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let stop = self.stop.clone();
+        loop {
+            if stop.is_cancelled() {
+                self.pending.until_idle().await;
+                return None;
+            }
+            if self.slot.is_none() {
+                let slots = self.pending.slots.clone();
+                let slot = tokio::select! {
+                    slot = slots.acquire_owned() => slot.ok()?,
+                    () = stop.cancelled() => continue,
+                };
+                self.slot = Some(slot);
+            }
+            let read = tokio::select! {
+                read = self.read_line() => read,
+                () = stop.cancelled() => continue,
+            };
+            match read {
+                LineRead::Line => {}
+                LineRead::Oversized => {
+                    tracing::warn!(
+                        limit = self.max_line,
+                        "dropped a message longer than the limit"
+                    );
+                    self.answer(&Refusal::new(
+                        serde_json::Value::Null,
+                        INVALID_REQUEST,
+                        format!(
+                            "Invalid Request: the message is longer than the limit of {} bytes; \
+                             it was dropped",
+                            self.max_line
+                        ),
+                    ));
+                    continue;
+                }
+                LineRead::Eof => return None,
+                LineRead::Io(error) => {
+                    tracing::error!(%error, "cannot read stdin");
+                    return None;
+                }
+            }
+            let line = std::mem::take(&mut self.line);
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                self.line = line;
+                self.line.clear();
+                continue;
+            }
+            let decoded = jsonrpc::decode(text);
+            self.line = line;
+            self.line.clear();
+            match decoded {
+                Ok(Some(message)) => {
+                    self.track(&message);
+                    return Some(message);
+                }
+                Ok(None) => {}
+                Err(refusal) => self.answer(&refusal),
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.write.lock().await.shutdown().await
+    }
+}
+
+impl<R, W> StdioTransport<R, W> {
+    /// A request keeps its slot until answered; a cancelled one is never
+    /// answered, so the cancellation frees its slot.
+    fn track(&mut self, message: &ClientJsonRpcMessage) {
+        match message {
+            JsonRpcMessage::Request(request) => {
+                if let Some(slot) = self.slot.take() {
+                    self.pending
+                        .requests
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(request.id.clone(), slot);
+                }
+            }
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.pending.answered(id);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    fn request(id: u64) -> String {
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+        )
+    }
+
+    #[tokio::test]
+    async fn no_more_than_the_limit_of_requests_are_read_before_one_is_answered() {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server);
+        let (_client_read, mut client_write) = tokio::io::split(client);
+        for id in 0..10 {
+            client_write
+                .write_all(request(id).as_bytes())
+                .await
+                .unwrap();
+        }
+        let mut transport =
+            StdioTransport::new(server_read, server_write, 3, CancellationToken::new());
+        for _ in 0..3 {
+            assert!(transport.receive().await.is_some());
+        }
+        let blocked = tokio::time::timeout(Duration::from_millis(100), transport.receive()).await;
+        assert!(blocked.is_err(), "a fourth request was read");
+        assert_eq!(transport.pending.count(), 3);
+        let answer: TxJsonRpcMessage<RoleServer> =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "result": {}})).unwrap();
+        transport.send(answer).await.unwrap();
+        assert!(transport.receive().await.is_some());
+    }
+
+    #[tokio::test]
+    async fn an_oversized_line_is_answered_and_the_next_one_read() {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut transport =
+            StdioTransport::new(server_read, server_write, 8, CancellationToken::new())
+                .with_max_line(64);
+        let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(500));
+        client_write.write_all(long.as_bytes()).await.unwrap();
+        client_write.write_all(request(5).as_bytes()).await.unwrap();
+        assert!(transport.receive().await.is_some());
+        let mut lines = BufReader::new(client_read).lines();
+        let answer: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], Value::Null);
+        assert_eq!(answer["error"]["code"], json!(INVALID_REQUEST));
+    }
+}

@@ -1,0 +1,397 @@
+//! JSON-RPC and MCP correctness of `toolhost serve` on stdio, through its
+//! pipes: every line gets the answer JSON-RPC requires (parse errors,
+//! invalid requests and invalid params, with the request's id when it can be
+//! read), logging is served and unserved capabilities are not found, stdin
+//! is read with backpressure, and SIGTERM drains the calls in flight.
+
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::serve::CONFIG;
+
+/// A config directory with `toolhost.toml` and the `misbehave` plugin.
+fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
+    crate::serve::workspace(config, &[toolhost_tests::MISBEHAVE])
+}
+
+/// `toolhost serve` on stdio, its stdout lines on a channel. The channel is
+/// bounded: stdout is not read further while answers wait on it unread.
+struct Stdio {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: mpsc::Receiver<Vec<u8>>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Stdio {
+    fn start(root: &Path, args: &[&str]) -> Self {
+        let (mut child, stderr) = toolhost_tests::spawn_piped(
+            Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+                .arg("--config")
+                .arg(root.join("toolhost.toml"))
+                .arg("serve")
+                .args(args),
+        );
+        let stdout = child.stdout.take().unwrap();
+        let (sender, receiver) = mpsc::sync_channel(16);
+        std::thread::spawn(move || {
+            let mut reader = std::io::BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        if sender.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            stdout: receiver,
+            stderr,
+        }
+    }
+
+    /// Starts the server and initializes the session.
+    fn initialized(root: &Path, args: &[&str]) -> (Self, Value) {
+        let mut server = Self::start(root, args);
+        server.send(&json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": { "name": "test", "version": "0" },
+            },
+        }));
+        let info = server.answer();
+        assert_eq!(info["id"], json!(0), "{info}");
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        (server, info)
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_raw(message.to_string().as_bytes());
+    }
+
+    /// The next message on stdout, within 30 s.
+    fn answer(&mut self) -> Value {
+        self.answer_within(Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("no answer; stderr:\n{}", self.stderr_text()))
+    }
+
+    fn answer_within(&mut self, limit: Duration) -> Option<Value> {
+        let line = self.stdout.recv_timeout(limit).ok()?;
+        Some(
+            serde_json::from_slice(&line)
+                .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&line))),
+        )
+    }
+
+    fn stderr_text(&self) -> String {
+        self.stderr.try_iter().collect::<Vec<_>>().join("\n")
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    }
+
+    fn exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still running after {limit:?}; stderr:\n{}",
+                self.stderr_text()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The server's resident memory, in KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+}
+
+impl Drop for Stdio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn error_of(answer: &Value) -> (Value, i64) {
+    (
+        answer["id"].clone(),
+        answer["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("not an error: {answer}")),
+    )
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": tool, "arguments": arguments },
+    })
+}
+
+fn ping(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+}
+
+#[test]
+fn undecodable_lines_get_a_parse_error_with_a_null_id() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let lines: [&[u8]; 4] = [
+        b"garbage",
+        b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}",
+        deep.as_bytes(),
+    ];
+    for line in lines {
+        server.send_raw(line);
+        let answer = server.answer();
+        assert_eq!(answer["jsonrpc"], json!("2.0"), "{answer}");
+        assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+        assert_eq!(error_of(&answer).1, -32700, "{answer}");
+    }
+    server.send(&ping(9));
+    assert_eq!(server.answer()["id"], json!(9));
+}
+
+#[test]
+fn a_line_over_16_mib_gets_an_error_and_the_server_goes_on() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    let mut stdin = server.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let text = "a".repeat(17 << 20);
+        let line = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": text}});
+        stdin.write_all(line.to_string().as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin
+            .write_all(format!("{}\n", ping(2)).as_bytes())
+            .unwrap();
+        stdin.flush().unwrap();
+        stdin
+    });
+    let refused = server.answer();
+    assert_eq!(refused.get("id"), Some(&Value::Null), "{refused}");
+    assert_eq!(error_of(&refused).1, -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than the limit"),
+        "{refused}"
+    );
+    assert_eq!(server.answer()["id"], json!(2));
+    server.stdin = Some(writer.join().unwrap());
+}
+
+#[test]
+fn invalid_requests_carry_their_id_when_it_can_be_read() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&json!({"jsonrpc": "1.0", "id": 7, "method": "ping"}));
+    assert_eq!(error_of(&server.answer()), (json!(7), -32600));
+    server.send(&json!({"jsonrpc": "2.0", "id": "x", "method": 5}));
+    assert_eq!(error_of(&server.answer()), (json!("x"), -32600));
+    server.send(&json!({"jsonrpc": "2.0", "id": [1], "method": "ping"}));
+    let answer = server.answer();
+    assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+    assert_eq!(error_of(&answer).1, -32600);
+    server.send(&json!([ping(3)]));
+    let answer = server.answer();
+    assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+    assert_eq!(error_of(&answer).1, -32600);
+}
+
+#[test]
+fn params_that_do_not_fit_are_invalid_params() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&call(4, "echo", json!(["not", "an", "object"])));
+    assert_eq!(error_of(&server.answer()), (json!(4), -32602));
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": {}}}),
+    );
+    assert_eq!(error_of(&server.answer()), (json!(5), -32602));
+    // An unknown method is still method not found.
+    server.send(&json!({"jsonrpc": "2.0", "id": 6, "method": "no/such"}));
+    assert_eq!(error_of(&server.answer()), (json!(6), -32601));
+}
+
+#[test]
+fn logging_is_advertised_and_served_and_prompts_and_resources_are_not_found() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, info) = Stdio::initialized(&root, &[]);
+    let capabilities = &info["result"]["capabilities"];
+    assert!(capabilities.get("logging").is_some(), "{capabilities}");
+    assert!(capabilities.get("prompts").is_none(), "{capabilities}");
+    assert!(capabilities.get("resources").is_none(), "{capabilities}");
+    server.send(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "warning"},
+    }));
+    let answer = server.answer();
+    assert_eq!(answer["id"], json!(1));
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    for (id, method) in [
+        (2, "prompts/list"),
+        (3, "resources/list"),
+        (4, "resources/templates/list"),
+    ] {
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "method": method}));
+        assert_eq!(error_of(&server.answer()), (json!(id), -32601), "{method}");
+    }
+}
+
+#[test]
+fn the_unknown_tool_error_names_only_tools_the_caller_is_offered() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&call(1, "nope", json!({})));
+    let answer = server.answer();
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no tool named \"nope\""), "{answer}");
+    assert!(message.contains("echo"), "{answer}");
+    // Hidden from this profile: it grants no terminal, files or network.
+    for hidden in ["run_command", "read_file", "http_request"] {
+        assert!(!message.contains(hidden), "{hidden} named in {message}");
+    }
+}
+
+#[test]
+fn stdin_is_not_read_past_the_pending_limit_while_answers_go_unread() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    let before = server.rss_kib();
+    const CALLS: u64 = 20_000;
+    let written = Arc::new(AtomicUsize::new(0));
+    let mut stdin = server.stdin.take().unwrap();
+    let writer = {
+        let written = written.clone();
+        std::thread::spawn(move || {
+            let text = "x".repeat(8 << 10);
+            for id in 1..=CALLS {
+                let line = format!("{}\n", call(id, "echo", json!({ "text": text })));
+                stdin.write_all(line.as_bytes()).unwrap();
+                written.fetch_add(1, Ordering::Relaxed);
+            }
+            stdin.flush().unwrap();
+            stdin
+        })
+    };
+    // Nothing is read from stdout until the writer stalls on a full pipe
+    // (or has written everything, as it would if stdin were read freely).
+    let mut last = 0;
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = written.load(Ordering::Relaxed);
+        if now == last || now as u64 == CALLS {
+            break;
+        }
+        last = now;
+    }
+    let stalled_at = written.load(Ordering::Relaxed) as u64;
+    if let Some(status) = server.child.try_wait().unwrap() {
+        panic!(
+            "the server exited ({status:?}); stderr:\n{}",
+            server.stderr_text()
+        );
+    }
+    let grown = server.rss_kib().saturating_sub(before);
+    assert!(
+        stalled_at < CALLS / 2,
+        "{stalled_at} of {CALLS} calls were taken in without any answer being read"
+    );
+    assert!(grown < 64 << 10, "the server grew by {grown} KiB");
+    // Reading the answers lets it go on, to the last call.
+    let mut answered = 0;
+    while answered < CALLS {
+        let answer = server.answer();
+        assert!(answer.get("result").is_some(), "{answer}");
+        answered += 1;
+    }
+    server.stdin = Some(writer.join().unwrap());
+}
+
+#[test]
+fn sigterm_answers_the_call_in_flight_before_exiting() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&call(1, "sleep", json!({"ms": 1500})));
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal(libc::SIGTERM);
+    let answer = server.answer();
+    assert_eq!(answer["id"], json!(1), "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).ok(),
+        Some(json!({"slept_ms": 1500})),
+        "{answer}"
+    );
+    let exit = server.exit(Duration::from_secs(10));
+    assert!(
+        exit.success(),
+        "{exit:?}; stderr:\n{}",
+        server.stderr_text()
+    );
+}
+
+#[test]
+fn a_call_past_the_drain_timeout_is_answered_with_an_error() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &["--drain-timeout", "300ms"]);
+    server.send(&call(1, "sleep", json!({"ms": 8000})));
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    server.signal(libc::SIGTERM);
+    let answer = server.answer();
+    assert_eq!(answer["id"], json!(1), "{answer}");
+    assert_eq!(answer["result"]["isError"], json!(true), "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("shutting down"), "{answer}");
+    let exit = server.exit(Duration::from_secs(10));
+    assert!(
+        exit.success(),
+        "{exit:?}; stderr:\n{}",
+        server.stderr_text()
+    );
+    assert!(signalled.elapsed() < Duration::from_secs(5));
+}
