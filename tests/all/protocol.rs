@@ -395,3 +395,42 @@ fn a_call_past_the_drain_timeout_is_answered_with_an_error() {
     );
     assert!(signalled.elapsed() < Duration::from_secs(5));
 }
+
+/// Context switches so far of the threads of `pid` named `name`.
+fn wakeups(pid: u32, name: &str) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != name {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    total
+}
+
+#[test]
+fn an_idle_server_does_not_wake_up_for_the_epoch() {
+    let config = CONFIG.replace("timeout = \"10s\"", "timeout = \"300ms\"");
+    let (_dir, root) = workspace(&config);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    // A spinning guest is stopped at its time limit: the epoch ticks while
+    // guest code runs.
+    server.send(&call(1, "spin", json!({})));
+    let answer = server.answer();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer.to_string().contains("time limit"), "{answer}");
+    let pid = server.child.id();
+    assert!(wakeups(pid, "toolhost-epoch") > 5, "the epoch never ticked");
+    // Then nothing runs: the ticker sleeps.
+    std::thread::sleep(Duration::from_millis(200));
+    let before = wakeups(pid, "toolhost-epoch");
+    std::thread::sleep(Duration::from_secs(1));
+    let idle = wakeups(pid, "toolhost-epoch") - before;
+    assert!(idle <= 1, "the epoch thread woke {idle} times in an idle second");
+}
