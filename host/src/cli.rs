@@ -465,6 +465,18 @@ async fn host(global: &Global) -> Result<Host> {
     Ok(host)
 }
 
+/// The host of a server: it answers at once, while the plugins compile in
+/// the background (load errors go to the log as each plugin finishes).
+async fn serving_host(global: &Global) -> Result<Host> {
+    let config = effective_config(global)?;
+    Host::builder()
+        .config(&config)?
+        .approver(TtyApprover::or_deny())
+        .load_in_background(true)
+        .build()
+        .await
+}
+
 /// The configuration with the command line's overrides applied.
 fn effective_config(global: &Global) -> Result<Config> {
     let mut config = Config::discover(global.config.as_deref())?;
@@ -522,17 +534,13 @@ fn watched(config: &Config) -> (PathBuf, Option<PathBuf>) {
 /// requests in flight are answered), a second one exits at once with 130.
 async fn serve(global: &Global, args: ServeArgs) -> Result<ExitCode> {
     let config = effective_config(global)?;
-    let host = host(global).await?;
+    let host = serving_host(global).await?;
     let (dir, config_file) = watched(&config);
     let _watcher = host.watch(&dir, config_file.as_deref(), Default::default())?;
     let stop = CancellationToken::new();
     stop_on_signals(stop.clone())?;
     let Some(addr) = args.http else {
-        tracing::info!(
-            tools = host.tools().len(),
-            plugins = %dir.display(),
-            "serving MCP on stdio"
-        );
+        tracing::info!(plugins = %dir.display(), "serving MCP on stdio");
         crate::serve::mcp::serve_stdio(host, stop, args.drain_timeout).await?;
         return Ok(ExitCode::SUCCESS);
     };
@@ -550,7 +558,6 @@ async fn serve(global: &Global, args: ServeArgs) -> Result<ExitCode> {
     let server = HttpServer::bind(host.clone(), &addr, options).await?;
     let tenants = config.tenants.len();
     tracing::info!(
-        tools = host.tools().len(),
         plugins = %dir.display(),
         "serving on http://{} (MCP at /mcp, OpenAI-style API at /v1); {}",
         server.local_addr(),

@@ -71,6 +71,7 @@ pub struct HostBuilder {
     session_idle: Duration,
     sessions_memory: usize,
     cache: Option<ArtifactCache>,
+    background: bool,
 }
 
 impl Default for HostBuilder {
@@ -91,6 +92,7 @@ impl Default for HostBuilder {
             batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
             session_idle: DEFAULT_SESSION_IDLE,
             sessions_memory: DEFAULT_SESSIONS_MEMORY,
+            background: false,
             cache: ArtifactCache::default_dir().map(ArtifactCache::new),
         }
     }
@@ -245,6 +247,16 @@ impl HostBuilder {
         self
     }
 
+    /// Compile and register the plugins in the background (default: no):
+    /// [`HostBuilder::build`] returns at once, tools appear as their plugins
+    /// finish (bundled and file plugins compiled in parallel, registered in
+    /// the usual order), and [`Host::loaded`] resolves when all have. A server
+    /// uses it to answer `initialize` before any plugin is compiled.
+    pub fn load_in_background(mut self, yes: bool) -> Self {
+        self.background = yes;
+        self
+    }
+
     /// Loads the plugins. A plugin that fails to load is logged and listed in
     /// [`Host::load_errors`]; the others load. Fails when the runtime cannot
     /// start, a plugin directory cannot be read, or the toolsets are invalid.
@@ -282,6 +294,7 @@ impl HostBuilder {
                 batch_concurrency: self.batch_concurrency,
                 session_idle: self.session_idle,
                 sessions_memory: SessionMemory::new(self.sessions_memory),
+                loaded: tokio::sync::watch::channel(false).0,
                 cache: self.cache,
             }),
         };
@@ -309,17 +322,37 @@ impl HostBuilder {
             .into_iter()
             .map(|(name, source)| {
                 let host = host.clone();
-                tokio::spawn(async move { host.load(&name, source).await })
+                let task_source = source.clone();
+                (
+                    name.clone(),
+                    source,
+                    tokio::spawn(async move { host.load(&name, task_source).await }),
+                )
             })
             .collect();
-        for load in loads {
-            let registered = load
-                .await
-                .context("a plugin load task panicked")?
-                .and_then(|version| host.register(version));
-            if let Err(e) = registered {
-                host.record_load_error(e);
+        let register = {
+            let host = host.clone();
+            async move {
+                for (name, source, load) in loads {
+                    let registered = match load.await {
+                        Ok(loaded) => loaded.and_then(|version| host.register(version)),
+                        Err(e) => Err(LoadError::new(
+                            &name,
+                            &source,
+                            format!("its load task failed: {e}"),
+                        )),
+                    };
+                    if let Err(e) = registered {
+                        host.record_load_error(e);
+                    }
+                }
+                host.inner.loaded.send_replace(true);
             }
+        };
+        if self.background {
+            tokio::spawn(register);
+        } else {
+            register.await;
         }
         Ok(host)
     }
@@ -342,6 +375,8 @@ struct Inner {
     batch_concurrency: usize,
     session_idle: Duration,
     sessions_memory: Arc<SessionMemory>,
+    /// True once the plugins found at start are loaded (or failed to).
+    loaded: tokio::sync::watch::Sender<bool>,
     cache: Option<ArtifactCache>,
 }
 
@@ -480,6 +515,19 @@ impl Host {
     /// How long stateful sessions may sit idle.
     pub fn session_idle(&self) -> Duration {
         self.inner.session_idle
+    }
+
+    /// Resolves once the plugins found at start are loaded (or failed to);
+    /// at once unless the host was built with
+    /// [`HostBuilder::load_in_background`].
+    pub async fn loaded(&self) {
+        let mut done = self.inner.loaded.subscribe();
+        let _ = done.wait_for(|loaded| *loaded).await;
+    }
+
+    /// Whether the plugins found at start are loaded (see [`Host::loaded`]).
+    pub fn is_loaded(&self) -> bool {
+        *self.inner.loaded.borrow()
     }
 
     /// The memory budget of every stateful session together, and its use.

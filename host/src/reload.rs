@@ -451,6 +451,8 @@ async fn run(
     let mut dir_watched = watched.dir.is_dir();
     let tick = (options.debounce / 3).max(Duration::from_millis(10));
     let mut ticker = tokio::time::interval(tick);
+    // Changes seen while the plugins found at start still load wait for them.
+    host.loaded().await;
     loop {
         tokio::select! {
             Some(path) = events.recv() => {
@@ -489,7 +491,8 @@ async fn run(
                     entry.since = Instant::now();
                 }
             }
-            _ = ticker.tick() => {
+            // Only while something waits: an idle watcher does not wake up.
+            _ = ticker.tick(), if !pending.is_empty() => {
                 let ready: Vec<PathBuf> = pending
                     .iter()
                     .filter(|(path, p)| p.since.elapsed() >= options.debounce * (p.attempts + 1) && !busy.contains(*path))

@@ -399,7 +399,10 @@ fn a_call_past_the_drain_timeout_is_answered_with_an_error() {
 /// Context switches so far of the threads of `pid` named `name`.
 fn wakeups(pid: u32, name: &str) -> u64 {
     let mut total = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
         if comm.trim() != name {
             continue;
@@ -432,5 +435,49 @@ fn an_idle_server_does_not_wake_up_for_the_epoch() {
     let before = wakeups(pid, "toolhost-epoch");
     std::thread::sleep(Duration::from_secs(1));
     let idle = wakeups(pid, "toolhost-epoch") - before;
-    assert!(idle <= 1, "the epoch thread woke {idle} times in an idle second");
+    assert!(
+        idle <= 1,
+        "the epoch thread woke {idle} times in an idle second"
+    );
+}
+
+#[test]
+fn initialize_is_answered_while_the_plugins_compile() {
+    // No compiled-code cache: every plugin compiles at start.
+    let config = format!("cache_dir = \"off\"\n{CONFIG}");
+    let (_dir, root) = workspace(&config);
+    let started = Instant::now();
+    let (mut server, info) = Stdio::initialized(&root, &[]);
+    let initialized = started.elapsed();
+    assert!(
+        info["result"]["capabilities"]["tools"].is_object(),
+        "{info}"
+    );
+    // The first listing waits for the plugins, and has them all.
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let list = server.answer();
+    let listed = started.elapsed();
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    for expected in ["echo", "todo", "spin"] {
+        assert!(names.contains(&expected), "{expected} missing: {names:?}");
+    }
+    assert!(
+        listed > initialized * 3,
+        "initialize took {initialized:?}, the plugins {listed:?}: it waited for them"
+    );
+    // A call right away works too.
+    server.send(&call(2, "echo", json!({"text": "hi"})));
+    let answer = server.answer();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hi")
+    );
 }

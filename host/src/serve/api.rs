@@ -108,6 +108,7 @@ async fn tools(
             "invalid_request: the query string is malformed",
         );
     };
+    api.host.loaded().await;
     let mut selection = Selection::default();
     let mut strict = false;
     for (key, value) in query {
@@ -210,6 +211,7 @@ async fn tool_calls(
             ),
         );
     }
+    api.host.loaded().await;
     let dispatched = tokio::select! {
         dispatched = tokio::time::timeout(
             api.request_timeout,

@@ -186,6 +186,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // Plugins compile in the background after start; the first listing
+        // waits for them.
+        self.host.loaded().await;
         let caller = self.caller(&context);
         let tools = self
             .host
@@ -201,6 +204,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.host.loaded().await;
         let caller = self.caller(&context);
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let mut call = CallRequest::new(request.name.to_string(), arguments);
