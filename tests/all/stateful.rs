@@ -150,3 +150,36 @@ async fn stateful_sessions_share_one_memory_budget_per_host() {
     host.remove_plugin("tasks").await.unwrap();
     assert_eq!(host.sessions_memory().used(), 0);
 }
+
+#[tokio::test]
+async fn one_tenant_cannot_take_every_session_slot() {
+    let host = tasks_host(Duration::from_secs(600)).await;
+    let acme = host.caller().clone().tenant("acme", 16);
+    let other = host.caller().clone().tenant("other", 16);
+    let open = |caller: &toolhost::Caller, session: String| {
+        let mut request = CallRequest::new("todo", json!({"action": "add", "text": "x"}));
+        request.session = Some(session);
+        let host = host.clone();
+        let caller = caller.clone();
+        async move { host.dispatch_as(&caller, request).await }
+    };
+    let mut held = 0;
+    let refusal = loop {
+        match open(&acme, format!("s{held}")).await {
+            Ok(_) => held += 1,
+            Err(error) => break error,
+        }
+        assert!(held <= toolhost::runtime::MAX_SESSIONS, "never refused");
+    };
+    assert_eq!(held, toolhost::runtime::MAX_SESSIONS / 4);
+    assert_eq!(refusal.kind(), toolhost::ErrorKind::Busy, "{refusal}");
+    assert!(
+        refusal.message().contains("the most one tenant may hold"),
+        "{refusal}"
+    );
+    // Its open sessions still work, and another tenant still gets slots,
+    // even for the same session ids.
+    assert!(open(&acme, "s0".into()).await.is_ok());
+    assert!(open(&other, "s0".into()).await.is_ok());
+    assert!(open(&other, format!("s{held}")).await.is_ok());
+}

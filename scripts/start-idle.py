@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Start and idle cost of `toolhost serve` on stdio, measured from outside.
+
+    python3 scripts/start-idle.py target/release/toolhost [OTHER_BINARY ...]
+
+For each binary, interleaved, RUNS times (env START_RUNS, default 11):
+- cold start: a fresh empty directory (built-in configuration, bundled
+  plugins) with an empty compiled-code cache; the time from spawning
+  `toolhost serve` to the `initialize` answer, then to the first
+  `tools/list` answer (all bundled tools), and the resident memory then;
+- idle: after that listing, the server is left alone for 2 s, then for
+  IDLE_SECONDS (default 10) its threads' context switches (wake-ups) and CPU
+  time are counted from /proc.
+
+Prints the median of each figure per binary.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+RUNS = int(os.environ.get("START_RUNS", "11"))
+IDLE_SECONDS = float(os.environ.get("IDLE_SECONDS", "10"))
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def wakeups(pid):
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as status:
+                for line in status:
+                    if "ctxt_switches:" in line:
+                        total += int(line.split(":")[1])
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def send(proc, message):
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def run_once(binary, measure_idle):
+    with tempfile.TemporaryDirectory() as work:
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"), HOME=work)
+        env.pop("TOOLHOST_CACHE_DIR", None)
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [os.path.abspath(binary), "serve"],
+            cwd=work,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            send(proc, {
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "start-idle", "version": "0"}},
+            })
+            assert json.loads(proc.stdout.readline())["id"] == 0
+            initialized = time.monotonic() - started
+            send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            send(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            while True:
+                answer = json.loads(proc.stdout.readline())
+                if answer.get("id") == 1:
+                    break
+            listed = time.monotonic() - started
+            tools = len(answer["result"]["tools"])
+            rss = rss_mib(proc.pid)
+            idle = None
+            if measure_idle:
+                time.sleep(2)
+                w0, c0 = wakeups(proc.pid), cpu_seconds(proc.pid)
+                time.sleep(IDLE_SECONDS)
+                w1, c1 = wakeups(proc.pid), cpu_seconds(proc.pid)
+                idle = ((w1 - w0) / IDLE_SECONDS, (c1 - c0) / IDLE_SECONDS * 100)
+            return initialized, listed, tools, rss, idle
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def main():
+    binaries = sys.argv[1:] or ["target/release/toolhost"]
+    results = {b: [] for b in binaries}
+    for run in range(RUNS):
+        for binary in binaries:
+            results[binary].append(run_once(binary, measure_idle=run < 3))
+    for binary, runs in results.items():
+        med = lambda i: statistics.median(r[i] for r in runs)
+        idles = [r[4] for r in runs if r[4] is not None]
+        print(f"{binary}: {RUNS} runs, {runs[0][2]} tools")
+        print(f"  initialize answered   {med(0) * 1000:8.1f} ms (median)")
+        print(f"  tools/list answered   {med(1) * 1000:8.1f} ms (median)")
+        print(f"  RSS after the listing {med(3):8.1f} MiB (median)")
+        print(f"  idle wake-ups         {statistics.median(i[0] for i in idles):8.1f} /s "
+              f"(median of {len(idles)} runs of {IDLE_SECONDS:.0f} s)")
+        print(f"  idle CPU              {statistics.median(i[1] for i in idles):8.2f} % of a core")
+
+
+if __name__ == "__main__":
+    main()
