@@ -17,6 +17,7 @@ mod limits;
 mod loading;
 mod mcp;
 mod network;
+mod paths_model;
 mod python;
 mod ready;
 mod registry;
