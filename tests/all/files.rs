@@ -390,18 +390,17 @@ async fn a_listing_through_a_symlink_leaves_denied_entries_out() {
     assert!(!names.contains(&json!("secrets")), "{listed}");
 }
 
+/// A profile that may read and write the whole workspace but `deny`.
+fn writable_profile(deny: &str) -> String {
+    format!(
+        "allow = [\"file:*\"]\nfile.read = [\".\"]\nfile.write = [\".\"]\nfile.deny = [{deny:?}]\n"
+    )
+}
+
 #[tokio::test]
 async fn renaming_through_dot_dot_after_a_symlink_carries_no_denied_path() {
     // `out/n/../config` is `config` to the kernel, which holds a secret.
-    let f = fixture(
-        r#"
-        allow = ["file:*"]
-        file.read = ["."]
-        file.write = ["."]
-        file.deny = ["config/secrets/**"]
-        "#,
-    )
-    .await;
+    let f = fixture(&writable_profile("config/secrets/**")).await;
     std::fs::create_dir_all(f.ws("config/secrets")).unwrap();
     std::fs::write(f.ws("config/secrets/token"), "t0ken").unwrap();
     std::os::unix::fs::symlink("../sub", f.ws("out/n")).unwrap();
@@ -438,15 +437,7 @@ async fn writing_through_a_dangling_symlink_is_judged_where_it_creates() {
 async fn a_symlink_points_from_the_directory_it_really_is_in() {
     // `out/n/../sub/l` is really `sub/l`, so `../secrets/key.txt` from
     // there is the denied key (from `out/sub` it would name nothing).
-    let f = fixture(
-        r#"
-        allow = ["file:*"]
-        file.read = ["."]
-        file.write = ["."]
-        file.deny = ["secrets/**"]
-        "#,
-    )
-    .await;
+    let f = fixture(&writable_profile("secrets/**")).await;
     std::os::unix::fs::symlink("../sub", f.ws("out/n")).unwrap();
     let result = f
         .call(

@@ -87,26 +87,14 @@ impl PolicedFs<'_> {
         access: Access,
         operation: &'static str,
     ) -> Result<PathBuf, ErrorCode> {
-        self.check_with(fd, path, access, operation, true)
+        Ok(self.check_with(fd, path, access, operation, true)?.0)
     }
 
     /// [`Self::check`], following a final symlink only when `follow`
-    /// (`stat` of a link describes the link itself).
+    /// (`stat` of a link describes the link itself). Returns the normalised
+    /// path and where the kernel really goes (the normalised path when that
+    /// does not resolve).
     fn check_with(
-        &mut self,
-        fd: &Resource<Descriptor>,
-        path: &str,
-        access: Access,
-        operation: &'static str,
-        follow: bool,
-    ) -> Result<PathBuf, ErrorCode> {
-        Ok(self.check_real(fd, path, access, operation, follow)?.0)
-    }
-
-    /// [`Self::check_with`], returning both the normalised path and where
-    /// the kernel really goes (the normalised path when that does not
-    /// resolve).
-    fn check_real(
         &mut self,
         fd: &Resource<Descriptor>,
         path: &str,
@@ -475,7 +463,7 @@ impl HostDescriptor for PolicedFs<'_> {
             Access::Read
         };
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        let target = self.check_with(&fd, &path, access, "open", follow)?;
+        let (target, _) = self.check_with(&fd, &path, access, "open", follow)?;
         self.check_open_quota(&target)?;
         let opened = self
             .inner
@@ -532,9 +520,10 @@ impl HostDescriptor for PolicedFs<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        let (from, from_real) = self.check_real(&fd, &old_path, Access::Write, "rename", false)?;
-        self.check(&new_fd, &new_path, Access::Write, "rename")?;
-        let (to, to_real) = self.check_real(&new_fd, &new_path, Access::Write, "rename", false)?;
+        let (from, from_real) = self.check_with(&fd, &old_path, Access::Write, "rename", false)?;
+        // The destination is replaced, not followed: a symlink there is
+        // judged as itself.
+        let (to, to_real) = self.check_with(&new_fd, &new_path, Access::Write, "rename", false)?;
         // What moves is what the kernel finds, which may not be the
         // directory the name as written suggests.
         self.check_carries_nothing_denied(&from, "rename")?;
@@ -551,15 +540,13 @@ impl HostDescriptor for PolicedFs<'_> {
         src_path: String,
         dest_path: String,
     ) -> FsResult<()> {
-        let (link, link_real) =
-            self.check_real(&fd, &dest_path, Access::Write, "symlink", false)?;
+        let (_, link) = self.check_with(&fd, &dest_path, Access::Write, "symlink", false)?;
         // Where the link points must be readable: no links into denied
         // places. It points from the directory it really is in.
-        for parent in [link.parent(), link_real.parent()] {
-            let pointee_written = parent.unwrap_or(Path::new("/")).join(&src_path);
-            let pointee = paths::normalize(&pointee_written);
-            self.check_path(&pointee, &pointee_written, Access::Read, "symlink", true)?;
-        }
+        let parent = link.parent().unwrap_or(Path::new("/"));
+        let pointee_written = parent.join(&src_path);
+        let pointee = paths::normalize(&pointee_written);
+        self.check_path(&pointee, &pointee_written, Access::Read, "symlink", true)?;
         self.inner.symlink_at(fd, src_path, dest_path).await
     }
 
