@@ -62,12 +62,7 @@ impl PolicedFs<'_> {
             .get(&fd.rep())
             .cloned()
             .ok_or(ErrorCode::BadDescriptor)?;
-        let now = self
-            .inner
-            .table
-            .get(&Resource::<Descriptor>::new_borrow(fd.rep()))
-            .ok()
-            .and_then(descriptor_path);
+        let now = self.inner.table.get(fd).ok().and_then(descriptor_path);
         match now {
             // Removed: nothing can be made in it.
             Some(now) if now.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {
