@@ -374,3 +374,100 @@ async fn every_spelling_of_a_denied_path_is_refused() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_listing_through_a_symlink_leaves_denied_entries_out() {
+    // `sub/up -> ..` lists the workspace: its `.env` and `secrets` are
+    // judged where they are, not under the name `sub/up`.
+    let f = fixture(PROFILE).await;
+    std::os::unix::fs::symlink("..", f.ws("sub/up")).unwrap();
+    let listed = f.call("list", json!({"path": "sub/up"})).await;
+    let names = listed["ok"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(names.contains(&json!("notes.txt")), "{listed}");
+    assert!(!names.contains(&json!(".env")), "{listed}");
+    assert!(!names.contains(&json!("secrets")), "{listed}");
+}
+
+/// A profile that may read and write the whole workspace but `deny`.
+fn writable_profile(deny: &str) -> String {
+    format!(
+        "allow = [\"file:*\"]\nfile.read = [\".\"]\nfile.write = [\".\"]\nfile.deny = [{deny:?}]\n"
+    )
+}
+
+#[tokio::test]
+async fn renaming_through_dot_dot_after_a_symlink_carries_no_denied_path() {
+    // `out/n/../config` is `config` to the kernel, which holds a secret.
+    let f = fixture(&writable_profile("config/secrets/**")).await;
+    std::fs::create_dir_all(f.ws("config/secrets")).unwrap();
+    std::fs::write(f.ws("config/secrets/token"), "t0ken").unwrap();
+    std::os::unix::fs::symlink("../sub", f.ws("out/n")).unwrap();
+    let result = f
+        .call("rename", json!({"from": "out/n/../config", "to": "cfg"}))
+        .await;
+    assert_eq!(error_of(&result), "permission_denied", "{result}");
+    assert!(Path::new(&f.ws("config/secrets/token")).exists());
+    assert!(!Path::new(&f.ws("cfg")).exists());
+}
+
+#[tokio::test]
+async fn writing_through_a_dangling_symlink_is_judged_where_it_creates() {
+    // Opening a dangling symlink to create makes its target: a denied
+    // file, or one outside the write grants.
+    let f = fixture(PROFILE).await;
+    std::os::unix::fs::symlink("../secrets/new.txt", f.ws("out/d")).unwrap();
+    std::os::unix::fs::symlink("../planted.txt", f.ws("out/p")).unwrap();
+    for (path, made) in [("out/d", "secrets/new.txt"), ("out/p", "planted.txt")] {
+        let result = f.call("write", json!({"path": path, "content": "x"})).await;
+        assert!(result.get("error").is_some(), "{path}: {result}");
+        assert!(!Path::new(&f.ws(made)).exists(), "{made} was created");
+    }
+    // A dangling symlink to a writable place still creates its target.
+    std::os::unix::fs::symlink("made.txt", f.ws("out/m")).unwrap();
+    let result = f
+        .call("write", json!({"path": "out/m", "content": "x"}))
+        .await;
+    assert_eq!(result, json!({"ok": null}));
+    assert_eq!(std::fs::read_to_string(f.ws("out/made.txt")).unwrap(), "x");
+}
+
+#[tokio::test]
+async fn a_symlink_points_from_the_directory_it_really_is_in() {
+    // `out/n/../sub/l` is really `sub/l`, so `../secrets/key.txt` from
+    // there is the denied key (from `out/sub` it would name nothing).
+    let f = fixture(&writable_profile("secrets/**")).await;
+    std::os::unix::fs::symlink("../sub", f.ws("out/n")).unwrap();
+    let result = f
+        .call(
+            "symlink",
+            json!({"from": "../secrets/key.txt", "to": f.ws("out/n/../sub/l")}),
+        )
+        .await;
+    assert_eq!(error_of(&result), "permission_denied", "{result}");
+    assert!(std::fs::symlink_metadata(f.ws("sub/l")).is_err());
+}
+
+#[tokio::test]
+async fn renaming_a_directory_that_holds_a_grant_is_refused() {
+    // The call's handle to `a/secrets` would follow it to `cfg/secrets`
+    // (denied) while paths through it are judged as `a/secrets/...`.
+    let f = fixture(
+        r#"
+        allow = ["file:*"]
+        file.read = ["."]
+        file.write = [".", "a/secrets"]
+        file.deny = ["cfg/secrets/**"]
+        "#,
+    )
+    .await;
+    std::fs::create_dir_all(f.ws("a/secrets")).unwrap();
+    std::fs::write(f.ws("a/secrets/token"), "t0ken").unwrap();
+    for (from, to) in [("a", "cfg"), ("a/secrets", "moved"), ("sub", "a/secrets")] {
+        let result = f.call("rename", json!({"from": from, "to": to})).await;
+        assert_eq!(error_of(&result), "permission_denied", "{from}: {result}");
+    }
+    assert!(Path::new(&f.ws("a/secrets/token")).exists());
+    assert!(!Path::new(&f.ws("cfg")).exists());
+}

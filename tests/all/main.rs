@@ -18,6 +18,7 @@ mod loading;
 mod mcp;
 mod mcp_http;
 mod network;
+mod paths_model;
 mod protocol;
 mod python;
 mod ready;

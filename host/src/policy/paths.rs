@@ -229,6 +229,10 @@ impl PathRules {
                 return Ok(Some(pattern));
             }
         }
+        // A symlink is moved as itself: what it leads to stays where it is.
+        if !std::fs::symlink_metadata(&dir).is_ok_and(|meta| meta.is_dir()) {
+            return Ok(None);
+        }
         let mut stack = vec![dir];
         let mut seen = 0;
         while let Some(next) = stack.pop() {

@@ -53,13 +53,24 @@ pub(crate) fn add_to_linker(
 }
 
 impl PolicedFs<'_> {
-    /// The host path of a directory descriptor.
+    /// The host path of a directory descriptor: where the directory is now
+    /// (renaming one of its ancestors moves it), else where it was opened.
     fn dir_path(&self, fd: &Resource<Descriptor>) -> Result<PathBuf, ErrorCode> {
-        self.grants
+        let opened = self
+            .grants
             .descriptors
             .get(&fd.rep())
             .cloned()
-            .ok_or(ErrorCode::BadDescriptor)
+            .ok_or(ErrorCode::BadDescriptor)?;
+        let now = self.inner.table.get(fd).ok().and_then(descriptor_path);
+        match now {
+            // Removed: nothing can be made in it.
+            Some(now) if now.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {
+                Err(ErrorCode::NoEntry)
+            }
+            Some(now) => Ok(now),
+            None => Ok(opened),
+        }
     }
 
     /// Resolves `path` against the descriptor and checks it for `access`,
@@ -71,11 +82,13 @@ impl PolicedFs<'_> {
         access: Access,
         operation: &'static str,
     ) -> Result<PathBuf, ErrorCode> {
-        self.check_with(fd, path, access, operation, true)
+        Ok(self.check_with(fd, path, access, operation, true)?.0)
     }
 
     /// [`Self::check`], following a final symlink only when `follow`
-    /// (`stat` of a link describes the link itself).
+    /// (`stat` of a link describes the link itself). Returns the normalised
+    /// path and where the kernel really goes (the normalised path when that
+    /// does not resolve).
     fn check_with(
         &mut self,
         fd: &Resource<Descriptor>,
@@ -83,13 +96,14 @@ impl PolicedFs<'_> {
         access: Access,
         operation: &'static str,
         follow: bool,
-    ) -> Result<PathBuf, ErrorCode> {
+    ) -> Result<(PathBuf, PathBuf), ErrorCode> {
         // The path as the kernel will walk it: `link/..` is the parent of
         // where `link` leads, not the directory `link` is in.
         let written = self.dir_path(fd)?.join(path);
         let target = paths::normalize(&written);
         self.check_path(&target, &written, access, operation, follow)?;
-        Ok(target)
+        let real = real_path(&written, follow).unwrap_or_else(|| target.clone());
+        Ok((target, real))
     }
 
     /// Checks `target` (the lexically normalised path) and where `written`
@@ -156,6 +170,42 @@ impl PolicedFs<'_> {
         self.refuse(path, operation, refusal)
     }
 
+    /// Refuses moving `from` to `to` when either is, or holds, a granted
+    /// directory: the call's handles to it would follow it to its new name
+    /// (or to nowhere), while paths through them are judged by the old one.
+    fn check_moves_no_grant(
+        &mut self,
+        from: &[&Path],
+        to: &[&Path],
+        operation: &'static str,
+    ) -> Result<(), ErrorCode> {
+        let granted = self.grants.preopens.iter().cloned().chain(
+            self.grants
+                .rules()
+                .into_iter()
+                .flat_map(|rules| rules.grants().map(|(dir, _)| dir.to_path_buf())),
+        );
+        let mut held = None;
+        for dir in granted {
+            if let Some(path) = from.iter().chain(to).find(|path| dir.starts_with(path)) {
+                held = Some((path.to_path_buf(), dir));
+                break;
+            }
+        }
+        let Some((path, dir)) = held else {
+            return Ok(());
+        };
+        self.grants.record_refused(
+            operation,
+            &path,
+            &format!(
+                "it is or holds the granted directory {}, which keeps its name in the profile",
+                dir.display()
+            ),
+        );
+        Err(ErrorCode::Access)
+    }
+
     /// `Err` with the guest's error code for `refusal` (recorded for the
     /// audit), `Ok` when there is none.
     fn refuse(
@@ -190,6 +240,13 @@ impl PolicedFs<'_> {
 /// joined with its name. `None` if neither resolves (the operation then
 /// fails in the kernel too).
 fn real_path(written: &Path, follow: bool) -> Option<PathBuf> {
+    real_path_within(written, follow, MAX_SYMLINKS)
+}
+
+/// Most symlinks followed in a path, as the kernel's `ELOOP` limit.
+const MAX_SYMLINKS: usize = 40;
+
+fn real_path_within(written: &Path, follow: bool, links_left: usize) -> Option<PathBuf> {
     let names_entry = matches!(written.components().next_back(), Some(Component::Normal(_)));
     if (follow || !names_entry)
         && let Ok(real) = std::fs::canonicalize(written)
@@ -200,7 +257,12 @@ fn real_path(written: &Path, follow: bool) -> Option<PathBuf> {
         return None;
     }
     let parent = std::fs::canonicalize(written.parent()?).ok()?;
-    Some(parent.join(written.file_name()?))
+    let entry = parent.join(written.file_name()?);
+    // A dangling symlink, followed: creating through it makes its target.
+    if follow && let Ok(target) = std::fs::read_link(&entry) {
+        return real_path_within(&parent.join(target), follow, links_left.checked_sub(1)?);
+    }
+    Some(entry)
 }
 
 /// The host path an open descriptor really refers to.
@@ -372,9 +434,11 @@ impl HostDescriptor for PolicedFs<'_> {
         new_path: String,
     ) -> FsResult<()> {
         // A hard link to a file makes it reachable under the new name, so the
-        // file itself must be writable and not denied.
+        // file itself must be writable and not denied: the entry linked (a
+        // symlink is linked itself), and where it leads.
+        self.check_with(&fd, &old_path, Access::Write, "link", false)?;
         self.check(&fd, &old_path, Access::Write, "link")?;
-        self.check(&new_descriptor, &new_path, Access::Write, "link")?;
+        self.check_with(&new_descriptor, &new_path, Access::Write, "link", false)?;
         self.inner
             .link_at(fd, old_path_flags, old_path, new_descriptor, new_path)
             .await
@@ -394,7 +458,7 @@ impl HostDescriptor for PolicedFs<'_> {
             Access::Read
         };
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        let target = self.check_with(&fd, &path, access, "open", follow)?;
+        let (target, _) = self.check_with(&fd, &path, access, "open", follow)?;
         self.check_open_quota(&target)?;
         let opened = self
             .inner
@@ -416,7 +480,12 @@ impl HostDescriptor for PolicedFs<'_> {
                 .map_err(wasmtime_wasi::p2::FsError::trap)?;
             return Err(code.into());
         }
-        self.grants.descriptors.insert(opened.rep(), target);
+        // Paths under the descriptor, and its listing, are judged where it
+        // really is: a directory opened through a symlink lists and opens
+        // entries of the directory the symlink leads to.
+        self.grants
+            .descriptors
+            .insert(opened.rep(), real.unwrap_or(target));
         Ok(opened)
     }
 
@@ -446,9 +515,17 @@ impl HostDescriptor for PolicedFs<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        let from = self.check_with(&fd, &old_path, Access::Write, "rename", false)?;
-        self.check(&new_fd, &new_path, Access::Write, "rename")?;
+        let (from, from_real) = self.check_with(&fd, &old_path, Access::Write, "rename", false)?;
+        // The destination is replaced, not followed: a symlink there is
+        // judged as itself.
+        let (to, to_real) = self.check_with(&new_fd, &new_path, Access::Write, "rename", false)?;
+        // What moves is what the kernel finds, which may not be the
+        // directory the name as written suggests.
         self.check_carries_nothing_denied(&from, "rename")?;
+        if from_real != from {
+            self.check_carries_nothing_denied(&from_real, "rename")?;
+        }
+        self.check_moves_no_grant(&[&from, &from_real], &[&to, &to_real], "rename")?;
         self.inner.rename_at(fd, old_path, new_fd, new_path).await
     }
 
@@ -458,8 +535,9 @@ impl HostDescriptor for PolicedFs<'_> {
         src_path: String,
         dest_path: String,
     ) -> FsResult<()> {
-        let link = self.check(&fd, &dest_path, Access::Write, "symlink")?;
-        // Where the link points must be readable: no links into denied places.
+        let (_, link) = self.check_with(&fd, &dest_path, Access::Write, "symlink", false)?;
+        // Where the link points must be readable: no links into denied
+        // places. It points from the directory it really is in.
         let parent = link.parent().unwrap_or(Path::new("/"));
         let pointee_written = parent.join(&src_path);
         let pointee = paths::normalize(&pointee_written);

@@ -100,6 +100,12 @@ fn rename(args: TwoPaths) -> Result<Value, ToolError> {
     outcome(std::fs::rename(&args.from, &args.to))
 }
 
+/// Hard-link `to` to the file `from`.
+#[tool(toolset = "files", permissions = ["file:read", "file:write"])]
+fn link(args: TwoPaths) -> Result<Value, ToolError> {
+    outcome(std::fs::hard_link(&args.from, &args.to))
+}
+
 /// Create a symlink `to` (an absolute path) pointing at `from`.
 #[tool(toolset = "files", permissions = ["file:read", "file:write"])]
 fn symlink(args: TwoPaths) -> Result<Value, ToolError> {
@@ -163,6 +169,7 @@ export_plugin!(
     remove,
     mkdir,
     rename,
+    link,
     symlink,
     sneaky_read,
     hold_open
