@@ -29,16 +29,23 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def wakeups(pid):
-    total = 0
+    """Context switches so far of each thread of `pid`, by thread id."""
+    counts = {}
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/status") as status:
-                for line in status:
-                    if "ctxt_switches:" in line:
-                        total += int(line.split(":")[1])
+                counts[task] = sum(
+                    int(line.split(":")[1]) for line in status if "ctxt_switches:" in line
+                )
         except FileNotFoundError:
             pass
-    return total
+    return counts
+
+
+def woken(before, after):
+    """Wake-ups between two samples (threads that ended in between count
+    for nothing; threads that started count from zero)."""
+    return sum(n - before.get(tid, 0) for tid, n in after.items())
 
 
 def cpu_seconds(pid):
@@ -96,7 +103,7 @@ def run_once(binary, measure_idle):
                 w0, c0 = wakeups(proc.pid), cpu_seconds(proc.pid)
                 time.sleep(IDLE_SECONDS)
                 w1, c1 = wakeups(proc.pid), cpu_seconds(proc.pid)
-                idle = ((w1 - w0) / IDLE_SECONDS, (c1 - c0) / IDLE_SECONDS * 100)
+                idle = (woken(w0, w1) / IDLE_SECONDS, (c1 - c0) / IDLE_SECONDS * 100)
             return initialized, listed, tools, rss, idle
         finally:
             proc.kill()
