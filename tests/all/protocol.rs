@@ -481,3 +481,56 @@ fn initialize_is_answered_while_the_plugins_compile() {
             .contains("hi")
     );
 }
+
+#[test]
+fn tools_list_pages_with_cursors() {
+    let config = format!("{CONFIG}allow = [\"network:fetch\"]\n");
+    let (_dir, root) = workspace(&config);
+    // Two tool files of 120 tools each: more than two pages.
+    for file in 0..2 {
+        let mut text = String::from("toolset = \"many\"\nbase_url = \"http://127.0.0.1:9\"\n");
+        for tool in 0..120 {
+            text.push_str(&format!(
+                "\n[[tools]]\nname = \"t{file}_{tool}\"\ndescription = \"A tool.\"\nurl = \"/x\"\n"
+            ));
+        }
+        std::fs::write(root.join(format!("plugins/many{file}.toml")), text).unwrap();
+    }
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    let mut names = std::collections::BTreeSet::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(cursor) => json!({ "cursor": cursor }),
+            None => json!({}),
+        };
+        pages += 1;
+        server.send(
+            &json!({"jsonrpc": "2.0", "id": pages, "method": "tools/list", "params": params}),
+        );
+        let answer = server.answer();
+        let tools = answer["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"));
+        assert!(tools.len() <= 100, "a page of {}", tools.len());
+        for tool in tools {
+            assert!(
+                names.insert(tool["name"].as_str().unwrap().to_string()),
+                "twice: {tool}"
+            );
+        }
+        match answer["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3, "{} tools", names.len());
+    assert!(names.contains("t0_0") && names.contains("t1_119") && names.contains("echo"));
+    // A cursor the server never gave is an invalid param.
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list", "params": {"cursor": "nope"}}),
+    );
+    let answer = server.answer();
+    assert_eq!(error_of(&answer), (json!(99), -32602), "{answer}");
+}

@@ -33,6 +33,9 @@ use crate::hooks::BoxFuture;
 use crate::host::Host;
 use crate::toolsets::Selection;
 
+/// Tools per `tools/list` page; `nextCursor` leads to the next.
+const TOOLS_PAGE: usize = 100;
+
 /// What a call still running when shutdown stops waiting gets.
 const ABANDONED: &str = "cancelled: the server is shutting down and the call did not finish \
                          within the drain timeout";
@@ -183,7 +186,7 @@ impl ServerHandler for McpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // Plugins compile in the background after start; the first listing
@@ -194,9 +197,30 @@ impl ServerHandler for McpServer {
             .host
             .mcp_tools_for(&caller, &Selection::all())
             .map_err(|e| ErrorData::internal_error(e, None))?;
-        let tools: Vec<Tool> = serde_json::from_value(tools)
+        let mut tools: Vec<Tool> = serde_json::from_value(tools)
             .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None))?;
-        Ok(ListToolsResult::with_all_items(tools))
+        let total = tools.len();
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|&start| start <= total)
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!(
+                            "unknown cursor {cursor:?}: pass the nextCursor of the previous \
+                             page, or none for the first"
+                        ),
+                        None,
+                    )
+                })?,
+        };
+        let end = total.min(start + TOOLS_PAGE);
+        tools.truncate(end);
+        let mut result = ListToolsResult::with_all_items(tools.split_off(start));
+        result.next_cursor = (end < total).then(|| end.to_string());
+        Ok(result)
     }
 
     async fn call_tool(
