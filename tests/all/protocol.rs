@@ -534,3 +534,44 @@ fn tools_list_pages_with_cursors() {
     let answer = server.answer();
     assert_eq!(error_of(&answer), (json!(99), -32602), "{answer}");
 }
+
+/// Calls `todo` once after `logging/setLevel` to `level` (none: not set);
+/// the `notifications/message` lines that came before the answer.
+fn log_lines_of_first_todo(level: Option<&str>) -> Vec<Value> {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    if let Some(level) = level {
+        server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": level}}));
+        assert_eq!(server.answer()["id"], 1);
+    }
+    // The tasks plugin logs at debug when a session's list starts.
+    server.send(&call(2, "todo", json!({"action": "list"})));
+    let mut lines = Vec::new();
+    loop {
+        let message = server.answer();
+        if message["id"] == 2 {
+            assert!(message["result"].is_object(), "{message}");
+            return lines;
+        }
+        if message["method"] == "notifications/message" {
+            lines.push(message["params"].clone());
+        }
+    }
+}
+
+#[test]
+fn guest_log_lines_reach_the_client_at_its_level() {
+    let lines = log_lines_of_first_todo(Some("debug"));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["level"], "debug");
+    assert_eq!(lines[0]["logger"], "tasks");
+    assert!(
+        lines[0]["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("todo list for session"),
+        "{lines:?}"
+    );
+    assert!(log_lines_of_first_todo(Some("info")).is_empty());
+    assert!(log_lines_of_first_todo(None).is_empty());
+}

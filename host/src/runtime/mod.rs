@@ -25,3 +25,4 @@ pub use sandbox::{Limits, Sandbox};
 pub use session::{MAX_SESSIONS, SessionMemory};
 
 pub(crate) use host::kill_commands;
+pub use host::{LogSink, with_log_sink};

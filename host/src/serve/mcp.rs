@@ -17,8 +17,8 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, ContentBlock, ErrorData, Implementation,
     ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
     ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{Peer, ServerHandler, ServiceExt};
@@ -237,8 +237,24 @@ impl ServerHandler for McpServer {
         // Boxed: rmcp moves every request's handler future into a task of its
         // own, and the dispatch future (several KiB) would make that copy
         // larger for every request, `ping` included.
+        // Guest log lines at or above the client's level go to it as
+        // `notifications/message`, before the call's answer.
+        let (sink, forwarded) = match self.log_level() {
+            Some(floor) => {
+                let (sink, forwarded) = log_forwarder(floor, context.peer.clone());
+                (Some(sink), Some(forwarded))
+            }
+            None => (None, None),
+        };
+        let dispatch = async {
+            let call = self.host.dispatch_as(&caller, call);
+            match sink {
+                Some(sink) => crate::runtime::with_log_sink(sink, call).await,
+                None => call.await,
+            }
+        };
         let dispatched = tokio::select! {
-            result = Box::pin(self.host.dispatch_as(&caller, call)) => result,
+            result = Box::pin(dispatch) => result,
             () = context.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the call was cancelled by the client", None));
             }
@@ -246,6 +262,9 @@ impl ServerHandler for McpServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(ABANDONED)]).into());
             }
         };
+        if let Some(forwarded) = forwarded {
+            let _ = forwarded.await;
+        }
         match dispatched {
             Ok(result) => {
                 Ok(CallToolResult::success(vec![ContentBlock::text(result.get())]).into())
@@ -504,6 +523,56 @@ pub struct McpHttp {
 /// extensions.
 pub fn http_service(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
     super::mcp_http::route(host, settings)
+}
+
+/// A log sink sending guest log lines at or above `floor` to `peer` as
+/// `notifications/message`, and the task that sends them; the task ends
+/// once the sink is dropped and every line is sent.
+fn log_forwarder(
+    floor: LoggingLevel,
+    peer: Peer<RoleServer>,
+) -> (crate::runtime::LogSink, tokio::task::JoinHandle<()>) {
+    let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let sink: crate::runtime::LogSink = Arc::new(move |level, plugin, tool, message| {
+        let level = match level {
+            "error" => LoggingLevel::Error,
+            "warn" => LoggingLevel::Warning,
+            "info" => LoggingLevel::Info,
+            _ => LoggingLevel::Debug,
+        };
+        if severity(level) >= severity(floor) {
+            let data = serde_json::json!({ "plugin": plugin, "tool": tool, "message": message });
+            // `-`: outside a tool (a stateful plugin's session setup).
+            let logger = match tool {
+                "-" => plugin.to_string(),
+                tool => format!("{plugin}/{tool}"),
+            };
+            let _ =
+                sender.send(LoggingMessageNotificationParam::new(level, data).with_logger(logger));
+        }
+    });
+    let forwarded = tokio::spawn(async move {
+        while let Some(line) = lines.recv().await {
+            if peer.notify_logging_message(line).await.is_err() {
+                return;
+            }
+        }
+    });
+    (sink, forwarded)
+}
+
+/// The order of MCP log levels, least severe first.
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
 }
 
 #[cfg(test)]

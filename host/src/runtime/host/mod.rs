@@ -5,5 +5,6 @@ mod http;
 mod log;
 mod process_group;
 
+pub use log::{LogSink, with_log_sink};
 pub(crate) use process_group::kill_all as kill_commands;
 mod terminal;
