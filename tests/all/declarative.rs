@@ -338,3 +338,110 @@ async fn the_watcher_loads_replaces_and_removes_tool_files() {
         ErrorKind::Unavailable
     );
 }
+
+#[tokio::test]
+async fn credentials_of_every_kind_stay_with_their_origin_on_redirects() {
+    // The landing API (another origin: another port) records what arrives;
+    // the first one redirects there, or to itself for `?same`.
+    let (landing, landed) = api().await;
+    async fn hop(
+        State(landing): State<SocketAddr>,
+        uri: Uri,
+        headers: HeaderMap,
+    ) -> axum::response::Response {
+        use axum::response::IntoResponse;
+        let here = headers["host"].to_str().unwrap().to_string();
+        let target = match uri.query() {
+            Some("same=same") => format!("http://{here}/landed"),
+            _ => format!("http://{landing}/landed"),
+        };
+        if uri.path() == "/landed" {
+            let auth = headers
+                .get("authorization")
+                .map(|v| v.to_str().unwrap().to_string());
+            let key = headers
+                .get("x-api-key")
+                .map(|v| v.to_str().unwrap().to_string());
+            return axum::Json(json!({"authorization": auth, "x-api-key": key})).into_response();
+        }
+        (axum::http::StatusCode::FOUND, [("location", target)]).into_response()
+    }
+    let router = Router::new().fallback(hop).with_state(landing);
+    let first = crate::network::serve(crate::network::listener().await, router).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("secrets.toml"),
+        format!(
+            r#"
+toolset = "secrets"
+base_url = "http://{first}"
+
+[[tools]]
+name = "with_bearer"
+description = "Bearer."
+url = "/hop"
+auth = {{ type = "bearer", env = "DECLARATIVE_REDIRECT_TOKEN" }}
+parameters.same = {{ in = "query" }}
+
+[[tools]]
+name = "with_basic"
+description = "Basic."
+url = "/hop"
+auth = {{ type = "basic", username_env = "DECLARATIVE_REDIRECT_USER", password_env = "DECLARATIVE_REDIRECT_TOKEN" }}
+parameters.same = {{ in = "query" }}
+
+[[tools]]
+name = "with_header"
+description = "A header of its own."
+url = "/hop"
+auth = {{ type = "header", name = "X-Api-Key", env = "DECLARATIVE_REDIRECT_TOKEN" }}
+parameters.same = {{ in = "query" }}
+"#
+        ),
+    )
+    .unwrap();
+    // SAFETY: no other test reads or writes these variables.
+    unsafe {
+        std::env::set_var("DECLARATIVE_REDIRECT_TOKEN", "s3cret");
+        std::env::set_var("DECLARATIVE_REDIRECT_USER", "me");
+    }
+    let profile = r#"
+allow = ["network:fetch", "env:read"]
+network.allow_hosts = ["127.0.0.1"]
+env.allow = ["DECLARATIVE_REDIRECT_*"]
+"#;
+    let host = host_with(dir.path(), profile).await;
+    for tool in ["with_bearer", "with_basic", "with_header"] {
+        host.call(tool, json!({}))
+            .await
+            .unwrap_or_else(|e| panic!("{tool}: {e}"));
+        let seen = landed
+            .lock()
+            .unwrap()
+            .pop()
+            .expect("the redirect was not followed");
+        let printed = format!("{:?} {:?}", seen.headers, seen.uri);
+        assert!(
+            !printed.contains("s3cret"),
+            "{tool} leaked to another origin: {printed}"
+        );
+        assert!(
+            !printed.to_lowercase().contains("authorization"),
+            "{tool}: {printed}"
+        );
+        assert!(
+            !printed.to_lowercase().contains("x-api-key"),
+            "{tool}: {printed}"
+        );
+        // On the same origin the credential is still sent (the redirect
+        // itself is followed with it).
+        let same = host.call(tool, json!({"same": "same"})).await.unwrap();
+        let same: Value = serde_json::from_str(same.get()).unwrap();
+        let sent = format!("{same}");
+        assert!(
+            sent.contains("Bearer s3cret") || sent.contains("Basic ") || sent.contains("s3cret"),
+            "{tool} lost its credential on its own origin: {sent}"
+        );
+    }
+}
