@@ -572,6 +572,8 @@ fn guest_log_lines_reach_the_client_at_its_level() {
             .contains("todo list for session"),
         "{lines:?}"
     );
+    // Until the client sets a level, `info` and above; the line is `debug`.
     assert!(log_lines_of_first_todo(Some("info")).is_empty());
     assert!(log_lines_of_first_todo(None).is_empty());
+    assert!(log_lines_of_first_todo(Some("error")).is_empty());
 }

@@ -237,22 +237,11 @@ impl ServerHandler for McpServer {
         // Boxed: rmcp moves every request's handler future into a task of its
         // own, and the dispatch future (several KiB) would make that copy
         // larger for every request, `ping` included.
-        // Guest log lines at or above the client's level go to it as
-        // `notifications/message`, before the call's answer.
-        let (sink, forwarded) = match self.log_level() {
-            Some(floor) => {
-                let (sink, forwarded) = log_forwarder(floor, context.peer.clone());
-                (Some(sink), Some(forwarded))
-            }
-            None => (None, None),
-        };
-        let dispatch = async {
-            let call = self.host.dispatch_as(&caller, call);
-            match sink {
-                Some(sink) => crate::runtime::with_log_sink(sink, call).await,
-                None => call.await,
-            }
-        };
+        // Guest log lines at or above the client's level (`info` until it
+        // sets one) go to it as `notifications/message`, before the answer.
+        let floor = self.log_level().unwrap_or(LoggingLevel::Info);
+        let (sink, forwarded) = log_forwarder(floor, context.peer.clone());
+        let dispatch = crate::runtime::with_log_sink(sink, self.host.dispatch_as(&caller, call));
         let dispatched = tokio::select! {
             result = Box::pin(dispatch) => result,
             () = context.ct.cancelled() => {
@@ -262,9 +251,7 @@ impl ServerHandler for McpServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(ABANDONED)]).into());
             }
         };
-        if let Some(forwarded) = forwarded {
-            let _ = forwarded.await;
-        }
+        let _ = forwarded.await;
         match dispatched {
             Ok(result) => {
                 Ok(CallToolResult::success(vec![ContentBlock::text(result.get())]).into())
