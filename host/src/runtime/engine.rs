@@ -192,12 +192,15 @@ fn start_epoch_ticker(engine: &Engine) {
                     std::thread::park();
                     continue;
                 }
+                // A whole tick first: a call that starts now is not made to
+                // yield at once, and one shorter than a tick never is.
+                std::thread::sleep(EPOCH_TICK);
                 let Some(engine) = engine.upgrade() else {
                     break;
                 };
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
+                if RUNNING.load(Ordering::SeqCst) > 0 {
+                    engine.increment_epoch();
+                }
             }
         })
         .expect("spawning the epoch thread");

@@ -251,7 +251,7 @@ impl ServerHandler for McpServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(ABANDONED)]).into());
             }
         };
-        let _ = forwarded.await;
+        forwarded.finish().await;
         match dispatched {
             Ok(result) => {
                 Ok(CallToolResult::success(vec![ContentBlock::text(result.get())]).into())
@@ -512,14 +512,65 @@ pub fn http_service(host: Host, settings: McpHttp) -> axum::routing::MethodRoute
     super::mcp_http::route(host, settings)
 }
 
+/// The guest log lines of one call on their way to the client: a task that
+/// sends them in order, started by the first line (most calls log nothing
+/// and pay nothing).
+struct LogForward {
+    floor: LoggingLevel,
+    peer: Peer<RoleServer>,
+    #[allow(clippy::type_complexity)]
+    started: std::sync::Mutex<
+        Option<(
+            tokio::sync::mpsc::UnboundedSender<LoggingMessageNotificationParam>,
+            tokio::task::JoinHandle<()>,
+        )>,
+    >,
+}
+
+impl LogForward {
+    fn send(&self, line: LoggingMessageNotificationParam) {
+        let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        let (sender, _) = started.get_or_insert_with(|| {
+            let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel();
+            let peer = self.peer.clone();
+            let task = tokio::spawn(async move {
+                while let Some(line) = lines.recv().await {
+                    if peer.notify_logging_message(line).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            (sender, task)
+        });
+        let _ = sender.send(line);
+    }
+
+    /// Waits until every line sent so far has gone to the client.
+    async fn finish(&self) {
+        let started = self
+            .started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((sender, task)) = started {
+            drop(sender);
+            let _ = task.await;
+        }
+    }
+}
+
 /// A log sink sending guest log lines at or above `floor` to `peer` as
-/// `notifications/message`, and the task that sends them; the task ends
-/// once the sink is dropped and every line is sent.
+/// `notifications/message`, and the forwarding to finish before answering.
 fn log_forwarder(
     floor: LoggingLevel,
     peer: Peer<RoleServer>,
-) -> (crate::runtime::LogSink, tokio::task::JoinHandle<()>) {
-    let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel();
+) -> (crate::runtime::LogSink, Arc<LogForward>) {
+    let forward = Arc::new(LogForward {
+        floor,
+        peer,
+        started: std::sync::Mutex::new(None),
+    });
+    let lines = forward.clone();
     let sink: crate::runtime::LogSink = Arc::new(move |level, plugin, tool, message| {
         let level = match level {
             "error" => LoggingLevel::Error,
@@ -527,25 +578,18 @@ fn log_forwarder(
             "info" => LoggingLevel::Info,
             _ => LoggingLevel::Debug,
         };
-        if severity(level) >= severity(floor) {
-            let data = serde_json::json!({ "plugin": plugin, "tool": tool, "message": message });
-            // `-`: outside a tool (a stateful plugin's session setup).
-            let logger = match tool {
-                "-" => plugin.to_string(),
-                tool => format!("{plugin}/{tool}"),
-            };
-            let _ =
-                sender.send(LoggingMessageNotificationParam::new(level, data).with_logger(logger));
+        if severity(level) < severity(lines.floor) {
+            return;
         }
+        let data = serde_json::json!({ "plugin": plugin, "tool": tool, "message": message });
+        // `-`: outside a tool (a stateful plugin's session setup).
+        let logger = match tool {
+            "-" => plugin.to_string(),
+            tool => format!("{plugin}/{tool}"),
+        };
+        lines.send(LoggingMessageNotificationParam::new(level, data).with_logger(logger));
     });
-    let forwarded = tokio::spawn(async move {
-        while let Some(line) = lines.recv().await {
-            if peer.notify_logging_message(line).await.is_err() {
-                return;
-            }
-        }
-    });
-    (sink, forwarded)
+    (sink, forward)
 }
 
 /// The order of MCP log levels, least severe first.
