@@ -525,11 +525,6 @@ impl Host {
         let _ = done.wait_for(|loaded| *loaded).await;
     }
 
-    /// Whether the plugins found at start are loaded (see [`Host::loaded`]).
-    pub fn is_loaded(&self) -> bool {
-        *self.inner.loaded.borrow()
-    }
-
     /// The memory budget of every stateful session together, and its use.
     pub fn sessions_memory(&self) -> &Arc<SessionMemory> {
         &self.inner.sessions_memory

@@ -169,11 +169,6 @@ impl Drop for Running {
     }
 }
 
-/// Guest code running now, in any store of the process.
-pub fn guests_running() -> usize {
-    RUNNING.load(Ordering::SeqCst)
-}
-
 /// Advances the engine's epoch every [`EPOCH_TICK`] while guest code runs
 /// anywhere (see [`Running`]), and sleeps otherwise.
 fn start_epoch_ticker(engine: &Engine) {

@@ -14,7 +14,7 @@ mod sandbox;
 mod session;
 
 pub use cache::{ArtifactCache, Compiled};
-pub use engine::{EPOCH_TICK, MAX_MEMORY, Runtime, guests_running};
+pub use engine::{EPOCH_TICK, MAX_MEMORY, Runtime};
 pub use flight::{Drained, Flight};
 pub use grants::{ApprovalScope, CapabilityUse, Grants};
 pub use plugin::{
