@@ -14,7 +14,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use super::PROXY_PORT;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{PROXY_CONNECTIONS, PROXY_PORT};
 
 /// Stack of each relaying thread: they only copy, with 8 KiB buffers.
 const STACK: usize = 128 * 1024;
@@ -76,11 +79,24 @@ impl Relay {
             unsafe { libc::_exit(1) }
         }
         let name = self.way.name;
+        // A command opening connections without end gets no more relaying
+        // threads than the host's proxy would serve; the rest are closed.
+        let live = Arc::new(AtomicUsize::new(0));
         for client in self.listener.incoming().flatten() {
-            let name = name.clone();
-            let _ = std::thread::Builder::new()
+            if live.fetch_add(1, Ordering::AcqRel) >= PROXY_CONNECTIONS {
+                live.fetch_sub(1, Ordering::AcqRel);
+                continue;
+            }
+            let (name, held) = (name.clone(), live.clone());
+            let spawned = std::thread::Builder::new()
                 .stack_size(STACK)
-                .spawn(move || relay(client, &name));
+                .spawn(move || {
+                    let _ = relay(client, &name);
+                    held.fetch_sub(1, Ordering::AcqRel);
+                });
+            if spawned.is_err() {
+                live.fetch_sub(1, Ordering::AcqRel);
+            }
         }
         // SAFETY: ends this process.
         unsafe { libc::_exit(0) }

@@ -34,6 +34,10 @@ pub const LAUNCH_ARG: &str = "__toolhost-sandbox";
 /// `terminal.network = "proxy"` (`HTTP_PROXY=http://127.0.0.1:3128`).
 pub(crate) const PROXY_PORT: u16 = 3128;
 
+/// Most connections of one command through the proxy at once, held by the
+/// relay inside the sandbox and by the host's proxy alike.
+pub(crate) const PROXY_CONNECTIONS: usize = 64;
+
 /// The exit code of a launcher that could not build the sandbox; its stderr
 /// then starts with [`SETUP_FAILED`].
 pub(crate) const SETUP_EXIT: i32 = 125;

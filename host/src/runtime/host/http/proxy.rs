@@ -19,6 +19,7 @@ use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::connect::{Destination, Unreachable};
+use crate::confine::PROXY_CONNECTIONS;
 use crate::policy::HostRules;
 use crate::runtime::grants::CapabilityUse;
 
@@ -36,9 +37,6 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long connecting to a checked address may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Most connections of one command open at once.
-const MAX_CONNECTIONS: usize = 64;
 
 /// Most requests of one command kept for the audit record.
 const MAX_RECORDED: usize = 64;
@@ -86,14 +84,14 @@ async fn serve(
     rules: Arc<HostRules>,
     uses: Arc<Mutex<Vec<CapabilityUse>>>,
 ) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Semaphore::new(PROXY_CONNECTIONS));
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((mut client, _)) = accepted else { continue };
                 let Ok(slot) = slots.clone().try_acquire_owned() else {
-                    let reason = format!("more than {MAX_CONNECTIONS} connections at once");
+                    let reason = format!("more than {PROXY_CONNECTIONS} connections at once");
                     connections.spawn(async move {
                         let _ = reply(&mut client, 503, &reason).await;
                     });
