@@ -16,6 +16,8 @@ use toolhost::config::{Config, ConfigSource};
 
 const RUNS: usize = 101;
 
+const PAUSE: Duration = Duration::from_millis(50);
+
 fn median(samples: &mut [Duration]) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -61,7 +63,9 @@ async fn compare(label: &str, workspace: &Path) {
     run_true(&plain).await;
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..RUNS {
+        tokio::time::sleep(PAUSE).await;
         a.push(run_true(&confined).await);
+        tokio::time::sleep(PAUSE).await;
         b.push(run_true(&plain).await);
     }
     let (a, b) = (median(&mut a), median(&mut b));

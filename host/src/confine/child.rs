@@ -5,8 +5,10 @@
 //!   namespaces, maps one unprivileged uid and gid to the host's, and relays
 //!   the command's end (exit code or signal) to the host;
 //! - its child is PID 1 of the new PID namespace: it builds the filesystem,
-//!   starts the shell, reaps orphans and exits when the shell does, which
-//!   ends every other process in the namespace;
+//!   waits for the command (a [`Run`] on [`RUN_FD`], which may come long
+//!   after: sandboxes are built ahead), starts the shell, reaps orphans and
+//!   exits when the shell does, which ends every other process in the
+//!   namespace;
 //! - the shell drops every privilege (Landlock, capabilities, `no_new_privs`,
 //!   seccomp, resource limits) and runs the command line.
 //!
@@ -21,10 +23,13 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::{Mount, MountKind, SETUP_EXIT, SETUP_FAILED, Spec};
+use super::{Mount, MountKind, Run, SETUP_EXIT, SETUP_FAILED, Spec};
 
 /// The descriptor the host passes the spec on.
 pub(crate) const SPEC_FD: RawFd = 3;
+
+/// The descriptor the command to run comes on, once the sandbox is built.
+pub(crate) const RUN_FD: RawFd = 4;
 
 /// The uid and gid of the command inside the sandbox (mapped to the host's).
 const INSIDE_ID: u32 = 1000;
@@ -110,6 +115,10 @@ fn launch() -> Result<std::convert::Infallible, String> {
     }
     drop(status_write);
     drop(lifeline_read);
+    // SAFETY: PID 1 reads the command; this process keeps no copy.
+    unsafe {
+        libc::close(RUN_FD);
+    }
     let _keep = lifeline_write;
     let mut status = 0;
     // SAFETY: waits for our own child.
@@ -215,15 +224,6 @@ fn run_init(
         loopback_up()?;
     }
     let relay = way.map(|way| way.listen()).transpose()?;
-
-    let shell = fork()?;
-    if shell == 0 {
-        drop(status);
-        drop(lifeline);
-        drop(relay);
-        let message = run_shell(spec).unwrap_err();
-        fail(&message);
-    }
     // PID 1 keeps nothing the command could use: no capabilities, and its
     // /proc entries closed to the command. The relay inherits both.
     drop_capabilities()?;
@@ -238,6 +238,24 @@ fn run_init(
         drop(lifeline);
         relay.run();
     }
+    // What the shell applies to itself, made now so that the command, when
+    // it comes, only has to be started.
+    let ruleset = landlock(&spec.mounts)?;
+    let filters = super::seccomp::filters()?;
+
+    let Some(run) = read_run()? else {
+        // The host let the sandbox go unused.
+        // SAFETY: ends PID 1, and so the namespace.
+        unsafe { libc::_exit(0) }
+    };
+    let shell = fork()?;
+    if shell == 0 {
+        drop(status);
+        drop(lifeline);
+        let message = run_shell(spec, &run, ruleset, &filters).unwrap_err();
+        fail(&message);
+    }
+    drop(ruleset);
     let mut status_file = File::from(status);
     loop {
         let mut wait_status = 0;
@@ -573,22 +591,51 @@ fn loopback_up() -> Result<(), String> {
     }
 }
 
+/// Waits for the command on [`RUN_FD`]; `None` when the host closed it
+/// without sending one.
+fn read_run() -> Result<Option<Run>, String> {
+    // SAFETY: the host put the command's pipe on this descriptor.
+    let mut file = unsafe { File::from_raw_fd(RUN_FD) };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| format!("reading the command: {e}"))?;
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| format!("the command sent to the sandbox is invalid: {e}"))
+}
+
 /// The shell process: gives up every privilege and runs the command line.
 /// Returns only on failure.
-fn run_shell(spec: &Spec) -> Result<std::convert::Infallible, String> {
-    std::env::set_current_dir(&spec.cwd).map_err(|e| {
+fn run_shell(
+    spec: &Spec,
+    run: &Run,
+    ruleset: landlock::RulesetCreated,
+    filters: &[seccompiler::BpfProgram],
+) -> Result<std::convert::Infallible, String> {
+    std::env::set_current_dir(&run.cwd).map_err(|e| {
         format!(
             "the working directory {} is not in the sandbox: {e}",
-            spec.cwd.display()
+            run.cwd.display()
         )
     })?;
-    let shell = cstring(&spec.shell)?;
+    if !run.stdin {
+        let null = File::open("/dev/null").map_err(|e| format!("opening /dev/null: {e}"))?;
+        // SAFETY: replaces this process's stdin with /dev/null.
+        check(
+            unsafe { libc::dup2(null.as_raw_fd(), 0) },
+            "redirecting stdin",
+        )?;
+    }
+    let shell = cstring(&run.shell)?;
     let argv = [
         shell.clone(),
         CString::new("-c").unwrap(),
-        CString::new(spec.line.as_bytes()).map_err(|_| "the command line holds a NUL byte")?,
+        CString::new(run.line.as_bytes()).map_err(|_| "the command line holds a NUL byte")?,
     ];
-    let env = spec
+    let env = run
         .env
         .iter()
         .map(|(name, value)| {
@@ -615,15 +662,16 @@ fn run_shell(spec: &Spec) -> Result<std::convert::Infallible, String> {
         unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) },
         "prctl(PR_SET_NO_NEW_PRIVS)",
     )?;
-    landlock(&spec.mounts)?;
+    ruleset
+        .restrict_self()
+        .map_err(|e| format!("Landlock: {e}"))?;
     drop_capabilities()?;
-    let filters = super::seccomp::filters()?;
     // Nothing of the launcher's stays open in the command.
     // SAFETY: closes descriptors 3 and up of this process.
     unsafe {
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
     }
-    for filter in &filters {
+    for filter in filters {
         seccompiler::apply_filter(filter)
             .map_err(|e| format!("installing the seccomp filter: {e}"))?;
     }
@@ -632,7 +680,7 @@ fn run_shell(spec: &Spec) -> Result<std::convert::Infallible, String> {
     unsafe {
         libc::execve(shell.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr());
     }
-    os_error(format!("running {}", spec.shell.display()))
+    os_error(format!("running {}", run.shell.display()))
 }
 
 fn set_limits(spec: &Spec) -> Result<(), String> {
@@ -720,9 +768,10 @@ pub(crate) fn landlock_abi() -> Option<i32> {
 
 /// The second filesystem layer: reading only where something is mounted,
 /// writing only in writable grants, `/tmp` and the devices; signals and
-/// abstract sockets only within the sandbox. A kernel without Landlock
-/// runs without this layer (the mounts still hold).
-fn landlock(mounts: &[Mount]) -> Result<(), String> {
+/// abstract sockets only within the sandbox. Made by PID 1, enforced by the
+/// shell on itself. A kernel without Landlock runs without this layer (the
+/// mounts still hold).
+fn landlock(mounts: &[Mount]) -> Result<landlock::RulesetCreated, String> {
     use landlock::{
         ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
     };
@@ -757,6 +806,5 @@ fn landlock(mounts: &[Mount]) -> Result<(), String> {
                 .map_err(error)?;
         }
     }
-    ruleset.restrict_self().map_err(error)?;
-    Ok(())
+    Ok(ruleset)
 }

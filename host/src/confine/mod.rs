@@ -19,6 +19,7 @@ mod child;
 mod forward;
 pub(crate) mod plan;
 mod seccomp;
+pub(crate) mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
@@ -86,17 +87,11 @@ pub(crate) fn launcher() -> Result<PathBuf, String> {
         })
 }
 
-/// Everything the launcher needs, sent to it on file descriptor 3.
+/// The sandbox the launcher builds, sent to it on file descriptor 3. What
+/// runs in it comes later, as a [`Run`] on descriptor 4: a sandbox can be
+/// built ahead, before its command is known.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Spec {
-    /// The shell that runs the line (`bash -c line`).
-    pub(crate) shell: PathBuf,
-    /// The command line.
-    pub(crate) line: String,
-    /// The working directory, as seen inside (the same path as outside).
-    pub(crate) cwd: PathBuf,
-    /// The whole environment of the command, as bytes.
-    pub(crate) env: Vec<(Vec<u8>, Vec<u8>)>,
     /// What is mounted, in order (parents before what lies inside them).
     pub(crate) mounts: Vec<Mount>,
     /// Keep the host's network namespace (`terminal.network = "host"`).
@@ -107,6 +102,43 @@ pub struct Spec {
     pub(crate) proxy: Option<PathBuf>,
     /// Resource limits of the command.
     pub(crate) limits: CommandLimits,
+}
+
+/// The command a built sandbox runs, sent to the launcher on descriptor 4.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Run {
+    /// The shell that runs the line (`bash -c line`).
+    pub(crate) shell: PathBuf,
+    /// The command line.
+    pub(crate) line: String,
+    /// The working directory, as seen inside (the same path as outside).
+    pub(crate) cwd: PathBuf,
+    /// The whole environment of the command, as bytes.
+    pub(crate) env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The command reads the launcher's stdin; otherwise `/dev/null`.
+    pub(crate) stdin: bool,
+}
+
+impl Run {
+    pub(crate) fn new(
+        shell: &Path,
+        line: &str,
+        cwd: &Path,
+        env: &[(String, std::ffi::OsString)],
+        stdin: bool,
+    ) -> Self {
+        use std::os::unix::ffi::OsStrExt;
+        Self {
+            shell: shell.to_path_buf(),
+            line: line.to_string(),
+            cwd: cwd.to_path_buf(),
+            env: env
+                .iter()
+                .map(|(name, value)| (name.as_bytes().to_vec(), value.as_bytes().to_vec()))
+                .collect(),
+            stdin,
+        }
+    }
 }
 
 /// One entry of the sandbox's filesystem. Paths are absolute and the same
@@ -166,9 +198,9 @@ pub struct KernelSupport {
 pub async fn probe() -> KernelSupport {
     let landlock_abi = child::landlock_abi();
     let namespaces = async {
-        let spec = plan::probe_spec();
+        let (spec, run) = plan::probe_spec();
         let launcher = launcher()?;
-        let out = run_to_end(&launcher, &spec).await?;
+        let out = run_to_end(&launcher, &spec, &run).await?;
         if out.status.success() {
             return Ok(());
         }
@@ -188,44 +220,88 @@ pub async fn probe() -> KernelSupport {
     }
 }
 
-/// Runs the launcher on `spec` with no input and waits for it.
-async fn run_to_end(launcher: &Path, spec: &Spec) -> Result<std::process::Output, String> {
+/// Runs the launcher on `spec` and `run` with no input and waits for it.
+async fn run_to_end(
+    launcher: &Path,
+    spec: &Spec,
+    run: &Run,
+) -> Result<std::process::Output, String> {
     let mut command = tokio::process::Command::new(launcher);
-    prepare(&mut command, spec)?;
-    command
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .map_err(|e| format!("could not start the sandbox launcher: {e}"))
+    let run_fd = prepare(&mut command, spec)?;
+    command.stdin(std::process::Stdio::null());
+    let output = command.output();
+    let bytes = run_bytes(run)?;
+    let send = async move {
+        let mut pipe = tokio::net::unix::pipe::Sender::from_owned_fd(run_fd)?;
+        tokio::io::AsyncWriteExt::write_all(&mut pipe, &bytes).await
+    };
+    let (output, sent) = tokio::join!(output, send);
+    let output = output.map_err(|e| format!("could not start the sandbox launcher: {e}"))?;
+    sent.map_err(|e| format!("passing the command to the sandbox: {e}"))?;
+    Ok(output)
+}
+
+/// `run` as the launcher reads it.
+pub(crate) fn run_bytes(run: &Run) -> Result<Vec<u8>, String> {
+    serde_json::to_vec(run).map_err(|e| format!("sandbox command: {e}"))
 }
 
 /// Sets up `command` (a launcher) to build the sandbox of `spec`: the spec
-/// on descriptor 3 and an empty environment.
-pub(crate) fn prepare(command: &mut tokio::process::Command, spec: &Spec) -> Result<(), String> {
+/// on descriptor 3, an empty environment, and descriptor 4 the read end of
+/// a pipe whose write end is returned: the [`Run`] written there (see
+/// [`run_bytes`]) is what the sandbox runs once built. Closing it unwritten
+/// makes the launcher exit without running anything.
+pub(crate) fn prepare(
+    command: &mut tokio::process::Command,
+    spec: &Spec,
+) -> Result<std::os::fd::OwnedFd, String> {
     let bytes = serde_json::to_vec(spec).map_err(|e| format!("sandbox spec: {e}"))?;
     let memfd = spec_file(&bytes).map_err(|e| format!("passing the sandbox spec: {e}"))?;
+    let (run_read, run_write) =
+        cloexec_pipe().map_err(|e| format!("passing the sandbox command: {e}"))?;
     command
         .arg(LAUNCH_ARG)
         .env_clear()
         .current_dir("/")
         .kill_on_drop(true);
     // SAFETY: the closure only calls dup2 and fcntl, which are
-    // async-signal-safe, on a descriptor the child inherits.
+    // async-signal-safe, on descriptors the child inherits.
     unsafe {
         command.pre_exec(move || {
             use std::os::fd::AsRawFd;
-            let fd = memfd.as_raw_fd();
-            if fd == child::SPEC_FD {
-                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+            // Copied above both targets first, so that placing one cannot
+            // overwrite the other where it happens to sit.
+            let above = (child::RUN_FD + 1).max(child::SPEC_FD + 1);
+            for (fd, target) in [
+                (memfd.as_raw_fd(), child::SPEC_FD),
+                (run_read.as_raw_fd(), child::RUN_FD),
+            ]
+            .map(|(fd, target)| (libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, above), target))
+            {
+                if fd < 0 || libc::dup2(fd, target) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-            } else if libc::dup2(fd, child::SPEC_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });
     }
-    Ok(())
+    Ok(run_write)
+}
+
+/// A pipe whose two ends close on exec.
+fn cloexec_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors, which are then owned here.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        ))
+    }
 }
 
 /// A sealed in-memory file holding `bytes`, positioned at its start.

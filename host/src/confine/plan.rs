@@ -5,13 +5,12 @@
 //! writable grants, and the private `/proc`, `/dev` and `/tmp`.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::{CommandLimits, Mount, MountKind, Spec};
+use super::watch::Watch;
+use super::{CommandLimits, Mount, MountKind, Run, Spec};
 use crate::policy::{Access, PermissionDecision, Profile};
 
 /// Host directories every command sees read-only (those that exist): what
@@ -30,17 +29,11 @@ const MAX_ENTRIES: usize = 200_000;
 /// own configuration).
 const GIT_PROTECTED: &[&str] = &["config", "config.worktree", "hooks", "modules"];
 
-/// Everything a command needs to run: the shell, the line, where, with which
-/// environment, and the sandbox the profile makes.
-pub(crate) struct Command<'a> {
-    pub(crate) shell: &'a Path,
-    pub(crate) line: &'a str,
-    pub(crate) cwd: &'a Path,
-    pub(crate) env: &'a [(String, OsString)],
-}
-
-/// The sandbox of `command` under `profile`. Blocking: it walks the grants.
-pub(crate) fn plan(profile: &Profile, command: &Command<'_>) -> Result<Spec, String> {
+/// The sandbox of a command under `profile`. Blocking: it walks the grants.
+/// With a `watch`, every directory and file the plan is read from is
+/// watched (before it is read), so a sandbox built ahead can tell when its
+/// plan no longer holds.
+pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<Spec, String> {
     let settings = &profile.terminal;
     let may_write = matches!(
         profile.permissions.decide("file:write"),
@@ -80,6 +73,7 @@ pub(crate) fn plan(profile: &Profile, command: &Command<'_>) -> Result<Spec, Str
     let mut walk = Walk {
         profile,
         mounts: &mut mounts,
+        watch: watch.as_deref_mut(),
         entries: 0,
         writable: grants
             .iter()
@@ -96,19 +90,14 @@ pub(crate) fn plan(profile: &Profile, command: &Command<'_>) -> Result<Spec, Str
         // `terminal.read`, say) is masked too.
         let path = Path::new(pattern);
         if path.is_absolute() && !pattern.contains(['*', '?', '[', '{']) {
+            if let (Some(watch), Some(parent)) = (watch.as_deref_mut(), path.parent()) {
+                watch.dir(parent);
+            }
             mounts.mask(path);
         }
     }
 
     Ok(Spec {
-        shell: command.shell.to_path_buf(),
-        line: command.line.to_string(),
-        cwd: command.cwd.to_path_buf(),
-        env: command
-            .env
-            .iter()
-            .map(|(name, value)| (name.as_bytes().to_vec(), value.as_bytes().to_vec()))
-            .collect(),
         mounts: mounts.into_list(),
         host_network: settings.network == crate::policy::TerminalNetwork::Host,
         proxy: None,
@@ -123,14 +112,17 @@ pub(crate) fn plan(profile: &Profile, command: &Command<'_>) -> Result<Spec, Str
 }
 
 /// The sandbox of `true` with nothing granted, for [`super::probe`].
-pub(crate) fn probe_spec() -> Spec {
+pub(crate) fn probe_spec() -> (Spec, Run) {
     let mut mounts = Mounts::default();
     mounts.system();
-    Spec {
+    let run = Run {
         shell: PathBuf::from("/bin/sh"),
         line: "true".into(),
         cwd: PathBuf::from("/"),
         env: vec![(b"PATH".to_vec(), b"/usr/bin:/bin".to_vec())],
+        stdin: false,
+    };
+    let spec = Spec {
         mounts: mounts.into_list(),
         host_network: false,
         proxy: None,
@@ -141,7 +133,8 @@ pub(crate) fn probe_spec() -> Spec {
             open_files: 64,
             tmp_size: 1 << 20,
         },
-    }
+    };
+    (spec, run)
 }
 
 /// The mounts being planned, one per path.
@@ -234,6 +227,8 @@ fn private_etc() -> &'static [PathBuf] {
 struct Walk<'a> {
     profile: &'a Profile,
     mounts: &'a mut Mounts,
+    /// Told of every directory before it is read.
+    watch: Option<&'a mut Watch>,
     entries: usize,
     /// The writable grants, symlinks resolved.
     writable: Vec<PathBuf>,
@@ -245,6 +240,9 @@ impl Walk<'_> {
     /// Walks `real` (the grant `written` with symlinks resolved): deny rules
     /// are matched against both spellings, as the file rules would see them.
     fn dir(&mut self, written: &Path, real: &Path, writable: bool) -> Result<(), String> {
+        if let Some(watch) = self.watch.as_deref_mut() {
+            watch.dir(real);
+        }
         let Ok(entries) = std::fs::read_dir(real) else {
             return Ok(());
         };
@@ -288,6 +286,9 @@ impl Walk<'_> {
     /// in a grant. A write grant that names the directory itself keeps it
     /// writable.
     fn protect_git(&mut self, dot_git: &Path, is_dir: bool) {
+        if let Some(watch) = self.watch.as_deref_mut() {
+            watch.file(dot_git);
+        }
         let git_dir = if is_dir {
             dot_git.to_path_buf()
         } else {
@@ -308,11 +309,18 @@ impl Walk<'_> {
         if named {
             return;
         }
+        if let Some(watch) = self.watch.as_deref_mut() {
+            watch.dir(&git_dir);
+            watch.file(&git_dir.join("commondir"));
+        }
         // A worktree's metadata names the repository's common directory.
         let common = std::fs::read_to_string(git_dir.join("commondir"))
             .ok()
             .and_then(|dir| git_dir.join(dir.trim()).canonicalize().ok());
         for dir in std::iter::once(git_dir).chain(common) {
+            if let Some(watch) = self.watch.as_deref_mut() {
+                watch.dir(&dir);
+            }
             for name in GIT_PROTECTED {
                 let path = dir.join(name);
                 // Only what a writable grant would expose: a path outside

@@ -35,9 +35,9 @@ pub(crate) struct ShellCommand<'a> {
     pub(crate) shell: &'a Path,
     /// The command line.
     pub(crate) line: &'a str,
-    /// The sandbox to run it in (its launcher and spec), or `None` to run
-    /// the shell directly.
-    pub(crate) confined: Option<(&'a Path, &'a crate::confine::Spec)>,
+    /// The sandbox to run it in (a launcher started on its spec), or `None`
+    /// to run the shell directly.
+    pub(crate) confined: Option<Launched>,
     /// The working directory.
     pub(crate) cwd: &'a Path,
     /// The whole environment of the shell; nothing is inherited.
@@ -79,11 +79,18 @@ impl ShellCommand<'_> {
     /// returned future is dropped, the process group is killed.
     pub(crate) async fn run(self) -> io::Result<Finished> {
         let deadline = Instant::now() + self.timeout;
-        let mut command = match self.confined {
-            Some((launcher, spec)) => {
-                let mut command = tokio::process::Command::new(launcher);
-                crate::confine::prepare(&mut command, spec).map_err(io::Error::other)?;
-                command
+        let (mut group, send) = match self.confined {
+            Some(launched) => {
+                let run = crate::confine::Run::new(
+                    self.shell,
+                    self.line,
+                    self.cwd,
+                    self.env,
+                    self.stdin.is_some(),
+                );
+                let bytes = crate::confine::run_bytes(&run).map_err(io::Error::other)?;
+                let pipe = tokio::net::unix::pipe::Sender::from_owned_fd(launched.run)?;
+                (launched.group, Some((pipe, bytes)))
             }
             None => {
                 let mut command = tokio::process::Command::new(self.shell);
@@ -92,21 +99,19 @@ impl ShellCommand<'_> {
                     .arg(self.line)
                     .current_dir(self.cwd)
                     .env_clear()
-                    .envs(self.env.iter().map(|(name, value)| (name, value)));
-                command
+                    .envs(self.env.iter().map(|(name, value)| (name, value)))
+                    .stdin(if self.stdin.is_some() {
+                        Stdio::piped()
+                    } else {
+                        Stdio::null()
+                    })
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .process_group(0)
+                    .kill_on_drop(true);
+                (ProcessGroup::spawn(&mut command)?, None)
             }
         };
-        command
-            .stdin(if self.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut group = ProcessGroup::spawn(&mut command)?;
 
         let stdin = group.child.stdin.take();
         let stdout = group.child.stdout.take();
@@ -116,6 +121,7 @@ impl ShellCommand<'_> {
         let input = self.stdin;
         let mut io = Box::pin(async {
             tokio::join!(
+                send_run(send),
                 feed(stdin, input),
                 out.read_all(stdout),
                 err.read_all(stderr)
@@ -148,6 +154,44 @@ impl ShellCommand<'_> {
             stderr: err.bytes,
             stderr_cut: err.truncated,
         }))
+    }
+}
+
+/// A sandbox launcher started on its spec: it builds the sandbox, then
+/// waits for the command to run in it, so it can be started ahead.
+pub(crate) struct Launched {
+    group: ProcessGroup,
+    /// Where the command goes (see [`crate::confine::prepare`]).
+    run: std::os::fd::OwnedFd,
+}
+
+impl Launched {
+    /// Starts `launcher` building the sandbox of `spec`, its stdin, stdout
+    /// and stderr piped (stdin is closed at once for a command given none).
+    pub(crate) fn start(launcher: &Path, spec: &crate::confine::Spec) -> io::Result<Self> {
+        let mut command = tokio::process::Command::new(launcher);
+        let run = crate::confine::prepare(&mut command, spec).map_err(io::Error::other)?;
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let group = ProcessGroup::spawn(&mut command)?;
+        Ok(Self { group, run })
+    }
+
+    /// The launcher has not exited: its sandbox is built or being built.
+    pub(crate) fn alive(&mut self) -> bool {
+        matches!(self.group.child.try_wait(), Ok(None))
+    }
+}
+
+/// Sends a sandbox its command, then closes the pipe. A launcher that is
+/// gone is not an error here: its exit status says why.
+async fn send_run(send: Option<(tokio::net::unix::pipe::Sender, Vec<u8>)>) {
+    if let Some((mut pipe, bytes)) = send {
+        let _ = pipe.write_all(&bytes).await;
     }
 }
 

@@ -32,13 +32,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod ahead;
+
 use super::http::proxy::Proxy;
 use super::process_group::{self, Captured, Finished, ShellCommand};
 use crate::approval::{ApprovalRequest, Subject};
 use crate::confine;
 use crate::policy::{
-    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalNetwork,
-    TerminalSandbox, dangerous, paths,
+    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalSandbox,
+    dangerous, paths,
 };
 use crate::runtime::bindings::toolhost::plugin::terminal::{Command, Host, Output, TerminalError};
 use crate::runtime::grants::{ApprovalScope, CapabilityUse, Grants};
@@ -79,30 +81,30 @@ impl Host for Sandbox {
             settings.timeout.min(Duration::from_millis(ms.into()))
         });
         let mut env = environment(profile, &cwd.home);
-        let proxy = match proxy(profile, &mut env) {
-            Ok(proxy) => proxy,
-            Err(reason) => {
-                let message = format!("command {quoted:?} refused: {reason}");
-                return Ok(Err(TerminalError::Failed(message)));
+        let sandboxed = settings.sandbox == TerminalSandbox::Kernel;
+        let built = if sandboxed {
+            match confinement(&grants.profile).await {
+                Ok(built) => Some(built),
+                Err(reason) => {
+                    let message = format!("command {quoted:?} refused: {reason}");
+                    return Ok(Err(TerminalError::Failed(message)));
+                }
             }
+        } else {
+            None
         };
+        let (launched, proxy) = match built {
+            Some(built) => (Some(built.launched), built.proxy),
+            None => (None, None),
+        };
+        if proxy.is_some() {
+            proxy_env(&mut env);
+        }
         let shell_path = shell_path();
-        let confined = match confinement(&grants.profile, shell_path, line, &cwd.dir, &env).await {
-            Ok(confined) => confined.map(|(launcher, mut spec)| {
-                spec.proxy = proxy.as_ref().map(Proxy::socket);
-                (launcher, spec)
-            }),
-            Err(reason) => {
-                let message = format!("command {quoted:?} refused: {reason}");
-                return Ok(Err(TerminalError::Failed(message)));
-            }
-        };
         let shell = ShellCommand {
             shell: shell_path,
             line,
-            confined: confined
-                .as_ref()
-                .map(|(launcher, spec)| (launcher.as_path(), spec)),
+            confined: launched,
             cwd: &cwd.dir,
             env: &env,
             stdin: command.stdin,
@@ -113,9 +115,12 @@ impl Host for Sandbox {
         for used in proxy.iter().flat_map(Proxy::take_uses) {
             self.record(used);
         }
+        if sandboxed && let Ok(launcher) = confine::launcher() {
+            ahead::build_next(&grants.profile, launcher);
+        }
         Ok(match finished {
             Ok(Finished::Exited(captured))
-                if confined.is_some() && captured.exit_code == Some(confine::SETUP_EXIT) =>
+                if sandboxed && captured.exit_code == Some(confine::SETUP_EXIT) =>
             {
                 match confine::setup_error(&captured.stderr) {
                     Some(reason) => Err(TerminalError::Failed(format!(
@@ -165,52 +170,20 @@ fn shell_path() -> &'static Path {
     })
 }
 
-/// The sandbox a command runs in under `profile`: the launcher and what it
-/// builds, or `None` where the profile runs commands unconfined
-/// (`terminal.sandbox = "none"`). `Err` says why the command may not run.
-async fn confinement(
-    profile: &Arc<Profile>,
-    shell: &Path,
-    line: &str,
-    cwd: &Path,
-    env: &[(String, OsString)],
-) -> Result<Option<(PathBuf, confine::Spec)>, String> {
-    if profile.terminal.sandbox == TerminalSandbox::None {
-        return Ok(None);
+/// The sandbox a command runs in under `profile`: the one built ahead if it
+/// still holds, else one built now. `Err` says why the command may not run.
+async fn confinement(profile: &Arc<Profile>) -> Result<ahead::Built, String> {
+    if let Some(built) = ahead::take(profile).await {
+        return Ok(built);
     }
     let launcher = confine::launcher()?;
-    let (profile, shell, line, cwd, env) = (
-        profile.clone(),
-        shell.to_path_buf(),
-        line.to_string(),
-        cwd.to_path_buf(),
-        env.to_vec(),
-    );
-    let spec = tokio::task::spawn_blocking(move || {
-        let command = confine::plan::Command {
-            shell: &shell,
-            line: &line,
-            cwd: &cwd,
-            env: &env,
-        };
-        confine::plan(&profile, &command)
-    })
-    .await
-    .map_err(|e| format!("planning the sandbox failed: {e}"))??;
-    Ok(Some((launcher, spec)))
+    ahead::build(profile, &launcher, false).await
 }
 
-/// The proxy of a command under `terminal.network = "proxy"`, started, and
-/// the variables that point programs at it added to `env` (replacing any
-/// passed from the host).
-fn proxy(profile: &Profile, env: &mut Vec<(String, OsString)>) -> Result<Option<Proxy>, String> {
-    if profile.terminal.network != TerminalNetwork::Proxy
-        || profile.terminal.sandbox != TerminalSandbox::Kernel
-    {
-        return Ok(None);
-    }
-    let proxy = Proxy::start(profile.hosts.clone())
-        .map_err(|e| format!("could not start the network proxy of the command: {e}"))?;
+/// Points programs at the command's network proxy (under
+/// `terminal.network = "proxy"`), replacing any such variable passed from
+/// the host.
+fn proxy_env(env: &mut Vec<(String, OsString)>) {
     let url = format!("http://127.0.0.1:{}", confine::PROXY_PORT);
     let names = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
     env.retain(|(name, _)| {
@@ -225,7 +198,6 @@ fn proxy(profile: &Profile, env: &mut Vec<(String, OsString)>) -> Result<Option<
     let local = "localhost,127.0.0.1,::1";
     env.push(("NO_PROXY".into(), local.into()));
     env.push(("no_proxy".into(), local.into()));
-    Ok(Some(proxy))
 }
 
 /// Where a command runs, and its `HOME`.

@@ -1,0 +1,159 @@
+//! Sandboxes built ahead. Building a command's sandbox (a launcher started,
+//! namespaces, some thirty mounts, the walk of the grants) takes longer than
+//! running most commands. After a sandboxed command of a profile ends, the
+//! next command's sandbox is built in the background, up to the point where
+//! it waits for its command line; the next command of that profile takes it
+//! and only starts its shell, as wasm calls take instances made ahead.
+//!
+//! A sandbox built ahead is used only while what it was built from holds:
+//! the same profile (the same `Arc`, so a reloaded config builds anew), the
+//! same runtime (its pipes and proxy live there), nothing changed inside the
+//! grants since they were walked and every granted path resolving to the
+//! same directory ([`Watch`]), and its launcher still waiting. Otherwise it
+//! is dropped (its processes killed) and the command builds its own, as it
+//! does when none is ready. At most [`MOST`] wait at once, one per profile.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+
+use super::super::http::proxy::Proxy;
+use super::super::process_group::Launched;
+use crate::confine::{self, watch::Watch};
+use crate::policy::{Profile, TerminalNetwork};
+
+/// Most sandboxes waiting at once (one per profile and runtime).
+const MOST: usize = 8;
+
+/// A sandbox being built or built, waiting for its command.
+pub(super) struct Built {
+    pub(super) launched: Launched,
+    /// The command's network proxy (`terminal.network = "proxy"`).
+    pub(super) proxy: Option<Proxy>,
+    /// What the sandbox was planned from, when built ahead.
+    watch: Option<Watch>,
+}
+
+/// Where the sandbox built ahead for one profile waits. Its lock is held
+/// while one is being built, so a command arriving then waits for it (it
+/// is further along than a sandbox started afresh).
+type Slot = Arc<tokio::sync::Mutex<Option<Built>>>;
+
+struct Entry {
+    profile: Weak<Profile>,
+    runtime: tokio::runtime::Id,
+    slot: Slot,
+}
+
+static SLOTS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// The slot of `profile` on the current runtime, made if missing. Slots of
+/// profiles no longer in use go (and their sandboxes with them); past
+/// [`MOST`], the oldest goes.
+fn slot(profile: &Arc<Profile>) -> Slot {
+    let runtime = tokio::runtime::Handle::current().id();
+    let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+    slots.retain(|entry| entry.profile.strong_count() > 0);
+    let same = |entry: &Entry| {
+        entry.runtime == runtime && std::ptr::eq(entry.profile.as_ptr(), Arc::as_ptr(profile))
+    };
+    if let Some(entry) = slots.iter().find(|entry| same(entry)) {
+        return entry.slot.clone();
+    }
+    if slots.len() >= MOST {
+        slots.remove(0);
+    }
+    let slot = Slot::default();
+    slots.push(Entry {
+        profile: Arc::downgrade(profile),
+        runtime,
+        slot: slot.clone(),
+    });
+    slot
+}
+
+/// The sandbox built ahead for `profile`, if one is ready (or being built)
+/// and still holds.
+pub(super) async fn take(profile: &Arc<Profile>) -> Option<Built> {
+    let slot = slot(profile);
+    let mut built = slot.lock().await.take()?;
+    let fresh = match &built.watch {
+        Some(watch) => watch.unchanged(profile),
+        None => Err("it was not watched".into()),
+    };
+    if let Err(reason) = fresh {
+        tracing::debug!(profile = %profile.name, %reason, "a sandbox built ahead is stale");
+        return None;
+    }
+    if !built.launched.alive() {
+        tracing::debug!(profile = %profile.name, "a sandbox built ahead has exited");
+        return None;
+    }
+    Some(built)
+}
+
+/// Starts building the next command's sandbox for `profile` in the
+/// background, unless one is built or being built.
+pub(super) fn build_next(profile: &Arc<Profile>, launcher: PathBuf) {
+    let Ok(mut guard) = slot(profile).try_lock_owned() else {
+        return;
+    };
+    if guard.is_some() {
+        return;
+    }
+    let profile = profile.clone();
+    tokio::spawn(async move {
+        match build(&profile, &launcher, true).await {
+            Ok(built) => *guard = Some(built),
+            Err(reason) => {
+                tracing::debug!(profile = %profile.name, %reason, "no sandbox built ahead");
+            }
+        }
+    });
+}
+
+/// Builds a sandbox for `profile`: its proxy started, the grants walked
+/// (and watched, when `ahead`), its launcher started. `Err` says why the
+/// command may not run.
+pub(super) async fn build(
+    profile: &Arc<Profile>,
+    launcher: &Path,
+    ahead: bool,
+) -> Result<Built, String> {
+    let proxy = if profile.terminal.network == TerminalNetwork::Proxy {
+        let proxy = Proxy::start(profile.hosts.clone())
+            .map_err(|e| format!("could not start the network proxy of the command: {e}"))?;
+        Some(proxy)
+    } else {
+        None
+    };
+    let planning = profile.clone();
+    let (spec, watch) = tokio::task::spawn_blocking(move || {
+        let mut watch = if ahead {
+            Some(Watch::new(&planning).map_err(|e| format!("watching the grants: {e}"))?)
+        } else {
+            None
+        };
+        let spec = confine::plan(&planning, watch.as_mut())?;
+        if let Some(broken) = watch.as_ref().and_then(Watch::broken) {
+            return Err(format!("the grants cannot be watched: {broken}"));
+        }
+        Ok((spec, watch))
+    })
+    .await
+    .map_err(|e| format!("planning the sandbox failed: {e}"))??;
+    let spec = confine::Spec {
+        proxy: proxy.as_ref().map(Proxy::socket),
+        ..spec
+    };
+    let launched = Launched::start(launcher, &spec).map_err(|e| {
+        format!(
+            "could not start the sandbox launcher {}: {e}",
+            launcher.display()
+        )
+    })?;
+    Ok(Built {
+        launched,
+        proxy,
+        watch,
+    })
+}
