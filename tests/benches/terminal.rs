@@ -2,7 +2,15 @@
 //! `true` through `Host::call` with `terminal.sandbox = "kernel"` against the
 //! same call with `terminal.sandbox = "none"`, interleaved, in a small
 //! workspace and in one of 10,000 files (the sandbox walks the grants for
-//! paths `file.deny` masks).
+//! paths `file.deny` masks). Three ways of calling:
+//!
+//! - `paused`: 50 ms between calls, as between an agent's calls: each
+//!   command takes the sandbox built ahead after the one before;
+//! - `back to back`: the next call as soon as one returns, while the
+//!   sandbox built ahead may still be in the making;
+//! - `new directory`: a directory created in the workspace before each call
+//!   (as a build does), which makes the sandbox built ahead stale: each
+//!   command builds its own.
 //!
 //! Run: `cargo bench -p toolhost-tests --bench terminal`. Prints the median
 //! of each and the difference.
@@ -56,21 +64,41 @@ async fn run_true(host: &Host) -> Duration {
     took
 }
 
-async fn compare(label: &str, workspace: &Path) {
+#[derive(Clone, Copy)]
+enum Calls {
+    Paused,
+    BackToBack,
+    NewDirectory,
+}
+
+async fn compare(label: &str, workspace: &Path, calls: Calls) {
     let confined = host(workspace, "kernel").await;
     let plain = host(workspace, "none").await;
     run_true(&confined).await;
     run_true(&plain).await;
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..RUNS {
-        tokio::time::sleep(PAUSE).await;
-        a.push(run_true(&confined).await);
-        tokio::time::sleep(PAUSE).await;
-        b.push(run_true(&plain).await);
+    for i in 0..RUNS {
+        for (host, samples) in [(&confined, &mut a), (&plain, &mut b)] {
+            match calls {
+                Calls::Paused => tokio::time::sleep(PAUSE).await,
+                Calls::BackToBack => {}
+                Calls::NewDirectory => {
+                    tokio::time::sleep(PAUSE).await;
+                    let dir = workspace.join(format!("out/new-{i}-{}", samples.len()));
+                    std::fs::create_dir_all(dir).unwrap();
+                }
+            }
+            samples.push(run_true(host).await);
+        }
     }
     let (a, b) = (median(&mut a), median(&mut b));
+    let calls = match calls {
+        Calls::Paused => "paused",
+        Calls::BackToBack => "back to back",
+        Calls::NewDirectory => "new directory",
+    };
     println!(
-        "{label}: sandboxed {}, unconfined {}, added {}",
+        "{label}, {calls}: sandboxed {}, unconfined {}, added {}",
         ms(a),
         ms(b),
         ms(a.saturating_sub(b))
@@ -84,7 +112,9 @@ fn main() {
         let small = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(small.path().join("out")).unwrap();
         std::fs::write(small.path().join(".env"), "X=1").unwrap();
-        compare("run_command true, 3-entry workspace", small.path()).await;
+        for calls in [Calls::Paused, Calls::BackToBack, Calls::NewDirectory] {
+            compare("run_command true, 3-entry workspace", small.path(), calls).await;
+        }
 
         let large = tempfile::tempdir().unwrap();
         for d in 0..100 {
@@ -95,6 +125,13 @@ fn main() {
             }
         }
         std::fs::create_dir_all(large.path().join("out")).unwrap();
-        compare("run_command true, 10,100-entry workspace", large.path()).await;
+        for calls in [Calls::Paused, Calls::BackToBack, Calls::NewDirectory] {
+            compare(
+                "run_command true, 10,100-entry workspace",
+                large.path(),
+                calls,
+            )
+            .await;
+        }
     });
 }

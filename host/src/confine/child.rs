@@ -1,35 +1,32 @@
 //! The launcher: a fresh, single-threaded toolhost process that builds the
-//! sandbox of one command and runs it. Three processes:
+//! sandbox of one command and runs it. It talks with the host over the
+//! channel of [`super::control`], its stdin. Three processes:
 //!
-//! - the launcher enters new user, mount, PID, IPC, UTS and network
-//!   namespaces, maps one unprivileged uid and gid to the host's, and relays
-//!   the command's end (exit code or signal) to the host;
+//! - the launcher reads the [`Spec`], enters new user, mount, PID, IPC, UTS
+//!   and network namespaces, maps one unprivileged uid and gid to the
+//!   host's, and waits for PID 1;
 //! - its child is PID 1 of the new PID namespace: it builds the filesystem,
-//!   waits for the command (a [`Run`] on [`RUN_FD`], which may come long
-//!   after: sandboxes are built ahead), starts the shell, reaps orphans and
-//!   exits when the shell does, which ends every other process in the
-//!   namespace;
+//!   waits for the command (a [`Run`] with its stdout, stderr and stdin,
+//!   which may come long after: sandboxes are built ahead), starts the
+//!   shell and reaps orphans; when the shell exits it kills every other
+//!   process of the namespace, reports the shell's wait status to the host
+//!   and exits;
 //! - the shell drops every privilege (Landlock, capabilities, `no_new_privs`,
 //!   seccomp, resource limits) and runs the command line.
 //!
-//! When the sandbox cannot be built, the launcher exits with
-//! [`SETUP_EXIT`](super::SETUP_EXIT) and a stderr that starts with
-//! [`SETUP_FAILED`](super::SETUP_FAILED) and says which step failed and why.
+//! When the sandbox cannot be built or the shell not started, the failing
+//! process sends the host why (which step failed and the OS error) and
+//! exits with [`SETUP_EXIT`](super::SETUP_EXIT).
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::{Mount, MountKind, Run, SETUP_EXIT, SETUP_FAILED, Spec};
-
-/// The descriptor the host passes the spec on.
-pub(crate) const SPEC_FD: RawFd = 3;
-
-/// The descriptor the command to run comes on, once the sandbox is built.
-pub(crate) const RUN_FD: RawFd = 4;
+use super::control::{self, Blocking};
+use super::{Mount, MountKind, Run, SETUP_EXIT, Spec};
 
 /// The uid and gid of the command inside the sandbox (mapped to the host's).
 const INSIDE_ID: u32 = 1000;
@@ -37,17 +34,44 @@ const INSIDE_ID: u32 = 1000;
 /// Where the launcher stages the new root before it pivots into it.
 const STAGE: &str = "/tmp";
 
+/// `close_range(2)`: mark the range close-on-exec instead of closing it.
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+
+/// The channel to the host, moved off stdin (close-on-exec); -1 before.
+static CONTROL: AtomicI32 = AtomicI32::new(-1);
+
+fn control() -> Blocking {
+    Blocking(CONTROL.load(Ordering::Relaxed))
+}
+
 /// Runs the launcher; never returns.
 pub(crate) fn main() -> ! {
+    // SAFETY: moves the channel (stdin) above the standard descriptors,
+    // close-on-exec, and puts /dev/null on stdin.
+    unsafe {
+        let fd = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
+        if fd < 0 {
+            libc::_exit(SETUP_EXIT);
+        }
+        CONTROL.store(fd, Ordering::Relaxed);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null < 0 || libc::dup2(null, 0) < 0 {
+            fail(&format!(
+                "opening /dev/null: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        libc::close(null);
+    }
     match launch() {
         Ok(never) => match never {},
         Err(message) => fail(&message),
     }
 }
 
-/// Reports a setup failure the way the host recognises, and exits.
+/// Tells the host why the sandbox could not be built, and exits.
 fn fail(message: &str) -> ! {
-    let _ = std::io::stderr().write_all(format!("{SETUP_FAILED}{message}\n").as_bytes());
+    let _ = control().send(control::FAILED, message.as_bytes());
     // SAFETY: `_exit` ends the process without running anything else.
     unsafe { libc::_exit(SETUP_EXIT) }
 }
@@ -66,14 +90,12 @@ fn cstring(path: impl AsRef<OsStr>) -> Result<CString, String> {
 }
 
 fn launch() -> Result<std::convert::Infallible, String> {
-    // SAFETY: the host put the spec on this descriptor for this process.
-    let mut file = unsafe { File::from_raw_fd(SPEC_FD) };
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| format!("reading the sandbox spec: {e}"))?;
-    drop(file);
-    let spec: Spec =
-        serde_json::from_slice(&bytes).map_err(|e| format!("the sandbox spec is invalid: {e}"))?;
+    let spec: Spec = match control().receive() {
+        Ok(Some(frame)) if frame.tag == control::SPEC => serde_json::from_slice(&frame.payload)
+            .map_err(|e| format!("the sandbox spec is invalid: {e}"))?,
+        Ok(_) => return Err("no sandbox spec came from the host".into()),
+        Err(e) => return Err(format!("reading the sandbox spec: {e}")),
+    };
 
     // SAFETY: plain system calls on this process.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -100,24 +122,21 @@ fn launch() -> Result<std::convert::Infallible, String> {
     write_proc("/proc/self/uid_map", &format!("{INSIDE_ID} {uid} 1"))?;
     write_proc("/proc/self/gid_map", &format!("{INSIDE_ID} {gid} 1"))?;
 
-    // The shell's wait status comes back on `status`; `lifeline` closes
-    // when the launcher dies, so PID 1 never outlives it.
-    let (status_read, status_write) = pipe()?;
+    // `lifeline` closes when the launcher dies, so PID 1 never outlives it.
     let (lifeline_read, lifeline_write) = pipe()?;
     let init = fork()?;
     if init == 0 {
-        drop(status_read);
         drop(lifeline_write);
-        match run_init(&spec, status_write, lifeline_read) {
+        match run_init(&spec, lifeline_read) {
             Ok(never) => match never {},
             Err(message) => fail(&message),
         }
     }
-    drop(status_write);
     drop(lifeline_read);
-    // SAFETY: PID 1 reads the command; this process keeps no copy.
+    // SAFETY: PID 1 talks with the host from here; this process keeps no
+    // copy of the channel, so it ends when PID 1 does.
     unsafe {
-        libc::close(RUN_FD);
+        libc::close(CONTROL.load(Ordering::Relaxed));
     }
     let _keep = lifeline_write;
     let mut status = 0;
@@ -127,39 +146,14 @@ fn launch() -> Result<std::convert::Infallible, String> {
             break;
         }
     }
-    let mut shell = [0u8; 4];
-    let mut pipe = File::from(status_read);
-    if pipe.read_exact(&mut shell).is_err() {
-        // PID 1 failed before the shell ran; it said why on stderr.
-        // SAFETY: ends the process.
-        unsafe { libc::_exit(SETUP_EXIT) }
-    }
-    relay(i32::from_ne_bytes(shell))
-}
-
-/// Ends the launcher as the shell ended: with its exit code, or by its signal.
-fn relay(status: libc::c_int) -> ! {
-    if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        // SAFETY: resetting a disposition and raising a signal on ourselves;
-        // no core file is written.
-        unsafe {
-            let none = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::setrlimit(libc::RLIMIT_CORE, &none);
-            libc::signal(signal, libc::SIG_DFL);
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, signal);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-            libc::raise(signal);
-            libc::_exit(128 + signal)
-        }
-    }
     // SAFETY: ends the process.
-    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+    unsafe {
+        libc::_exit(if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            SETUP_EXIT
+        })
+    }
 }
 
 fn write_proc(path: &str, text: &str) -> Result<(), String> {
@@ -185,11 +179,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
 
 /// PID 1: builds the filesystem, starts the shell, reaps, reports the shell's
 /// status and exits (taking every other process of the namespace with it).
-fn run_init(
-    spec: &Spec,
-    status: OwnedFd,
-    lifeline: OwnedFd,
-) -> Result<std::convert::Infallible, String> {
+fn run_init(spec: &Spec, lifeline: OwnedFd) -> Result<std::convert::Infallible, String> {
     // SAFETY: plain system calls on this process.
     unsafe {
         check(
@@ -234,8 +224,11 @@ fn run_init(
     if let Some(relay) = relay
         && fork()? == 0
     {
-        drop(status);
         drop(lifeline);
+        // SAFETY: the relay has nothing to tell the host.
+        unsafe {
+            libc::close(CONTROL.load(Ordering::Relaxed));
+        }
         relay.run();
     }
     // What the shell applies to itself, made now so that the command, when
@@ -243,28 +236,48 @@ fn run_init(
     let ruleset = landlock(&spec.mounts)?;
     let filters = super::seccomp::filters()?;
 
-    let Some(run) = read_run()? else {
-        // The host let the sandbox go unused.
-        // SAFETY: ends PID 1, and so the namespace.
-        unsafe { libc::_exit(0) }
+    let (run, stdio) = match control().receive() {
+        Ok(Some(frame)) if frame.tag == control::RUN => {
+            let run: Run = serde_json::from_slice(&frame.payload)
+                .map_err(|e| format!("the command sent to the sandbox is invalid: {e}"))?;
+            (run, frame.fds)
+        }
+        // SAFETY: the host let the sandbox go unused: ends PID 1, and so
+        // the namespace.
+        Ok(None) => unsafe { libc::_exit(0) },
+        Ok(Some(_)) => return Err("the host sent something other than a command".into()),
+        Err(e) => return Err(format!("reading the command: {e}")),
     };
+    if stdio.len() != 2 + usize::from(run.stdin) {
+        return Err(format!(
+            "the command came with {} descriptors instead of its output and input",
+            stdio.len()
+        ));
+    }
     let shell = fork()?;
     if shell == 0 {
-        drop(status);
         drop(lifeline);
-        let message = run_shell(spec, &run, ruleset, &filters).unwrap_err();
+        let message = run_shell(spec, &run, &stdio, ruleset, &filters).unwrap_err();
         fail(&message);
     }
+    // Only the command holds its output now: the host sees its end when
+    // the command's processes end.
+    drop(stdio);
     drop(ruleset);
-    let mut status_file = File::from(status);
     loop {
         let mut wait_status = 0;
         // SAFETY: reaps any child of PID 1 (the shell and orphans).
         let pid = unsafe { libc::waitpid(-1, &mut wait_status, 0) };
         if pid == shell {
-            let _ = status_file.write_all(&wait_status.to_ne_bytes());
-            // SAFETY: ends PID 1, and so the namespace.
-            unsafe { libc::_exit(0) }
+            // Nothing the command started runs on once the host has the
+            // result (PID 1 is spared by `kill(-1)`).
+            // SAFETY: signals every process of this PID namespace, then
+            // ends PID 1, and so the namespace.
+            unsafe {
+                libc::kill(-1, libc::SIGKILL);
+                let _ = control().send(control::DONE, &wait_status.to_ne_bytes());
+                libc::_exit(0)
+            }
         }
         if pid < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
             // SAFETY: ends PID 1.
@@ -591,44 +604,29 @@ fn loopback_up() -> Result<(), String> {
     }
 }
 
-/// Waits for the command on [`RUN_FD`]; `None` when the host closed it
-/// without sending one.
-fn read_run() -> Result<Option<Run>, String> {
-    // SAFETY: the host put the command's pipe on this descriptor.
-    let mut file = unsafe { File::from_raw_fd(RUN_FD) };
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| format!("reading the command: {e}"))?;
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| format!("the command sent to the sandbox is invalid: {e}"))
-}
-
 /// The shell process: gives up every privilege and runs the command line.
 /// Returns only on failure.
 fn run_shell(
     spec: &Spec,
     run: &Run,
+    stdio: &[OwnedFd],
     ruleset: landlock::RulesetCreated,
     filters: &[seccompiler::BpfProgram],
 ) -> Result<std::convert::Infallible, String> {
+    // stdout, stderr and (when given) stdin; stdin is /dev/null otherwise.
+    for (fd, target) in stdio.iter().zip([1, 2, 0]) {
+        // SAFETY: places a descriptor received from the host.
+        check(
+            unsafe { libc::dup2(fd.as_raw_fd(), target) },
+            "placing the command's output",
+        )?;
+    }
     std::env::set_current_dir(&run.cwd).map_err(|e| {
         format!(
             "the working directory {} is not in the sandbox: {e}",
             run.cwd.display()
         )
     })?;
-    if !run.stdin {
-        let null = File::open("/dev/null").map_err(|e| format!("opening /dev/null: {e}"))?;
-        // SAFETY: replaces this process's stdin with /dev/null.
-        check(
-            unsafe { libc::dup2(null.as_raw_fd(), 0) },
-            "redirecting stdin",
-        )?;
-    }
     let shell = cstring(&run.shell)?;
     let argv = [
         shell.clone(),
@@ -666,11 +664,14 @@ fn run_shell(
         .restrict_self()
         .map_err(|e| format!("Landlock: {e}"))?;
     drop_capabilities()?;
-    // Nothing of the launcher's stays open in the command.
-    // SAFETY: closes descriptors 3 and up of this process.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
-    }
+    // Nothing of the launcher's stays open in the command. The channel
+    // stays until the shell starts, to report a failure before.
+    // SAFETY: marks descriptors 3 and up of this process close-on-exec.
+    check(
+        unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) }
+            as libc::c_int,
+        "closing the launcher's descriptors",
+    )?;
     for filter in filters {
         seccompiler::apply_filter(filter)
             .map_err(|e| format!("installing the seccomp filter: {e}"))?;

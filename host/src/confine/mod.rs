@@ -16,6 +16,7 @@
 //! [`use_launcher`].
 
 mod child;
+pub(crate) mod control;
 mod forward;
 pub(crate) mod plan;
 mod seccomp;
@@ -39,12 +40,9 @@ pub(crate) const PROXY_PORT: u16 = 3128;
 /// relay inside the sandbox and by the host's proxy alike.
 pub(crate) const PROXY_CONNECTIONS: usize = 64;
 
-/// The exit code of a launcher that could not build the sandbox; its stderr
-/// then starts with [`SETUP_FAILED`].
+/// The exit code of a launcher (or shell) that could not build the sandbox
+/// (or start); it said why on its channel first.
 pub(crate) const SETUP_EXIT: i32 = 125;
-
-/// How a launcher's stderr starts when the sandbox could not be built.
-pub(crate) const SETUP_FAILED: &str = "toolhost sandbox: ";
 
 /// The binary started as the launcher, when set or known.
 static LAUNCHER: RwLock<Option<PathBuf>> = RwLock::new(None);
@@ -200,18 +198,34 @@ pub async fn probe() -> KernelSupport {
     let namespaces = async {
         let (spec, run) = plan::probe_spec();
         let launcher = launcher()?;
-        let out = run_to_end(&launcher, &spec, &run).await?;
-        if out.status.success() {
-            return Ok(());
+        let started = format!(
+            "could not start the sandbox launcher {}",
+            launcher.display()
+        );
+        let (mut command, mut control) =
+            command(&launcher).map_err(|e| format!("{started}: {e}"))?;
+        let _child = command.spawn().map_err(|e| format!("{started}: {e}"))?;
+        let spec = serde_json::to_vec(&spec).map_err(|e| format!("sandbox spec: {e}"))?;
+        let _ = control.send_spec(&spec).await;
+        let null = std::fs::File::options()
+            .write(true)
+            .open("/dev/null")
+            .map_err(|e| format!("opening /dev/null: {e}"))?;
+        use std::os::fd::AsFd;
+        let _ = control
+            .send_run(&run_bytes(&run)?, &[null.as_fd(), null.as_fd()])
+            .await;
+        match control.outcome().await {
+            control::Outcome::Done(0) => Ok(()),
+            control::Outcome::Done(status) => Err(format!(
+                "`true` in the sandbox ended with wait status {status}"
+            )),
+            control::Outcome::Failed(reason) => Err(reason),
+            control::Outcome::Vanished => Err(format!(
+                "the launcher {} ended without a report",
+                launcher.display()
+            )),
         }
-        Err(setup_error(&out.stderr).unwrap_or_else(|| {
-            format!(
-                "the launcher {} exited with {} ({})",
-                launcher.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )
-        }))
     }
     .await;
     KernelSupport {
@@ -220,110 +234,26 @@ pub async fn probe() -> KernelSupport {
     }
 }
 
-/// Runs the launcher on `spec` and `run` with no input and waits for it.
-async fn run_to_end(
-    launcher: &Path,
-    spec: &Spec,
-    run: &Run,
-) -> Result<std::process::Output, String> {
-    let mut command = tokio::process::Command::new(launcher);
-    let run_fd = prepare(&mut command, spec)?;
-    command.stdin(std::process::Stdio::null());
-    let output = command.output();
-    let bytes = run_bytes(run)?;
-    let send = async move {
-        let mut pipe = tokio::net::unix::pipe::Sender::from_owned_fd(run_fd)?;
-        tokio::io::AsyncWriteExt::write_all(&mut pipe, &bytes).await
-    };
-    let (output, sent) = tokio::join!(output, send);
-    let output = output.map_err(|e| format!("could not start the sandbox launcher: {e}"))?;
-    sent.map_err(|e| format!("passing the command to the sandbox: {e}"))?;
-    Ok(output)
-}
-
 /// `run` as the launcher reads it.
 pub(crate) fn run_bytes(run: &Run) -> Result<Vec<u8>, String> {
     serde_json::to_vec(run).map_err(|e| format!("sandbox command: {e}"))
 }
 
-/// Sets up `command` (a launcher) to build the sandbox of `spec`: the spec
-/// on descriptor 3, an empty environment, and descriptor 4 the read end of
-/// a pipe whose write end is returned: the [`Run`] written there (see
-/// [`run_bytes`]) is what the sandbox runs once built. Closing it unwritten
-/// makes the launcher exit without running anything.
-pub(crate) fn prepare(
-    command: &mut tokio::process::Command,
-    spec: &Spec,
-) -> Result<std::os::fd::OwnedFd, String> {
-    let bytes = serde_json::to_vec(spec).map_err(|e| format!("sandbox spec: {e}"))?;
-    let memfd = spec_file(&bytes).map_err(|e| format!("passing the sandbox spec: {e}"))?;
-    let (run_read, run_write) =
-        cloexec_pipe().map_err(|e| format!("passing the sandbox command: {e}"))?;
+/// The command that starts `launcher` as a sandbox launcher, and the host's
+/// end of its channel (see [`control`]): after spawning it, send the spec.
+/// Nothing runs between fork and exec, so it is spawned with `posix_spawn`.
+pub(crate) fn command(
+    launcher: &Path,
+) -> std::io::Result<(tokio::process::Command, control::Control)> {
+    let (control, theirs) = control::Control::pair()?;
+    let mut command = tokio::process::Command::new(launcher);
     command
         .arg(LAUNCH_ARG)
         .env_clear()
         .current_dir("/")
+        .stdin(std::process::Stdio::from(theirs))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .kill_on_drop(true);
-    // SAFETY: the closure only calls dup2 and fcntl, which are
-    // async-signal-safe, on descriptors the child inherits.
-    unsafe {
-        command.pre_exec(move || {
-            use std::os::fd::AsRawFd;
-            // Copied above both targets first, so that placing one cannot
-            // overwrite the other where it happens to sit.
-            let above = (child::RUN_FD + 1).max(child::SPEC_FD + 1);
-            for (fd, target) in [
-                (memfd.as_raw_fd(), child::SPEC_FD),
-                (run_read.as_raw_fd(), child::RUN_FD),
-            ]
-            .map(|(fd, target)| (libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, above), target))
-            {
-                if fd < 0 || libc::dup2(fd, target) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-    Ok(run_write)
-}
-
-/// A pipe whose two ends close on exec.
-fn cloexec_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors, which are then owned here.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((
-            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-        ))
-    }
-}
-
-/// A sealed in-memory file holding `bytes`, positioned at its start.
-fn spec_file(bytes: &[u8]) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::io::{Seek, Write};
-    use std::os::fd::FromRawFd;
-    // SAFETY: memfd_create takes a NUL-terminated name; a valid descriptor
-    // it returns is owned by nobody else.
-    let fd = unsafe { libc::memfd_create(c"toolhost-sandbox".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created and is owned here.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    file.write_all(bytes)?;
-    file.rewind()?;
-    Ok(file.into())
-}
-
-/// The reason in a launcher's stderr when it could not build the sandbox.
-pub(crate) fn setup_error(stderr: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(stderr);
-    let reason = text.strip_prefix(SETUP_FAILED)?;
-    Some(reason.lines().next().unwrap_or_default().trim().to_string())
+    Ok((command, control))
 }

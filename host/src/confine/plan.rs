@@ -27,7 +27,7 @@ const MAX_ENTRIES: usize = 200_000;
 /// Repository files and directories that make git run programs, made
 /// read-only inside writable grants (`core.fsmonitor`, hooks, submodules'
 /// own configuration).
-const GIT_PROTECTED: &[&str] = &["config", "config.worktree", "hooks", "modules"];
+pub(crate) const GIT_PROTECTED: &[&str] = &["config", "config.worktree", "hooks", "modules"];
 
 /// The sandbox of a command under `profile`. Blocking: it walks the grants.
 /// With a `watch`, every directory and file the plan is read from is
@@ -91,7 +91,7 @@ pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<S
         let path = Path::new(pattern);
         if path.is_absolute() && !pattern.contains(['*', '?', '[', '{']) {
             if let (Some(watch), Some(parent)) = (watch.as_deref_mut(), path.parent()) {
-                watch.dir(parent);
+                watch.dir(parent, parent);
             }
             mounts.mask(path);
         }
@@ -241,7 +241,7 @@ impl Walk<'_> {
     /// are matched against both spellings, as the file rules would see them.
     fn dir(&mut self, written: &Path, real: &Path, writable: bool) -> Result<(), String> {
         if let Some(watch) = self.watch.as_deref_mut() {
-            watch.dir(real);
+            watch.dir(real, written);
         }
         let Ok(entries) = std::fs::read_dir(real) else {
             return Ok(());
@@ -310,7 +310,7 @@ impl Walk<'_> {
             return;
         }
         if let Some(watch) = self.watch.as_deref_mut() {
-            watch.dir(&git_dir);
+            watch.dir(&git_dir, &git_dir);
             watch.file(&git_dir.join("commondir"));
         }
         // A worktree's metadata names the repository's common directory.
@@ -319,7 +319,7 @@ impl Walk<'_> {
             .and_then(|dir| git_dir.join(dir.trim()).canonicalize().ok());
         for dir in std::iter::once(git_dir).chain(common) {
             if let Some(watch) = self.watch.as_deref_mut() {
-                watch.dir(&dir);
+                watch.dir(&dir, &dir);
             }
             for name in GIT_PROTECTED {
                 let path = dir.join(name);

@@ -14,8 +14,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::Child;
+
+use crate::confine::control::{Control, Outcome};
 use tokio::time::Instant;
 
 /// How long output is still read after the shell has exited and its group
@@ -57,6 +59,8 @@ pub(crate) enum Finished {
     Exited(Captured),
     /// The deadline passed; the group was killed.
     TimedOut,
+    /// The sandbox could not be built or the shell not started: why.
+    Unbuilt(String),
 }
 
 /// What an exited command produced.
@@ -79,7 +83,7 @@ impl ShellCommand<'_> {
     /// returned future is dropped, the process group is killed.
     pub(crate) async fn run(self) -> io::Result<Finished> {
         let deadline = Instant::now() + self.timeout;
-        let (mut group, send) = match self.confined {
+        let mut started = match self.confined {
             Some(launched) => {
                 let run = crate::confine::Run::new(
                     self.shell,
@@ -88,40 +92,21 @@ impl ShellCommand<'_> {
                     self.env,
                     self.stdin.is_some(),
                 );
-                let bytes = crate::confine::run_bytes(&run).map_err(io::Error::other)?;
-                let pipe = tokio::net::unix::pipe::Sender::from_owned_fd(launched.run)?;
-                (launched.group, Some((pipe, bytes)))
+                launched.run(&run).await?
             }
-            None => {
-                let mut command = tokio::process::Command::new(self.shell);
-                command
-                    .arg("-c")
-                    .arg(self.line)
-                    .current_dir(self.cwd)
-                    .env_clear()
-                    .envs(self.env.iter().map(|(name, value)| (name, value)))
-                    .stdin(if self.stdin.is_some() {
-                        Stdio::piped()
-                    } else {
-                        Stdio::null()
-                    })
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .process_group(0)
-                    .kill_on_drop(true);
-                (ProcessGroup::spawn(&mut command)?, None)
-            }
+            None => self.spawn_unconfined()?,
         };
 
-        let stdin = group.child.stdin.take();
-        let stdout = group.child.stdout.take();
-        let stderr = group.child.stderr.take();
         let mut out = CappedBuffer::new(self.max_output);
         let mut err = CappedBuffer::new(self.max_output);
         let input = self.stdin;
+        let (stdin, stdout, stderr) = (
+            started.stdin.take(),
+            started.stdout.take(),
+            started.stderr.take(),
+        );
         let mut io = Box::pin(async {
             tokio::join!(
-                send_run(send),
                 feed(stdin, input),
                 out.read_all(stdout),
                 err.read_all(stderr)
@@ -129,19 +114,31 @@ impl ShellCommand<'_> {
         });
 
         let mut io_done = false;
-        let status = loop {
+        let mut group = started.group;
+        // Made once: reading the report is not cancellation-safe.
+        let mut control = started.control;
+        let mut ending = Box::pin(end(&mut group.child, control.as_mut()));
+        let end = loop {
             tokio::select! {
-                status = group.child.wait() => break Some(status?),
+                end = &mut ending => break Some(end),
                 () = &mut io, if !io_done => io_done = true,
                 () = tokio::time::sleep_until(deadline) => break None,
             }
         };
-        // Whatever the shell left running goes with it.
-        group.kill();
-        let Some(status) = status else {
+        drop(ending);
+        let Some(end) = end else {
+            group.kill();
             drop(io);
             let _ = tokio::time::timeout(REAP_GRACE, group.child.wait()).await;
             return Ok(Finished::TimedOut);
+        };
+        // Whatever the shell left running goes with it (a sandbox has
+        // killed what ran in it before reporting).
+        group.kill();
+        drop(control);
+        let status = match end? {
+            End::Unbuilt(reason) => return Ok(Finished::Unbuilt(reason)),
+            End::Exited(status) => status,
         };
         if !io_done {
             let _ = tokio::time::timeout(DRAIN_GRACE, &mut io).await;
@@ -155,43 +152,132 @@ impl ShellCommand<'_> {
             stderr_cut: err.truncated,
         }))
     }
+
+    /// Starts the shell directly, in a process group of its own.
+    fn spawn_unconfined(&self) -> io::Result<Started> {
+        let mut command = tokio::process::Command::new(self.shell);
+        command
+            .arg("-c")
+            .arg(self.line)
+            .current_dir(self.cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut group = ProcessGroup::spawn(&mut command)?;
+        Ok(Started {
+            stdin: boxed_writer(group.child.stdin.take()),
+            stdout: boxed_reader(group.child.stdout.take()),
+            stderr: boxed_reader(group.child.stderr.take()),
+            group,
+            control: None,
+        })
+    }
+}
+
+type Reader = Box<dyn AsyncRead + Unpin + Send>;
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+fn boxed_reader(pipe: Option<impl AsyncRead + Unpin + Send + 'static>) -> Option<Reader> {
+    pipe.map(|pipe| Box::new(pipe) as Reader)
+}
+
+fn boxed_writer(pipe: Option<impl AsyncWrite + Unpin + Send + 'static>) -> Option<Writer> {
+    pipe.map(|pipe| Box::new(pipe) as Writer)
+}
+
+/// A command started: its group, its pipes, and for a sandboxed one the
+/// channel its end is reported on.
+struct Started {
+    group: ProcessGroup,
+    control: Option<Control>,
+    stdin: Option<Writer>,
+    stdout: Option<Reader>,
+    stderr: Option<Reader>,
+}
+
+/// How a started command ended.
+enum End {
+    Exited(std::process::ExitStatus),
+    Unbuilt(String),
+}
+
+/// Waits for a command's end: the shell's exit or, for a sandboxed command,
+/// its sandbox's report on `control` (which comes before the sandbox is torn
+/// down).
+async fn end(child: &mut Child, control: Option<&mut Control>) -> io::Result<End> {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(control) = control else {
+        return child.wait().await.map(End::Exited);
+    };
+    match control.outcome().await {
+        Outcome::Done(status) => Ok(End::Exited(std::process::ExitStatus::from_raw(status))),
+        Outcome::Failed(reason) => Ok(End::Unbuilt(reason)),
+        Outcome::Vanished => Err(io::Error::other(
+            "the sandbox ended without reporting how the command ended",
+        )),
+    }
 }
 
 /// A sandbox launcher started on its spec: it builds the sandbox, then
 /// waits for the command to run in it, so it can be started ahead.
 pub(crate) struct Launched {
     group: ProcessGroup,
-    /// Where the command goes (see [`crate::confine::prepare`]).
-    run: std::os::fd::OwnedFd,
+    control: Control,
 }
 
 impl Launched {
-    /// Starts `launcher` building the sandbox of `spec`, its stdin, stdout
-    /// and stderr piped (stdin is closed at once for a command given none).
-    pub(crate) fn start(launcher: &Path, spec: &crate::confine::Spec) -> io::Result<Self> {
-        let mut command = tokio::process::Command::new(launcher);
-        let run = crate::confine::prepare(&mut command, spec).map_err(io::Error::other)?;
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+    /// Starts `launcher` building the sandbox of `spec`.
+    pub(crate) async fn start(launcher: &Path, spec: &crate::confine::Spec) -> io::Result<Self> {
+        let (mut command, mut control) = crate::confine::command(launcher)?;
+        command.process_group(0);
         let group = ProcessGroup::spawn(&mut command)?;
-        Ok(Self { group, run })
+        let spec = serde_json::to_vec(spec).map_err(io::Error::other)?;
+        // A launcher that cannot take it has failed; its report says why.
+        let _ = control.send_spec(&spec).await;
+        Ok(Self { group, control })
     }
 
     /// The launcher has not exited: its sandbox is built or being built.
     pub(crate) fn alive(&mut self) -> bool {
         matches!(self.group.child.try_wait(), Ok(None))
     }
-}
 
-/// Sends a sandbox its command, then closes the pipe. A launcher that is
-/// gone is not an error here: its exit status says why.
-async fn send_run(send: Option<(tokio::net::unix::pipe::Sender, Vec<u8>)>) {
-    if let Some((mut pipe, bytes)) = send {
-        let _ = pipe.write_all(&bytes).await;
+    /// Sends the sandbox its command with new pipes for its output (and
+    /// its input, when it has some).
+    async fn run(mut self, run: &crate::confine::Run) -> io::Result<Started> {
+        use std::os::fd::AsFd;
+        use tokio::net::unix::pipe;
+        let bytes = crate::confine::run_bytes(run).map_err(io::Error::other)?;
+        let (out_write, out_read) = pipe::pipe()?;
+        let (err_write, err_read) = pipe::pipe()?;
+        let mut theirs = vec![out_write.into_blocking_fd()?, err_write.into_blocking_fd()?];
+        let stdin = if run.stdin {
+            let (sender, receiver) = pipe::pipe()?;
+            theirs.push(receiver.into_blocking_fd()?);
+            Some(sender)
+        } else {
+            None
+        };
+        let fds: Vec<_> = theirs.iter().map(AsFd::as_fd).collect();
+        // A sandbox that failed meanwhile says why on the channel.
+        let _ = self.control.send_run(&bytes, &fds).await;
+        // Only the command holds these ends now.
+        drop(theirs);
+        Ok(Started {
+            group: self.group,
+            control: Some(self.control),
+            stdin: boxed_writer(stdin),
+            stdout: boxed_reader(Some(out_read)),
+            stderr: boxed_reader(Some(err_read)),
+        })
     }
 }
 
@@ -267,7 +353,7 @@ impl Drop for ProcessGroup {
 
 /// Writes `input` to the command's stdin, then closes it. A command that
 /// does not read its input is not an error.
-async fn feed(stdin: Option<ChildStdin>, input: Option<Vec<u8>>) {
+async fn feed(stdin: Option<Writer>, input: Option<Vec<u8>>) {
     if let (Some(mut stdin), Some(input)) = (stdin, input) {
         let _ = stdin.write_all(&input).await;
         let _ = stdin.shutdown().await;
@@ -291,7 +377,7 @@ impl CappedBuffer {
     }
 
     /// Reads `pipe` to its end (or first error), keeping what fits.
-    async fn read_all(&mut self, pipe: Option<impl AsyncRead + Unpin>) {
+    async fn read_all(&mut self, pipe: Option<Reader>) {
         let Some(mut pipe) = pipe else {
             return;
         };

@@ -15,6 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use super::super::http::proxy::Proxy;
 use super::super::process_group::Launched;
@@ -23,6 +24,9 @@ use crate::policy::{Profile, TerminalNetwork};
 
 /// Most sandboxes waiting at once (one per profile and runtime).
 const MOST: usize = 8;
+
+/// How long after a command ends the next one's sandbox starts being built.
+const SETTLE: Duration = Duration::from_millis(10);
 
 /// A sandbox being built or built, waiting for its command.
 pub(super) struct Built {
@@ -94,14 +98,17 @@ pub(super) async fn take(profile: &Arc<Profile>) -> Option<Built> {
 /// Starts building the next command's sandbox for `profile` in the
 /// background, unless one is built or being built.
 pub(super) fn build_next(profile: &Arc<Profile>, launcher: PathBuf) {
-    let Ok(mut guard) = slot(profile).try_lock_owned() else {
-        return;
-    };
-    if guard.is_some() {
-        return;
-    }
     let profile = profile.clone();
     tokio::spawn(async move {
+        // Building takes both cores of a small machine for a while; the
+        // call that just ran its command is let finish first.
+        tokio::time::sleep(SETTLE).await;
+        let Ok(mut guard) = slot(&profile).try_lock_owned() else {
+            return;
+        };
+        if guard.is_some() {
+            return;
+        }
         match build(&profile, &launcher, true).await {
             Ok(built) => *guard = Some(built),
             Err(reason) => {
@@ -145,7 +152,7 @@ pub(super) async fn build(
         proxy: proxy.as_ref().map(Proxy::socket),
         ..spec
     };
-    let launched = Launched::start(launcher, &spec).map_err(|e| {
+    let launched = Launched::start(launcher, &spec).await.map_err(|e| {
         format!(
             "could not start the sandbox launcher {}: {e}",
             launcher.display()

@@ -119,16 +119,9 @@ impl Host for Sandbox {
             ahead::build_next(&grants.profile, launcher);
         }
         Ok(match finished {
-            Ok(Finished::Exited(captured))
-                if sandboxed && captured.exit_code == Some(confine::SETUP_EXIT) =>
-            {
-                match confine::setup_error(&captured.stderr) {
-                    Some(reason) => Err(TerminalError::Failed(format!(
-                        "command {quoted:?} refused: its sandbox could not be built: {reason}"
-                    ))),
-                    None => Ok(output(captured)),
-                }
-            }
+            Ok(Finished::Unbuilt(reason)) => Err(TerminalError::Failed(format!(
+                "command {quoted:?} refused: its sandbox could not be built: {reason}"
+            ))),
             Ok(Finished::Exited(captured)) => Ok(output(captured)),
             Ok(Finished::TimedOut) => {
                 tracing::debug!(
