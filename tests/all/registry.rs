@@ -63,6 +63,7 @@ async fn composite_toolsets_include_other_toolsets_and_single_tools() {
     assert_eq!(
         names(&research),
         [
+            "bounding_box",
             "echo",
             "forget_shapes",
             "json_format",
