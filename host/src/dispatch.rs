@@ -652,18 +652,18 @@ fn schema_error(spec: &ToolSpec, violations: &[String]) -> CallError {
     CallError::new(
         ErrorKind::InvalidArguments,
         format!(
-            "arguments of tool {:?} do not match its schema ({})",
+            "arguments of tool {:?} do not match its schema {}",
             spec.name,
             listed_problems(violations)
         ),
     )
 }
 
-/// `2 problems: a; b`.
+/// `(2 problems): a; b`.
 fn listed_problems(violations: &[String]) -> String {
     let count = violations.len();
     format!(
-        "{count} problem{}: {}",
+        "({count} problem{}): {}",
         if count == 1 { "" } else { "s" },
         violations.join("; ")
     )
@@ -701,13 +701,13 @@ fn structured_output(spec: &ToolSpec, output: String) -> Result<Box<RawValue>, C
             ErrorKind::InvalidOutput,
             format!(
                 "tool {:?} (plugin {:?}) returned a result that does not match its output \
-                 schema ({problems}); the plugin must return what its output-schema declares",
+                 schema {problems}",
                 spec.name, &*spec.plugin
             ),
         )
     };
     let value = serde_json::from_str::<Value>(&output)
-        .map_err(|e| mismatch(format!("the result is not JSON: {e}")))?;
+        .map_err(|e| mismatch(format!("(it is not JSON: {e})")))?;
     if let Err(violations) = spec.validate_output(&value) {
         return Err(mismatch(listed_problems(&violations)));
     }

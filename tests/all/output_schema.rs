@@ -139,7 +139,7 @@ fn a_result_that_does_not_match_the_output_schema_is_a_tool_error() {
         assert!(
             text.starts_with(
                 "invalid_output: tool \"claims_area\" (plugin \"shapes\") returned a result that \
-                 does not match its output schema (1 problem: "
+                 does not match its output schema (1 problem): "
             ),
             "{text}"
         );
