@@ -71,11 +71,13 @@ fn tools_list_shows_the_title_and_output_schema_of_tools_that_declare_them() {
     required.sort_unstable();
     assert_eq!(required, ["max_x", "max_y", "min_x", "min_y", "points"]);
 
-    // A tool returning a `Value` declares neither.
+    // A tool returning a `Value`, or a type without a JSON Schema, declares
+    // neither.
     let untyped = tool("sort_points");
     assert!(untyped.get("title").is_none(), "{untyped}");
     assert!(untyped.get("outputSchema").is_none(), "{untyped}");
     assert_eq!(untyped["annotations"]["title"], "sort_points");
+    assert!(tool("count_shapes").get("outputSchema").is_none());
     // Declared by hand, without the SDK's derive.
     assert_eq!(
         tool("claims_area")["outputSchema"]["required"],

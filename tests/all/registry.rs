@@ -64,6 +64,7 @@ async fn composite_toolsets_include_other_toolsets_and_single_tools() {
         names(&research),
         [
             "bounding_box",
+            "count_shapes",
             "echo",
             "forget_shapes",
             "json_format",

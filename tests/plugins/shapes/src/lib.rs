@@ -95,6 +95,18 @@ fn bounding_box(args: BoxArgs) -> Result<BoundingBox, ToolError> {
     })
 }
 
+/// How many shapes there are: serializable, but without a schema.
+#[derive(Serialize)]
+struct ShapeCount {
+    shapes: usize,
+}
+
+/// Count the shapes (there are none).
+#[tool(toolset = "shapes", read_only)]
+fn count_shapes() -> Result<ShapeCount, ToolError> {
+    Ok(ShapeCount { shapes: 0 })
+}
+
 /// Forget every shape (does nothing, but says it is destructive).
 #[tool(toolset = "shapes", destructive)]
 fn forget_shapes() -> Result<Value, ToolError> {
@@ -172,6 +184,7 @@ impl toolhost_sdk::Tool for claims_area {
 export_plugin!(
     sort_points,
     bounding_box,
+    count_shapes,
     forget_shapes,
     env_probe,
     a_keys,
