@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 use serde_json::Value;
 
 use crate::runtime::{
-    CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion, Runtime, human_bytes,
-    is_declarative_file, plugin_name_for,
+    CONTRACT_SERIES, CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion,
+    Runtime, human_bytes, is_declarative_file, plugin_name_for,
 };
 
 /// The outcome of checking a plugin file.
@@ -66,7 +66,7 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
     );
     let _ = writeln!(
         text,
-        "host      speaks toolhost:plugin@{CONTRACT_VERSION} (loads any 0.1.x)"
+        "host      speaks toolhost:plugin@{CONTRACT_VERSION} (loads any {CONTRACT_SERIES})"
     );
     let source = PluginSource::File(path.to_path_buf());
     let loaded = if is_declarative_file(path) {

@@ -81,6 +81,7 @@ struct Tool {
     auth: Option<Auth>,
     timeout: Option<String>,
     emoji: Option<String>,
+    title: Option<String>,
     read_only: Option<bool>,
     destructive: Option<bool>,
     #[serde(default)]
@@ -346,6 +347,8 @@ pub(crate) fn parse(plugin: &str, text: &str) -> Result<Declared, Vec<String>> {
             emoji: tool.emoji.clone(),
             read_only,
             destructive: tool.destructive.unwrap_or(false),
+            title: tool.title.clone(),
+            output_schema: None,
         });
         definitions.insert(tool.name.clone(), definition.to_string().into_boxed_str());
     }

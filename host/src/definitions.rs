@@ -24,23 +24,33 @@ pub fn openai_tool(spec: &ToolSpec, strict: bool) -> Value {
     json!({ "type": "function", "function": function })
 }
 
-/// One tool in the MCP `tools/list` shape, with annotations from the hints.
+/// One tool in the MCP `tools/list` shape: its `title` and `outputSchema`
+/// when it declares them, and annotations from the hints (whose `title`,
+/// for clients older than `title`, has the emoji in front).
 pub fn mcp_tool(spec: &ToolSpec) -> Value {
-    let title = match &spec.emoji {
-        Some(emoji) => format!("{emoji} {}", spec.name),
-        None => spec.name.clone(),
+    let shown = spec.title.as_deref().unwrap_or(&spec.name);
+    let annotated = match &spec.emoji {
+        Some(emoji) => format!("{emoji} {shown}"),
+        None => shown.to_string(),
     };
-    json!({
+    let mut tool = json!({
         "name": spec.name,
         "description": spec.description,
         "inputSchema": spec.parameters,
         "annotations": {
-            "title": title,
+            "title": annotated,
             "readOnlyHint": spec.read_only,
             "destructiveHint": spec.destructive,
             "openWorldHint": spec.permissions.iter().any(|p| p.starts_with("network:")),
         },
-    })
+    });
+    if let Some(title) = &spec.title {
+        tool["title"] = json!(title);
+    }
+    if let Some(schema) = &spec.output_schema {
+        tool["outputSchema"] = schema.clone();
+    }
+    tool
 }
 
 /// Keywords OpenAI strict mode accepts in a schema.

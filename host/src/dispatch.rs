@@ -649,22 +649,34 @@ fn json_type_name(value: &Value) -> &'static str {
 }
 
 fn schema_error(spec: &ToolSpec, violations: &[String]) -> CallError {
-    let count = violations.len();
     CallError::new(
         ErrorKind::InvalidArguments,
         format!(
-            "arguments of tool {:?} do not match its schema ({count} problem{}): {}",
+            "arguments of tool {:?} do not match its schema {}",
             spec.name,
-            if count == 1 { "" } else { "s" },
-            violations.join("; ")
+            listed_problems(violations)
         ),
+    )
+}
+
+/// `(2 problems): a; b`.
+fn listed_problems(violations: &[String]) -> String {
+    let count = violations.len();
+    format!(
+        "({count} problem{}): {}",
+        if count == 1 { "" } else { "s" },
+        violations.join("; ")
     )
 }
 
 /// A tool's output as JSON: valid JSON passes through; text that does not
 /// start like JSON becomes a JSON string; text that starts like JSON but does
-/// not parse is an error (a broken result, not prose).
+/// not parse is an error (a broken result, not prose). The result of a tool
+/// with an output schema must match it.
 fn normalize_output(spec: &ToolSpec, output: String) -> Result<Box<RawValue>, CallError> {
+    if spec.output_schema.is_some() {
+        return structured_output(spec, output);
+    }
     match serde_json::from_str::<Box<RawValue>>(&output) {
         Ok(raw) => Ok(raw),
         Err(e) if output.trim_start().starts_with(['{', '[', '"']) => Err(CallError::new(
@@ -679,4 +691,25 @@ fn normalize_output(spec: &ToolSpec, output: String) -> Result<Box<RawValue>, Ca
             Ok(RawValue::from_string(text).expect("a JSON string is valid JSON"))
         }
     }
+}
+
+/// The output of a tool with an output schema: JSON that matches it, or an
+/// `invalid_output` error listing every violation.
+fn structured_output(spec: &ToolSpec, output: String) -> Result<Box<RawValue>, CallError> {
+    let mismatch = |problems: String| {
+        CallError::new(
+            ErrorKind::InvalidOutput,
+            format!(
+                "tool {:?} (plugin {:?}) returned a result that does not match its output \
+                 schema {problems}",
+                spec.name, &*spec.plugin
+            ),
+        )
+    };
+    let value = serde_json::from_str::<Value>(&output)
+        .map_err(|e| mismatch(format!("(it is not JSON: {e})")))?;
+    if let Err(violations) = spec.validate_output(&value) {
+        return Err(mismatch(listed_problems(&violations)));
+    }
+    Ok(RawValue::from_string(output).expect("the text parsed as JSON above"))
 }

@@ -29,34 +29,58 @@ pub struct ToolSpec {
     pub read_only: bool,
     /// Hint: may delete or overwrite.
     pub destructive: bool,
+    /// A human-readable name for people, shown instead of `name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// JSON Schema of the result object, when the tool declares one: every
+    /// result is checked against it, and MCP clients get the result as
+    /// `structuredContent` too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// The plugin that provides the tool.
     pub plugin: Arc<str>,
     /// `parameters`, compiled once per tool version.
     #[serde(skip)]
     validator: Arc<jsonschema::Validator>,
+    /// `output_schema`, compiled once per tool version.
+    #[serde(skip)]
+    output_validator: Option<Arc<jsonschema::Validator>>,
 }
 
 impl ToolSpec {
     /// Checks `arguments` against the parameter schema, listing every
     /// violation with its JSON pointer.
     pub fn validate_arguments(&self, arguments: &Value) -> Result<(), Vec<String>> {
-        if self.validator.is_valid(arguments) {
-            return Ok(());
-        }
-        Err(self
-            .validator
-            .iter_errors(arguments)
-            .map(|e| {
-                let pointer = e.instance_path().to_string();
-                let at = if pointer.is_empty() {
-                    "(root)".to_string()
-                } else {
-                    pointer
-                };
-                format!("{at}: {e}")
-            })
-            .collect())
+        violations(&self.validator, arguments)
     }
+
+    /// Checks a result against the output schema, if the tool declares one,
+    /// listing every violation with its JSON pointer.
+    pub fn validate_output(&self, output: &Value) -> Result<(), Vec<String>> {
+        match &self.output_validator {
+            Some(validator) => violations(validator, output),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Every way `value` breaks the schema, each with its JSON pointer.
+fn violations(validator: &jsonschema::Validator, value: &Value) -> Result<(), Vec<String>> {
+    if validator.is_valid(value) {
+        return Ok(());
+    }
+    Err(validator
+        .iter_errors(value)
+        .map(|e| {
+            let pointer = e.instance_path().to_string();
+            let at = if pointer.is_empty() {
+                "(root)".to_string()
+            } else {
+                pointer
+            };
+            format!("{at}: {e}")
+        })
+        .collect())
 }
 
 /// True for a valid tool name: `[a-zA-Z0-9_-]{1,64}`.
@@ -92,6 +116,9 @@ pub(crate) const MAX_SCHEMA_BYTES: usize = 64 << 10;
 /// Largest description of one tool, in bytes.
 pub(crate) const MAX_DESCRIPTION_BYTES: usize = 8 << 10;
 
+/// Largest title of one tool, in bytes.
+pub(crate) const MAX_TITLE_BYTES: usize = 128;
+
 /// Validates a spec from a plugin's `describe`, returning every problem found.
 pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, Vec<String>> {
     let mut problems = Vec::new();
@@ -118,44 +145,25 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
             MAX_DESCRIPTION_BYTES
         ));
     }
-    if raw.parameters.len() > MAX_SCHEMA_BYTES {
-        problems.push(format!(
-            "tool {shown_name:?}: parameters is a schema of {} bytes, more than the {} a tool's \
-             schema may have (every tools/list sends it to the model)",
-            raw.parameters.len(),
-            MAX_SCHEMA_BYTES
-        ));
-        return Err(problems);
+    let (parameters, validator) =
+        match object_schema(&shown_name, "parameters", &raw.parameters, &mut problems) {
+            Some((schema, validator)) => (schema, Some(validator)),
+            None => (Value::Null, None),
+        };
+    let mut output_schema = None;
+    let mut output_validator = None;
+    if let Some(text) = &raw.output_schema
+        && let Some((schema, validator)) =
+            object_schema(&shown_name, "output-schema", text, &mut problems)
+    {
+        output_schema = Some(schema);
+        output_validator = Some(validator);
     }
-    let mut validator = None;
-    let parameters = match serde_json::from_str::<Value>(&raw.parameters) {
-        Ok(schema) => {
-            if let Err(problem) = check_parameters_schema(&schema) {
-                problems.push(format!("tool {shown_name:?}: parameters {problem}"));
-            } else {
-                // Patterns run on the regex crate, whose matching time is
-                // linear: a backtracking pattern cannot stall validation,
-                // which runs before the call's deadline applies.
-                match jsonschema::options()
-                    .should_validate_formats(false)
-                    .with_pattern_options(jsonschema::PatternOptions::regex())
-                    .build(&schema)
-                {
-                    Ok(compiled) => validator = Some(Arc::new(compiled)),
-                    Err(e) => problems.push(format!(
-                        "tool {shown_name:?}: parameters is not a valid JSON Schema: {e}"
-                    )),
-                }
-            }
-            schema
-        }
-        Err(e) => {
-            problems.push(format!(
-                "tool {shown_name:?}: parameters is not valid JSON ({e})"
-            ));
-            Value::Null
-        }
-    };
+    if let Some(title) = &raw.title
+        && let Err(problem) = check_title(title)
+    {
+        problems.push(format!("tool {shown_name:?}: title {problem}"));
+    }
     if raw.toolset.is_empty() || !is_valid_tool_name(&raw.toolset) {
         problems.push(format!(
             "tool {shown_name:?}: toolset {:?} is invalid: use 1 to 64 characters of a-z, A-Z, 0-9, '_' or '-'",
@@ -195,13 +203,81 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
         emoji: raw.emoji,
         read_only: raw.read_only,
         destructive: raw.destructive,
+        title: raw.title,
+        output_schema,
         plugin: plugin.clone(),
         validator,
+        output_validator,
     })
 }
 
-/// A tool's parameters must be a JSON Schema for an object.
-fn check_parameters_schema(schema: &Value) -> Result<(), String> {
+/// Parses and compiles a schema of the spec (`what`: `parameters` or
+/// `output-schema`), which must describe an object; `None` with the problem
+/// recorded when it cannot be used.
+fn object_schema(
+    tool: &str,
+    what: &str,
+    text: &str,
+    problems: &mut Vec<String>,
+) -> Option<(Value, Arc<jsonschema::Validator>)> {
+    if text.len() > MAX_SCHEMA_BYTES {
+        problems.push(format!(
+            "tool {tool:?}: {what} is a schema of {} bytes, more than the {} a tool's \
+             schema may have (every tools/list sends it to the model)",
+            text.len(),
+            MAX_SCHEMA_BYTES
+        ));
+        return None;
+    }
+    let schema = match serde_json::from_str::<Value>(text) {
+        Ok(schema) => schema,
+        Err(e) => {
+            problems.push(format!("tool {tool:?}: {what} is not valid JSON ({e})"));
+            return None;
+        }
+    };
+    if let Err(problem) = check_object_schema(&schema) {
+        problems.push(format!("tool {tool:?}: {what} {problem}"));
+        return None;
+    }
+    // Patterns run on the regex crate, whose matching time is linear: a
+    // backtracking pattern cannot stall validation, which runs outside the
+    // call's deadline.
+    match jsonschema::options()
+        .should_validate_formats(false)
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(&schema)
+    {
+        Ok(compiled) => Some((schema, Arc::new(compiled))),
+        Err(e) => {
+            problems.push(format!(
+                "tool {tool:?}: {what} is not a valid JSON Schema: {e}"
+            ));
+            None
+        }
+    }
+}
+
+/// A title is one line of at most [`MAX_TITLE_BYTES`], not blank.
+fn check_title(title: &str) -> Result<(), String> {
+    if title.trim().is_empty() {
+        return Err("is empty; leave it out to show the name".into());
+    }
+    if title.len() > MAX_TITLE_BYTES {
+        return Err(format!(
+            "has {} bytes, more than the {MAX_TITLE_BYTES} a title may have",
+            title.len()
+        ));
+    }
+    if title.chars().any(char::is_control) {
+        return Err("must be one line without control characters".into());
+    }
+    Ok(())
+}
+
+/// A tool's parameters (and output schema) must be a JSON Schema for an
+/// object.
+fn check_object_schema(schema: &Value) -> Result<(), String> {
     let Some(object) = schema.as_object() else {
         return Err("must be a JSON Schema object, like {\"type\": \"object\", ...}".into());
     };
@@ -244,6 +320,8 @@ mod tests {
             emoji: None,
             read_only: true,
             destructive: false,
+            title: None,
+            output_schema: None,
         }
     }
 
@@ -362,5 +440,52 @@ mod tests {
         let plugin: Arc<str> = "p".into();
         let problems = validate(&plugin, raw("t", "{not json")).unwrap_err();
         assert!(problems[0].contains("parameters is not valid JSON"));
+    }
+
+    #[test]
+    fn an_output_schema_describes_an_object_and_checks_results() {
+        let plugin: Arc<str> = "p".into();
+        let mut typed = raw("typed", r#"{"type":"object"}"#);
+        typed.title = Some("Typed tool".into());
+        typed.output_schema = Some(
+            r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#.into(),
+        );
+        let spec = validate(&plugin, typed).unwrap();
+        assert_eq!(spec.title.as_deref(), Some("Typed tool"));
+        assert!(spec.validate_output(&serde_json::json!({"n": 1})).is_ok());
+        let errors = spec
+            .validate_output(&serde_json::json!({"n": "one"}))
+            .unwrap_err();
+        assert!(errors[0].starts_with("/n: "), "{errors:?}");
+        // Without an output schema, anything goes.
+        let untyped = validate(&plugin, raw("untyped", r#"{"type":"object"}"#)).unwrap();
+        assert!(untyped.validate_output(&serde_json::json!([1])).is_ok());
+    }
+
+    #[test]
+    fn a_bad_output_schema_or_title_is_a_load_problem() {
+        let plugin: Arc<str> = "p".into();
+        let mut bad = raw("t", r#"{"type":"object"}"#);
+        bad.output_schema = Some(r#"{"type":"array"}"#.into());
+        bad.title = Some("two\nlines".into());
+        let problems = validate(&plugin, bad).unwrap_err();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("output-schema must describe an object"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("title must be one line"),
+            "{problems:?}"
+        );
+        let mut blank = raw("t", r#"{"type":"object"}"#);
+        blank.title = Some(" ".into());
+        blank.output_schema = Some("{nope".into());
+        let problems = validate(&plugin, blank).unwrap_err();
+        assert!(
+            problems[0].contains("output-schema is not valid JSON"),
+            "{problems:?}"
+        );
+        assert!(problems[1].contains("title is empty"), "{problems:?}");
     }
 }

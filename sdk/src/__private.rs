@@ -28,15 +28,85 @@ pub use bindings::toolhost::plugin::types::{
 /// JSON Schema of a tool's argument type, with subschemas inlined where
 /// possible so models see one self-contained object.
 pub fn schema_of<T: schemars::JsonSchema>() -> String {
+    let schema = root_schema::<T>(schemars::generate::Contract::Deserialize);
+    serde_json::to_string(&schema).expect("a JSON Schema serializes")
+}
+
+/// JSON Schema of a tool's result type as it serializes, when it describes
+/// an object (a struct, a map); `None` for anything else (`Value`, strings,
+/// lists), which has no output schema.
+pub fn output_schema_of<T: schemars::JsonSchema>() -> Option<String> {
+    let schema = root_schema::<T>(schemars::generate::Contract::Serialize);
+    (schema.get("type") == Some(&serde_json::Value::from("object")))
+        .then(|| serde_json::to_string(&schema).expect("a JSON Schema serializes"))
+}
+
+fn root_schema<T: schemars::JsonSchema>(
+    contract: schemars::generate::Contract,
+) -> schemars::Schema {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
             s.meta_schema = None;
+            s.contract = contract;
         })
         .into_generator();
     let mut schema = generator.into_root_schema_for::<T>();
     schema.remove("title");
-    serde_json::to_string(&schema).expect("a JSON Schema serializes")
+    schema
+}
+
+/// The `Ok` type of a tool function's result.
+pub trait ToolResult {
+    /// What the tool returns on success.
+    type Output;
+}
+
+impl<T, E> ToolResult for Result<T, E> {
+    type Output = T;
+}
+
+/// Finds the output schema of a tool's result type `T`, if `T` implements
+/// `JsonSchema`, by method resolution at the `#[tool]` expansion (where `T`
+/// is concrete): `(&&Probe::<T>::new()).output_schema()` picks
+/// [`ProbeSchema`] when `T: JsonSchema`, else [`ProbeNoSchema`].
+pub struct Probe<T>(std::marker::PhantomData<T>);
+
+impl<T> Probe<T> {
+    /// A probe for `T`.
+    pub fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<T> Default for Probe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// [`Probe`] of a type with a schema.
+pub trait ProbeSchema {
+    /// The output schema.
+    fn output_schema(&self) -> Option<String>;
+}
+
+impl<T: schemars::JsonSchema> ProbeSchema for &Probe<T> {
+    fn output_schema(&self) -> Option<String> {
+        output_schema_of::<T>()
+    }
+}
+
+/// [`Probe`] of a type without one.
+pub trait ProbeNoSchema {
+    /// No output schema.
+    fn output_schema(&self) -> Option<String>;
+}
+
+impl<T> ProbeNoSchema for Probe<T> {
+    fn output_schema(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Parses a call's arguments; serde's message becomes `invalid-arguments`.
@@ -69,6 +139,8 @@ pub fn manifest(stateful: bool, tools: Vec<ToolSpec>) -> Manifest {
                 emoji: t.emoji,
                 read_only: t.read_only,
                 destructive: t.destructive,
+                title: t.title,
+                output_schema: t.output_schema,
             })
             .collect(),
     }

@@ -32,7 +32,30 @@
 //!
 //! Files and environment variables are plain `std::fs` and `std::env`: the host
 //! grants them per permission profile. Outbound HTTP goes through [`http`],
-//! shell commands through [`terminal`], logs through [`log`].
+//! shell commands through [`terminal`], logs through [`log`], progress
+//! reports through [`progress`].
+//!
+//! A tool whose result type derives [`Serialize`](serde::Serialize) and
+//! [`JsonSchema`] and is a struct (or a map) declares that type's JSON Schema
+//! as its output schema: the host checks every result against it, and MCP
+//! clients receive the result as `structuredContent` too. A tool returning
+//! [`Value`](serde_json::Value) declares none.
+//!
+//! ```ignore
+//! #[derive(Serialize, JsonSchema)]
+//! struct Counts {
+//!     /// Lines in the text.
+//!     lines: usize,
+//!     /// Words in the text.
+//!     words: usize,
+//! }
+//!
+//! /// Count the lines and words of a text.
+//! #[tool(title = "Count words", read_only)]
+//! fn count(args: CountArgs) -> Result<Counts, ToolError> {
+//!     Ok(Counts { lines: args.text.lines().count(), words: args.text.split_whitespace().count() })
+//! }
+//! ```
 
 #![deny(missing_docs)]
 
@@ -40,6 +63,7 @@ extern crate self as toolhost_sdk;
 
 pub mod http;
 pub mod log;
+pub mod progress;
 pub mod terminal;
 mod tool;
 

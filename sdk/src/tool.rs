@@ -24,6 +24,12 @@ pub struct ToolSpec {
     pub read_only: bool,
     /// Hint: the tool may delete or overwrite things.
     pub destructive: bool,
+    /// A short human-readable name shown to people instead of `name`.
+    pub title: Option<String>,
+    /// JSON Schema of the result object, as JSON text, when the result has a
+    /// known shape. `#[tool]` derives it from the function's result type when
+    /// that type derives [`JsonSchema`](crate::JsonSchema) and is an object.
+    pub output_schema: Option<String>,
 }
 
 /// A tool exported by [`export_plugin!`](crate::export_plugin). Implemented by

@@ -13,7 +13,7 @@ async fn a_good_plugin_reports_its_tools() {
     assert!(report.is_ok(), "{text}");
     assert!(text.contains("plugin    misbehave"), "{text}");
     assert!(
-        text.contains("contract  built against toolhost:plugin@0.1.0"),
+        text.contains("contract  built against toolhost:plugin@0.2.0"),
         "{text}"
     );
     assert!(text.contains("  flood  [misbehave]"), "{text}");
@@ -21,7 +21,7 @@ async fn a_good_plugin_reports_its_tools() {
         text.contains("arguments: bytes: integer (required)"),
         "{text}"
     );
-    assert!(text.contains("✓ ok: 8 tools would load"), "{text}");
+    assert!(text.contains("✓ ok: 9 tools would load"), "{text}");
     assert!(text.lines().count() < 60, "{text}");
 }
 
@@ -37,7 +37,7 @@ async fn bad_plugins_report_what_is_wrong() {
         ),
         (
             Path::new(toolhost_tests::NOT_A_PLUGIN),
-            "does not export toolhost:plugin/tool@0.1.0",
+            "does not export toolhost:plugin/tool@0.2.0",
         ),
         (core.as_path(), "core WebAssembly module"),
     ] {

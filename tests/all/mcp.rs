@@ -17,7 +17,7 @@ use toolhost::reload::WatchOptions;
 use toolhost::serve::mcp::{McpHttp, McpServer, http_service};
 
 /// A client that reports `tools/list_changed` and answers elicitations.
-struct TestClient {
+pub(crate) struct TestClient {
     changed: mpsc::UnboundedSender<()>,
     /// The decision to answer with; `None`: the client cannot elicit.
     decision: Option<&'static str>,
@@ -52,7 +52,7 @@ impl ClientHandler for TestClient {
     }
 }
 
-type Client = RunningService<RoleClient, TestClient>;
+pub(crate) type Client = RunningService<RoleClient, TestClient>;
 
 /// A client connected to an in-process MCP server on `host` through a pipe,
 /// exactly as over stdio.
@@ -74,13 +74,13 @@ async fn connect(
     (client, receiver)
 }
 
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+pub(crate) fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     let mut params = CallToolRequestParams::new(name.to_string());
     params.arguments = arguments.as_object().cloned();
     params
 }
 
-fn text(result: &rmcp::model::CallToolResult) -> String {
+pub(crate) fn text(result: &rmcp::model::CallToolResult) -> String {
     result.content[0]
         .as_text()
         .map(|t| t.text.clone())
@@ -311,10 +311,10 @@ async fn without_elicitation_approval_required_calls_are_denied_with_how_to_allo
     assert!(message.contains("approval_required"), "{message}");
 }
 
-#[tokio::test]
-async fn list_and_call_over_streamable_http() {
+/// Serves MCP over Streamable HTTP on `host`, on a port of its own; the
+/// `/mcp` URL.
+pub(crate) async fn serve_http(host: Host) -> String {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let host = bundled().await;
     let service = http_service(
         host,
         McpHttp {
@@ -329,17 +329,26 @@ async fn list_and_call_over_streamable_http() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{address}/mcp")
+}
 
-    let transport =
-        rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{address}/mcp"));
+/// An rmcp client of `url` over Streamable HTTP.
+pub(crate) async fn http_client(url: &str) -> Client {
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string());
     let (changed, _receiver) = mpsc::unbounded_channel();
-    let client = TestClient {
+    TestClient {
         changed,
         decision: None,
     }
     .serve(transport)
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn list_and_call_over_streamable_http() {
+    let url = serve_http(bundled().await).await;
+    let client = http_client(&url).await;
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "word_count"));
     let result = client
@@ -355,7 +364,7 @@ async fn list_and_call_over_streamable_http() {
 
     // A browser page from another origin is refused (DNS-rebinding protection).
     let response = reqwest::Client::new()
-        .post(format!("http://{address}/mcp"))
+        .post(&url)
         .header("origin", "http://evil.example")
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")

@@ -13,13 +13,13 @@ use toolhost::serve::http::ServeOptions;
 use crate::http_api::{OPEN_CONFIG, Server, parse};
 
 /// An in-process server of the default profile, and `/mcp` on it.
-struct Mcp {
+pub(crate) struct Mcp {
     base: String,
-    server: Server,
+    pub(crate) server: Server,
 }
 
 impl Mcp {
-    async fn start(options: ServeOptions) -> Self {
+    pub(crate) async fn start(options: ServeOptions) -> Self {
         let server = Server::start(OPEN_CONFIG, options).await;
         Self {
             base: server.url("/mcp"),
@@ -27,7 +27,7 @@ impl Mcp {
         }
     }
 
-    fn post(
+    pub(crate) fn post(
         &self,
         session: Option<&str>,
         body: impl Into<reqwest::Body>,
@@ -47,7 +47,7 @@ impl Mcp {
 
     /// Opens a session of `version`; its id and the initialize response's
     /// raw body.
-    async fn open(&self, version: &str) -> (String, String) {
+    pub(crate) async fn open(&self, version: &str) -> (String, String) {
         let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {},
             "clientInfo": {"name": "t", "version": "1"}}});

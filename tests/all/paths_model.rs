@@ -15,6 +15,10 @@
 //! - no output ever holds the marker of a file that is denied or outside the
 //!   grants, and nothing outside the write grants, or denied, ever changes.
 //!
+//! Relative paths start in the workspace whether or not the profile grants
+//! it: the workspace itself may then be read as a directory, and its listing
+//! shows only what may be read.
+//!
 //! CI runs [`CI_CASES`] cases from [`CI_SEED`]. A longer run (see
 //! docs/config.md): `PROPTEST_CASES=5000 PROPTEST_RNG_SEED=7 cargo test -p
 //! toolhost-tests --test all paths_model`.
@@ -203,8 +207,10 @@ fn case() -> impl Strategy<Value = Case> {
         prop::sample::subsequence(EXTRA_DIRS, 0..=EXTRA_DIRS.len()),
         prop::collection::vec((any::<u8>(), any::<u8>()), 0..6),
         prop::collection::vec((any::<u8>(), any::<u8>(), target()), 0..6),
+        // The workspace itself is read-granted in most cases; relative paths
+        // start in it either way.
         (
-            prop::bool::weighted(0.8),
+            prop::bool::weighted(0.6),
             prop::sample::subsequence(&READ_GRANTS[1..], 0..=2),
         )
             .prop_map(|(workspace, mut read)| {
@@ -581,15 +587,15 @@ impl Policy {
                 writable: *writable,
             })
             .collect();
-        if grants.iter().any(|(dir, _)| workspace.starts_with(dir)) {
-            preopens.push(Preopen {
-                name: ".".to_owned(),
-                host: workspace.to_path_buf(),
-                writable: grants
-                    .iter()
-                    .any(|(dir, w)| *w && dir.starts_with(workspace)),
-            });
-        }
+        // The workspace, where relative paths start, whether or not it is
+        // granted itself.
+        preopens.push(Preopen {
+            name: ".".to_owned(),
+            host: workspace.to_path_buf(),
+            writable: grants
+                .iter()
+                .any(|(dir, w)| *w && dir.starts_with(workspace)),
+        });
         Self {
             workspace: workspace.to_path_buf(),
             grants,
@@ -607,7 +613,9 @@ impl Policy {
             .any(|a| self.deny.iter().any(|rule| rule.matches(a)))
     }
 
-    /// Whether `path` may be read (or written, with `write`).
+    /// Whether `path` may be read (or written, with `write`). The workspace
+    /// itself may always be read as a directory (its listing shows only what
+    /// may be read).
     fn allows(&self, path: &Path, write: bool) -> Result<(), String> {
         if self.denied(path) {
             return Err(format!("{} is denied", path.display()));
@@ -616,6 +624,7 @@ impl Policy {
             .grants
             .iter()
             .any(|(dir, w)| (*w || !write) && path.starts_with(dir))
+            || (!write && path == self.workspace)
         {
             Ok(())
         } else {
@@ -783,7 +792,10 @@ impl Model {
                         .tree
                         .nodes
                         .keys()
-                        .filter(|p| p.parent() == Some(dir.as_path()) && !self.policy.denied(p))
+                        .filter(|p| {
+                            p.parent() == Some(dir.as_path())
+                                && self.policy.allows(p, false).is_ok()
+                        })
                         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
                         .collect();
                     Expect::Ok(Output::Names(names), Effect::None)

@@ -23,7 +23,7 @@ fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
 
 /// `toolhost serve` on stdio, its stdout lines on a channel. The channel is
 /// bounded: stdout is not read further while answers wait on it unread.
-struct Stdio {
+pub(crate) struct Stdio {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: mpsc::Receiver<Vec<u8>>,
@@ -64,7 +64,7 @@ impl Stdio {
     }
 
     /// Starts the server and initializes the session.
-    fn initialized(root: &Path, args: &[&str]) -> (Self, Value) {
+    pub(crate) fn initialized(root: &Path, args: &[&str]) -> (Self, Value) {
         let mut server = Self::start(root, args);
         server.send(&json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -87,12 +87,12 @@ impl Stdio {
         stdin.flush().unwrap();
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         self.send_raw(message.to_string().as_bytes());
     }
 
     /// The next message on stdout, within 30 s.
-    fn answer(&mut self) -> Value {
+    pub(crate) fn answer(&mut self) -> Value {
         self.answer_within(Duration::from_secs(30))
             .unwrap_or_else(|| panic!("no answer; stderr:\n{}", self.stderr_text()))
     }
@@ -157,7 +157,7 @@ fn error_of(answer: &Value) -> (Value, i64) {
     )
 }
 
-fn call(id: u64, tool: &str, arguments: Value) -> Value {
+pub(crate) fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({
         "jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": { "name": tool, "arguments": arguments },

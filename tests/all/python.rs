@@ -41,10 +41,13 @@ async fn the_python_plugin_loads_and_answers() {
     let host = Host::builder().plugin_file(&wasm).build().await.unwrap();
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     let plugin = &host.plugins()[0];
-    assert_eq!(plugin.contract(), "0.1.0");
+    assert_eq!(plugin.contract(), "0.2.0");
     let tool = &plugin.tools()[0];
     assert_eq!(tool.name, "word_frequencies");
     assert_eq!(tool.toolset, "text");
+    // Declared in Python: checked against every result.
+    assert_eq!(tool.title.as_deref(), Some("Word frequencies"));
+    assert_eq!(tool.output_schema.as_ref().unwrap()["required"][0], "total");
     let result = call_ok(
         &host,
         "word_frequencies",

@@ -63,6 +63,8 @@ async fn composite_toolsets_include_other_toolsets_and_single_tools() {
     assert_eq!(
         names(&research),
         [
+            "bounding_box",
+            "count_shapes",
             "echo",
             "forget_shapes",
             "json_format",

@@ -211,5 +211,6 @@ fn linker(engine: &Engine) -> Result<Linker<Sandbox>> {
     wit::http::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
     wit::terminal::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
     wit::log::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
+    wit::progress::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
     Ok(linker)
 }

@@ -18,11 +18,12 @@ pub use engine::{EPOCH_TICK, MAX_MEMORY, Runtime};
 pub use flight::{Drained, Flight};
 pub use grants::{ApprovalScope, CapabilityUse, Grants};
 pub use plugin::{
-    CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion, TOOL_INTERFACE,
-    human_bytes, is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,
+    CONTRACT_SERIES, CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion,
+    TOOL_INTERFACE, human_bytes, is_declarative_file, is_plugin_file, plugin_files,
+    plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
 pub use session::{MAX_SESSIONS, SessionMemory};
 
 pub(crate) use host::kill_commands;
-pub use host::{LogSink, with_log_sink};
+pub use host::{LogSink, Progress, ProgressSink, with_log_sink, with_progress_sink};

@@ -28,10 +28,14 @@ use crate::error::{CallError, ErrorKind, bounded};
 use crate::spec::{self, ToolSpec};
 
 /// The contract version this host speaks.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.2.0";
+/// The versions it loads: any with the same major and minor (minor releases
+/// only add).
+pub const CONTRACT_SERIES: &str = "0.2.x";
 /// The name of the interface every plugin must export.
-pub const TOOL_INTERFACE: &str = "toolhost:plugin/tool@0.1.0";
-const LIFECYCLE_INTERFACE: &str = "toolhost:plugin/lifecycle@0.1.0";
+pub const TOOL_INTERFACE: &str = "toolhost:plugin/tool@0.2.0";
+/// The optional lifecycle interface, without its version.
+const LIFECYCLE_INTERFACE: &str = "toolhost:plugin/lifecycle@";
 
 /// Limits of the one-off instance that runs `describe` at load time.
 const DESCRIBE_LIMITS: Limits = Limits {
@@ -308,7 +312,7 @@ impl PluginVersion {
                  contract version?): {e:#}"
             ))
         })?;
-        let lifecycle = if exports.iter().any(|e| e == LIFECYCLE_INTERFACE) {
+        let lifecycle = if exports.iter().any(|e| e.starts_with(LIFECYCLE_INTERFACE)) {
             Some(LifecycleIndices::new(&pre).map_err(|e| {
                 fail(format!(
                     "exports {LIFECYCLE_INTERFACE} with the wrong signature: {e:#}"
@@ -395,7 +399,7 @@ impl PluginVersion {
         self.lifecycle.is_some()
     }
 
-    /// The contract version it was built against (`0.1.0`).
+    /// The contract version it was built against (`0.2.0`).
     pub fn contract(&self) -> &str {
         &self.contract
     }
@@ -822,8 +826,8 @@ fn sniff(bytes: &[u8]) -> Result<(), String> {
 }
 
 /// The contract version of the `tool` interface a component exports: any
-/// `0.1.x` loads (minor releases only add); anything else is refused with
-/// both versions named.
+/// of [`CONTRACT_SERIES`] loads; anything else is refused with both versions
+/// named.
 fn contract_version(exports: &[String]) -> Result<String, String> {
     const PREFIX: &str = "toolhost:plugin/tool@";
     let Some(version) = exports.iter().find_map(|e| e.strip_prefix(PREFIX)) else {
@@ -846,7 +850,7 @@ fn contract_version(exports: &[String]) -> Result<String, String> {
     } else {
         Err(format!(
             "was built against contract toolhost:plugin@{version}, but this host speaks \
-             toolhost:plugin@{CONTRACT_VERSION} (it loads any 0.1.x); rebuild the plugin \
+             toolhost:plugin@{CONTRACT_VERSION} (it loads any {CONTRACT_SERIES}); rebuild the plugin \
              against {CONTRACT_VERSION} or run a toolhost that speaks {version}"
         ))
     }
@@ -859,7 +863,7 @@ fn describe_link_error(error: &wasmtime::Error, imports: &[String]) -> String {
     match missing {
         Some(import) => format!(
             "imports {import}, which toolhost does not provide (toolhost gives plugins \
-             toolhost:plugin/{{http,terminal,log}} and wasi:cli/filesystem/clocks/random/io 0.2): {text}"
+             toolhost:plugin/{{http,terminal,log,progress}} and wasi:cli/filesystem/clocks/random/io 0.2): {text}"
         ),
         None => format!("cannot be linked against the host's imports: {text}"),
     }
@@ -1022,11 +1026,14 @@ mod tests {
     #[test]
     fn contract_versions() {
         let exports = |v: &str| vec![format!("toolhost:plugin/tool@{v}")];
-        assert_eq!(contract_version(&exports("0.1.0")).unwrap(), "0.1.0");
-        assert_eq!(contract_version(&exports("0.1.7")).unwrap(), "0.1.7");
-        let newer = contract_version(&exports("0.2.0")).unwrap_err();
+        assert_eq!(contract_version(&exports("0.2.0")).unwrap(), "0.2.0");
+        assert_eq!(contract_version(&exports("0.2.7")).unwrap(), "0.2.7");
+        let newer = contract_version(&exports("0.3.0")).unwrap_err();
+        assert!(newer.contains("toolhost:plugin@0.3.0"), "{newer}");
         assert!(newer.contains("toolhost:plugin@0.2.0"), "{newer}");
-        assert!(newer.contains("toolhost:plugin@0.1.0"), "{newer}");
+        assert!(newer.contains("any 0.2.x"), "{newer}");
+        let older = contract_version(&exports("0.1.0")).unwrap_err();
+        assert!(older.contains("toolhost:plugin@0.1.0"), "{older}");
         assert!(
             contract_version(&[])
                 .unwrap_err()
@@ -1047,6 +1054,8 @@ mod tests {
             emoji: None,
             read_only: true,
             destructive: false,
+            title: None,
+            output_schema: None,
         };
         let plugin: Arc<str> = "p".into();
         let (tools, problems) = validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect());

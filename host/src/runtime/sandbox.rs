@@ -12,7 +12,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 
 use super::capture::Capture;
 use super::grants::{CapabilityUse, Grants};
-use crate::policy::{Access, PathRefusal, Profile};
+use crate::policy::{Access, PathRefusal, Profile, paths};
 
 pub use crate::policy::Limits;
 
@@ -162,7 +162,9 @@ impl WasiView for Sandbox {
 /// Preopens the profile's grants at their own host paths (write grants
 /// read-write when the tool may write, everything else read-only), and the
 /// workspace once more as `.`, so relative paths resolve in it (wasi-libc
-/// starts in `/` and resolves relative paths through a `.` preopen). Returns
+/// starts in `/` and resolves relative paths through a `.` preopen), whether
+/// or not the workspace itself is granted: the policy decides each path, and
+/// a listing of an ungranted workspace shows only what is granted. Returns
 /// the host path of each preopen, in order.
 fn preopen(
     wasi: &mut wasmtime_wasi::WasiCtxBuilder,
@@ -170,7 +172,6 @@ fn preopen(
     write: bool,
 ) -> Vec<PathBuf> {
     let mut opened = Vec::new();
-    let mut covers_workspace = false;
     let mut writes_in_workspace = false;
     for (dir, access) in profile.paths.grants() {
         let writable = write && access == Access::Write;
@@ -180,18 +181,18 @@ fn preopen(
             continue;
         }
         opened.push(dir.to_path_buf());
-        covers_workspace |= profile.workspace().starts_with(dir);
         writes_in_workspace |= writable
             && (dir.starts_with(profile.workspace()) || profile.workspace().starts_with(dir));
     }
     // Through `.` the guest reaches every grant under the workspace, so it is
-    // writable when one of them is; the policy decides each path.
-    if covers_workspace
-        && wasi
-            .preopened_dir(profile.workspace(), ".", perms(writes_in_workspace))
-            .is_ok()
-    {
-        opened.push(profile.workspace().to_path_buf());
+    // writable when one of them is.
+    match wasi.preopened_dir(profile.workspace(), ".", perms(writes_in_workspace)) {
+        Ok(_) => opened.push(profile.workspace().to_path_buf()),
+        Err(e) => tracing::debug!(
+            workspace = %profile.workspace().display(),
+            error = %e,
+            "workspace not preopened as ."
+        ),
     }
     opened
 }
@@ -229,7 +230,14 @@ impl FileGrants {
         if access == Access::Write && !self.write {
             return Some(not_granted());
         }
-        profile.paths.check(path, access).err()
+        let refusal = profile.paths.check(path, access).err()?;
+        // The workspace is where relative paths start, so it may be read as
+        // a directory even when not granted; its listing shows only what may
+        // be read (see `is_hidden`).
+        let workspace = access == Access::Read
+            && matches!(refusal, PathRefusal::NotGranted { .. })
+            && paths::normalize(path) == paths::normalize(profile.workspace());
+        (!workspace).then_some(refusal)
     }
 
     /// The profile's path rules, if files are granted at all.
@@ -237,11 +245,12 @@ impl FileGrants {
         self.profile.as_ref().map(|p| &p.paths)
     }
 
-    /// Whether a listing should leave `path` out.
+    /// Whether a listing should leave `path` out: it is denied, or not
+    /// granted (in the listing of an ungranted workspace).
     pub(crate) fn is_hidden(&self, path: &std::path::Path) -> bool {
         self.profile
             .as_ref()
-            .is_some_and(|p| p.paths.is_denied(path).is_some())
+            .is_some_and(|p| p.paths.check(path, Access::Read).is_err())
     }
 
     pub(crate) fn record_refusal(

@@ -26,6 +26,8 @@ class Tool(exports.Tool):
                 emoji=None,
                 read_only=True,
                 destructive=False,
+                title=None,
+                output_schema=None,
             )],
             stateful=False,
         )

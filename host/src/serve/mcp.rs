@@ -25,6 +25,7 @@ use rmcp::{Peer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use super::progress::ProgressForward;
 use crate::approval::{Approval, ApprovalRequest, Approvals, Approver, DenyApprover};
 use crate::caller::Caller;
 use crate::dispatch::CallRequest;
@@ -120,6 +121,24 @@ impl McpServer {
         let allowlist = config.map(|c| c.allowlist.clone());
         let _ = caller;
         Approvals::new(approver, timeout, allowlist)
+    }
+
+    /// The answer to a successful call: the result as text, and for a tool
+    /// that declares an output schema (and so returned an object matching
+    /// it) as `structuredContent` too.
+    fn tool_result(&self, tool: &str, result: &serde_json::value::RawValue) -> CallToolResult {
+        let mut answer = CallToolResult::success(vec![ContentBlock::text(result.get())]);
+        let structured = self
+            .host
+            .snapshot()
+            .tool(tool)
+            .is_some_and(|entry| entry.spec.output_schema.is_some());
+        if structured {
+            answer.structured_content = serde_json::from_str(result.get())
+                .ok()
+                .filter(serde_json::Value::is_object);
+        }
+        answer
     }
 
     /// Sends `notifications/tools/list_changed` to `peer` after each reload,
@@ -234,16 +253,27 @@ impl ServerHandler for McpServer {
         let mut call = CallRequest::new(request.name.to_string(), arguments);
         call.session = Some(self.session.to_string());
         call.call_id = Some(context.id.to_string());
-        // Boxed: rmcp moves every request's handler future into a task of its
-        // own, and the dispatch future (several KiB) would make that copy
-        // larger for every request, `ping` included.
         // Guest log lines at or above the client's level (`info` until it
         // sets one) go to it as `notifications/message`, before the answer.
         let floor = self.log_level().unwrap_or(LoggingLevel::Info);
         let (sink, forwarded) = log_forwarder(floor, context.peer.clone());
+        let tool = call.tool.clone();
         let dispatch = crate::runtime::with_log_sink(sink, self.host.dispatch_as(&caller, call));
+        // Progress reports go as `notifications/progress` to a client that
+        // asked for them with a token (over HTTP, on the request's stream).
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForward::start(token, context.peer.clone()));
+        // Boxed: rmcp moves every request's handler future into a task of its
+        // own, and the dispatch future (several KiB) would make that copy
+        // larger for every request, `ping` included.
+        let dispatch: BoxFuture<'_, _> = match &progress {
+            Some((sink, _)) => Box::pin(crate::runtime::with_progress_sink(sink.clone(), dispatch)),
+            None => Box::pin(dispatch),
+        };
         let dispatched = tokio::select! {
-            result = Box::pin(dispatch) => result,
+            result = dispatch => result,
             () = context.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the call was cancelled by the client", None));
             }
@@ -252,10 +282,11 @@ impl ServerHandler for McpServer {
             }
         };
         forwarded.finish().await;
+        if let Some((_, reports)) = progress {
+            reports.finish().await;
+        }
         match dispatched {
-            Ok(result) => {
-                Ok(CallToolResult::success(vec![ContentBlock::text(result.get())]).into())
-            }
+            Ok(result) => Ok(self.tool_result(&tool, &result).into()),
             Err(error) if error.kind() == ErrorKind::UnknownTool => {
                 Err(ErrorData::invalid_params(error.model_text(), None))
             }

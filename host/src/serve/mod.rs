@@ -2,7 +2,8 @@
 //! and the tenants that call them.
 //!
 //! - [`mcp`]: the MCP server (tools/list, tools/call, list_changed,
-//!   elicitation approvals) over stdio, and as a tower service for `/mcp`.
+//!   elicitation approvals) over stdio, and as a tower service for `/mcp`;
+//!   `progress`: a call's progress reports as `notifications/progress`.
 //! - [`http`]: the HTTP server: `/mcp` and `/v1/*` on one port, bearer-token
 //!   authentication, body and time limits, a connection cap, graceful shutdown.
 //! - `mcp_http`: `/mcp`, rmcp's Streamable HTTP service behind JSON-RPC
@@ -19,6 +20,7 @@ pub mod http;
 mod jsonrpc;
 pub mod mcp;
 mod mcp_http;
+mod progress;
 mod stdio;
 pub mod tenants;
 

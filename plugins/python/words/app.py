@@ -19,6 +19,23 @@ PARAMETERS = {
     "required": ["text"],
 }
 
+RESULT = {
+    "type": "object",
+    "properties": {
+        "total": {"type": "integer", "description": "How many words the text has."},
+        "distinct": {"type": "integer", "description": "How many different words."},
+        "top": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"word": {"type": "string"}, "count": {"type": "integer"}},
+                "required": ["word", "count"],
+            },
+        },
+    },
+    "required": ["total", "distinct", "top"],
+}
+
 
 class Tool(exports.Tool):
     def describe(self) -> types.Manifest:
@@ -33,6 +50,8 @@ class Tool(exports.Tool):
                 emoji="📊",
                 read_only=True,
                 destructive=False,
+                title="Word frequencies",
+                output_schema=json.dumps(RESULT),
             )],
             stateful=False,
         )

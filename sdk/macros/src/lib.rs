@@ -29,6 +29,7 @@ struct ToolOptions {
     permissions: Vec<LitStr>,
     requires_env: Vec<LitStr>,
     emoji: Option<LitStr>,
+    title: Option<LitStr>,
     read_only: bool,
     destructive: bool,
 }
@@ -48,14 +49,15 @@ impl Parse for ToolOptions {
                 ("name", Meta::NameValue(nv)) => options.name = Some(string(&nv.value)?),
                 ("toolset", Meta::NameValue(nv)) => options.toolset = Some(string(&nv.value)?),
                 ("emoji", Meta::NameValue(nv)) => options.emoji = Some(string(&nv.value)?),
+                ("title", Meta::NameValue(nv)) => options.title = Some(string(&nv.value)?),
                 ("permissions", Meta::NameValue(nv)) => options.permissions = strings(&nv.value)?,
                 ("requires_env", Meta::NameValue(nv)) => options.requires_env = strings(&nv.value)?,
                 _ => {
                     return Err(syn::Error::new_spanned(
                         &meta,
                         "unknown tool option; expected one of: name = \"..\", toolset = \"..\", \
-                         permissions = [\"..\"], requires_env = [\"..\"], emoji = \"..\", \
-                         read_only, destructive",
+                         title = \"..\", permissions = [\"..\"], requires_env = [\"..\"], \
+                         emoji = \"..\", read_only, destructive",
                     ));
                 }
             }
@@ -125,6 +127,31 @@ fn description(function: &ItemFn) -> syn::Result<String> {
     Ok(text)
 }
 
+/// The expression of a tool's output schema: the schema of the `Ok` type of
+/// its result when that type implements `JsonSchema` and is an object, else
+/// `None`. An `impl Trait` result cannot be named, so it has none.
+fn output_schema(output: &ReturnType) -> TokenStream2 {
+    match output {
+        ReturnType::Type(_, ty) if !mentions_impl(quote!(#ty)) => quote! {{
+            #[allow(unused_imports)]
+            use ::toolhost_sdk::__private::{ProbeNoSchema as _, ProbeSchema as _};
+            (&&::toolhost_sdk::__private::Probe::<
+                <#ty as ::toolhost_sdk::__private::ToolResult>::Output,
+            >::new())
+                .output_schema()
+        }},
+        _ => quote!(None),
+    }
+}
+
+fn mentions_impl(tokens: TokenStream2) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => ident == "impl",
+        proc_macro2::TokenTree::Group(group) => mentions_impl(group.stream()),
+        _ => false,
+    })
+}
+
 fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<TokenStream2> {
     let description = description(&function)?;
     let ident = &function.sig.ident;
@@ -165,8 +192,19 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<TokenStream2> {
         Some(emoji) => quote!(Some(#emoji)),
         None => quote!(None),
     };
+    let title = match &options.title {
+        Some(title) if title.value().trim().is_empty() => {
+            return Err(syn::Error::new_spanned(
+                title,
+                "a title must not be empty; leave it out to show the name",
+            ));
+        }
+        Some(title) => quote!(Some(#title)),
+        None => quote!(None),
+    };
     let read_only = options.read_only;
     let destructive = options.destructive;
+    let output_schema = output_schema(&function.sig.output);
 
     let (args_type, invoke) = match function.sig.inputs.len() {
         0 => (quote!(::toolhost_sdk::NoArguments), quote!(#ident())),
@@ -214,6 +252,8 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<TokenStream2> {
                     emoji: #emoji.map(|e: &str| e.to_string()),
                     read_only: #read_only,
                     destructive: #destructive,
+                    title: #title.map(|t: &str| t.to_string()),
+                    output_schema: #output_schema,
                 }
             }
 

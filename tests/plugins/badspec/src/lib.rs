@@ -19,6 +19,8 @@ impl toolhost_sdk::Tool for bad {
             emoji: None,
             read_only: false,
             destructive: false,
+            title: None,
+            output_schema: None,
         }
     }
 

@@ -1,4 +1,4 @@
-//! Test guest: a plugin built against contract version 0.2.0, written with
+//! Test guest: a plugin built against contract version 0.3.0, written with
 //! wit-bindgen directly (no SDK).
 
 #[allow(missing_docs, unreachable_pub, unused_qualifications)]
@@ -24,13 +24,15 @@ impl Guest for Plugin {
                 emoji: None,
                 read_only: true,
                 destructive: false,
+                title: None,
+                output_schema: None,
             }],
             stateful: false,
         }
     }
 
     fn call(_name: String, _arguments: String) -> Result<String, ToolError> {
-        Ok("\"0.2.0\"".into())
+        Ok("\"0.3.0\"".into())
     }
 }
 

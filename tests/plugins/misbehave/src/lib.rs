@@ -54,6 +54,30 @@ fn sleep(args: SleepArgs) -> Result<Value, ToolError> {
     Ok(json!({ "slept_ms": args.ms }))
 }
 
+/// Arguments of `report_progress`.
+#[derive(Deserialize, JsonSchema)]
+struct ProgressArgs {
+    /// The progress values to report, in order.
+    steps: Vec<f64>,
+    /// The total reported with each.
+    total: Option<f64>,
+    /// Milliseconds to wait between two reports.
+    #[serde(default)]
+    pause_ms: u64,
+}
+
+/// Reports each of the steps as progress, waiting between them.
+#[tool(toolset = "misbehave")]
+fn report_progress(args: ProgressArgs) -> Result<Value, ToolError> {
+    for (i, step) in args.steps.iter().enumerate() {
+        if i > 0 && args.pause_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(args.pause_ms));
+        }
+        toolhost_sdk::progress::report(*step, args.total, Some(&format!("step {}", i + 1)));
+    }
+    Ok(json!({ "reported": args.steps.len() }))
+}
+
 /// Reports a failure.
 #[tool(toolset = "misbehave")]
 fn fail() -> Result<Value, ToolError> {
@@ -78,6 +102,8 @@ impl toolhost_sdk::Tool for bad_json {
             emoji: None,
             read_only: true,
             destructive: false,
+            title: None,
+            output_schema: None,
         }
     }
 
@@ -107,4 +133,14 @@ impl toolhost_sdk::Tool for plain_text {
     }
 }
 
-export_plugin!(crash, spin, hog, flood, sleep, fail, bad_json, plain_text);
+export_plugin!(
+    crash,
+    spin,
+    hog,
+    flood,
+    sleep,
+    fail,
+    bad_json,
+    plain_text,
+    report_progress
+);

@@ -58,6 +58,55 @@ fn sort_points(args: SortArgs) -> Result<Value, ToolError> {
     Ok(json!(points.iter().map(|p| [p.x, p.y]).collect::<Vec<_>>()))
 }
 
+/// The smallest rectangle around some points.
+#[derive(Serialize, JsonSchema)]
+struct BoundingBox {
+    /// Smallest x.
+    min_x: i64,
+    /// Smallest y.
+    min_y: i64,
+    /// Largest x.
+    max_x: i64,
+    /// Largest y.
+    max_y: i64,
+    /// How many points it holds.
+    points: usize,
+}
+
+/// Arguments of `bounding_box`.
+#[derive(Deserialize, JsonSchema)]
+struct BoxArgs {
+    /// The points (at least one).
+    points: Vec<Point>,
+}
+
+/// The smallest axis-aligned rectangle that holds every point.
+#[tool(toolset = "shapes", title = "Bounding box", read_only)]
+fn bounding_box(args: BoxArgs) -> Result<BoundingBox, ToolError> {
+    let xs = args.points.iter().map(|p| p.x);
+    let ys = args.points.iter().map(|p| p.y);
+    let none = || ToolError::invalid_arguments("give at least one point");
+    Ok(BoundingBox {
+        min_x: xs.clone().min().ok_or_else(none)?,
+        max_x: xs.max().ok_or_else(none)?,
+        min_y: ys.clone().min().ok_or_else(none)?,
+        max_y: ys.max().ok_or_else(none)?,
+        points: args.points.len(),
+    })
+}
+
+/// How many shapes there are: serializable, but without a schema.
+#[derive(Serialize)]
+struct ShapeCount {
+    shapes: usize,
+}
+
+/// Count the shapes (there are none).
+#[tool(toolset = "shapes", read_only)]
+fn count_shapes() -> Result<ShapeCount, ToolError> {
+    Ok(ShapeCount { shapes: 0 })
+}
+
 /// Forget every shape (does nothing, but says it is destructive).
 #[tool(toolset = "shapes", destructive)]
 fn forget_shapes() -> Result<Value, ToolError> {
@@ -91,6 +140,8 @@ impl toolhost_sdk::Tool for a_keys {
             emoji: None,
             read_only: true,
             destructive: false,
+            title: None,
+            output_schema: None,
         }
     }
 
@@ -101,4 +152,41 @@ impl toolhost_sdk::Tool for a_keys {
     }
 }
 
-export_plugin!(sort_points, forget_shapes, env_probe, a_keys);
+/// Declares an output schema (an object with an integer `area`) and returns
+/// whatever `result` it is given.
+#[allow(non_camel_case_types)]
+struct claims_area {}
+
+impl toolhost_sdk::Tool for claims_area {
+    const NAME: &'static str = "claims_area";
+
+    fn spec() -> toolhost_sdk::ToolSpec {
+        toolhost_sdk::ToolSpec {
+            name: Self::NAME.into(),
+            description: "Returns the result it is given, claiming an area.".into(),
+            parameters: r#"{"type":"object","properties":{"result":{}},"required":["result"]}"#
+                .into(),
+            output_schema: Some(
+                r#"{"type":"object","properties":{"area":{"type":"integer"}},"required":["area"]}"#
+                    .into(),
+            ),
+            ..a_keys::spec()
+        }
+    }
+
+    fn call(arguments: &str) -> Result<String, ToolError> {
+        let arguments = serde_json::from_str::<Value>(arguments)
+            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        Ok(arguments["result"].to_string())
+    }
+}
+
+export_plugin!(
+    sort_points,
+    bounding_box,
+    count_shapes,
+    forget_shapes,
+    env_probe,
+    a_keys,
+    claims_area
+);

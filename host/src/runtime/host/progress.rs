@@ -1,0 +1,53 @@
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::error::bounded;
+use crate::runtime::bindings::toolhost::plugin::progress::Host;
+use crate::runtime::sandbox::Sandbox;
+
+/// Longest progress message kept, in bytes.
+const MAX_MESSAGE: usize = 1024;
+
+/// One progress report of a guest: `progress` of `total` (when known).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// How much is done.
+    pub progress: f64,
+    /// How much there is to do, when known.
+    pub total: Option<f64>,
+    /// What is going on, for people.
+    pub message: Option<String>,
+}
+
+/// Where the progress reports of calls go: a server passes one for a call
+/// whose client asked for progress. Reports are passed on as the guest makes
+/// them; the sink decides what to keep.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+tokio::task_local! {
+    static PROGRESS_SINK: ProgressSink;
+}
+
+/// Runs `calls` (calls dispatched on this task) with their guests' progress
+/// reports going to `sink`. Without one, reports go nowhere.
+pub async fn with_progress_sink<F: Future>(sink: ProgressSink, calls: F) -> F::Output {
+    PROGRESS_SINK.scope(sink, calls).await
+}
+
+impl Host for Sandbox {
+    async fn report(
+        &mut self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> wasmtime::Result<()> {
+        let _ = PROGRESS_SINK.try_with(|sink| {
+            sink(Progress {
+                progress,
+                total,
+                message: message.map(|m| bounded(&m, MAX_MESSAGE).into_owned()),
+            })
+        });
+        Ok(())
+    }
+}
