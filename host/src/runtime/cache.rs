@@ -1,7 +1,10 @@
 //! Precompiled components cached on disk, keyed by the wasm's content hash
 //! and the engine's compatibility hash, so a restart or a re-added file skips
 //! compilation. Entries carry a checksum; a corrupt, truncated or stale entry
-//! is detected, removed and rebuilt, never trusted.
+//! is detected, removed and rebuilt, never trusted. Every version of a
+//! plugin hot-reloaded while it is written leaves an entry, so the cache is
+//! bounded: past [`MAX_BYTES`] the least recently used entries go (a use
+//! marks its entry's modification time).
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write as _;
@@ -14,12 +17,19 @@ use wasmtime::component::Component;
 use super::plugin::ContentHash;
 
 const MAGIC: &[u8; 8] = b"THCACHE1";
+
+/// Most bytes of entries a cache keeps.
+pub(super) const MAX_BYTES: u64 = 512 << 20;
+
+/// How an entry's file name ends.
+const ENTRY_SUFFIX: &str = ".cwasm";
 const HEADER: usize = MAGIC.len() + 32;
 
 /// A directory of precompiled components.
 #[derive(Debug, Clone)]
 pub struct ArtifactCache {
     dir: PathBuf,
+    max_bytes: u64,
 }
 
 /// Where a component came from.
@@ -34,7 +44,16 @@ pub enum Compiled {
 impl ArtifactCache {
     /// A cache in `dir` (created on first store).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            max_bytes: MAX_BYTES,
+        }
+    }
+
+    /// The same cache keeping at most `max_bytes` of entries.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 
     /// `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else
@@ -59,7 +78,7 @@ impl ArtifactCache {
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
         self.dir
-            .join(format!("{hash}-{:016x}.cwasm", hasher.finish()))
+            .join(format!("{hash}-{:016x}{ENTRY_SUFFIX}", hasher.finish()))
     }
 
     /// The component for `bytes`: from the cache when a valid entry exists,
@@ -72,7 +91,14 @@ impl ArtifactCache {
     ) -> wasmtime::Result<(Component, Compiled)> {
         let path = self.entry(engine, hash);
         match self.read(engine, &path) {
-            Ok(Some(component)) => return Ok((component, Compiled::Cached)),
+            Ok(Some(component)) => {
+                // Marks the entry used, for pruning.
+                let _ = std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|file| file.set_modified(std::time::SystemTime::now()));
+                return Ok((component, Compiled::Cached));
+            }
             Ok(None) => {}
             Err(reason) => {
                 tracing::warn!(entry = %path.display(), "discarding cache entry: {reason}");
@@ -81,11 +107,12 @@ impl ArtifactCache {
         }
         let component = Component::new(engine, bytes)?;
         match component.serialize() {
-            Ok(artifact) => {
-                if let Err(e) = self.write(&path, &artifact) {
+            Ok(artifact) => match self.write(&path, &artifact) {
+                Ok(()) => self.prune(&path),
+                Err(e) => {
                     tracing::debug!(dir = %self.dir.display(), error = %e, "cannot store compiled plugin");
                 }
-            }
+            },
             Err(e) => tracing::debug!(error = %e, "cannot serialize compiled plugin"),
         }
         Ok((component, Compiled::Fresh))
@@ -115,6 +142,42 @@ impl ArtifactCache {
         Ok(Some(component))
     }
 
+    /// Removes the least recently used entries until the cache holds at
+    /// most its `max_bytes`; `keep` (just stored) stays whatever its size.
+    fn prune(&self, keep: &Path) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut found: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().ends_with(ENTRY_SUFFIX))
+            .filter_map(|entry| {
+                let meta = entry.metadata().ok()?;
+                Some((meta.modified().ok()?, meta.len(), entry.path()))
+            })
+            .collect();
+        let mut total: u64 = found.iter().map(|(_, len, _)| len).sum();
+        if total <= self.max_bytes {
+            return;
+        }
+        found.sort();
+        for (_, len, path) in found {
+            if total <= self.max_bytes {
+                break;
+            }
+            if path == keep {
+                continue;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    total -= len;
+                    tracing::debug!(entry = %path.display(), "pruned from the compile cache");
+                }
+                Err(e) => tracing::debug!(entry = %path.display(), error = %e, "cannot prune"),
+            }
+        }
+    }
+
     fn write(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
@@ -124,5 +187,40 @@ impl ArtifactCache {
         file.as_file().sync_data()?;
         file.persist(path).map_err(|e| e.error)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pruning_removes_the_least_recently_used_entries_past_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ArtifactCache::new(dir.path()).with_max_bytes(250);
+        let now = std::time::SystemTime::now();
+        let entry = |name: &str, age_s: u64| {
+            let path = dir.path().join(format!("{name}{ENTRY_SUFFIX}"));
+            std::fs::write(&path, [0u8; 100]).unwrap();
+            let file = std::fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(now - std::time::Duration::from_secs(age_s))
+                .unwrap();
+            path
+        };
+        let oldest = entry("a", 300);
+        let old = entry("b", 200);
+        let recent = entry("c", 100);
+        let other = dir.path().join("notes.txt");
+        std::fs::write(&other, [0u8; 1000]).unwrap();
+        let fresh = entry("d", 0);
+        cache.prune(&fresh);
+        let exists = |p: &PathBuf| p.exists();
+        assert!(!exists(&oldest) && !exists(&old), "the two oldest go");
+        assert!(exists(&recent) && exists(&fresh) && exists(&other));
+
+        // The entry just stored stays even when it alone passes the bound.
+        let small = ArtifactCache::new(dir.path()).with_max_bytes(10);
+        small.prune(&fresh);
+        assert!(exists(&fresh) && !exists(&recent) && exists(&other));
     }
 }
