@@ -4,6 +4,8 @@
 //! host's `http` import (under the caller's network policy) and shapes the
 //! response. Not offered as a tool by itself.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use std::collections::BTreeMap;
 
 use toolhost_sdk::http::Request;
@@ -196,7 +198,7 @@ fn authorization(auth: &Auth) -> Result<(String, String), ToolError> {
             let credentials = format!("{}:{}", secret(username_env)?, secret(password_env)?);
             (
                 "authorization".into(),
-                format!("Basic {}", base64(credentials.as_bytes())),
+                format!("Basic {}", STANDARD.encode(credentials)),
             )
         }
         Auth::Header { name, env } => (name.clone(), secret(env)?),
@@ -211,25 +213,6 @@ fn encode(text: &str) -> String {
             out.push(byte as char);
         } else {
             out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
         }
     }
     out
