@@ -301,6 +301,35 @@ async fn commands_reach_allowed_hosts_only_through_the_proxy() {
 }
 
 #[tokio::test]
+async fn a_command_cannot_hold_more_proxy_connections_than_the_cap() {
+    let ws = workspace();
+    let (allowed, reached) = http_server("127.0.0.2", "hello from the host");
+    let host = ws
+        .host(&format!(
+            "{SANDBOXED}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]"
+        ))
+        .await;
+    // 64 idle connections held open, then one more that asks for the page:
+    // past the cap the relay closes it unanswered. Once the held ones are
+    // closed, the same request gets through.
+    let request = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/3128; \
+         printf 'GET http://127.0.0.2:{allowed}/ HTTP/1.0\\r\\n\\r\\n' >&3; \
+         timeout 5 cat <&3; exec 3<&-"
+    );
+    let line = format!(
+        "held=(); for i in $(seq 64); do exec {{fd}}<>/dev/tcp/127.0.0.1/3128 || exit 9; \
+         held+=($fd); done; sleep 0.5; echo over:; {request}; \
+         for fd in \"${{held[@]}}\"; do exec {{fd}}<&-; done; sleep 0.5; echo under:; {request}"
+    );
+    let out = succeeds(&host, &line).await;
+    let (over, under) = out.split_once("under:").expect("both requests ran");
+    assert!(!over.contains("hello from the host"), "{out}");
+    assert!(under.contains("hello from the host"), "{out}");
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
 async fn the_server_process_is_out_of_sight_and_reach() {
     let ws = workspace();
     let host = ws.host(SANDBOXED).await;
