@@ -115,7 +115,13 @@ impl Host for Sandbox {
         for used in proxy.iter().flat_map(Proxy::take_uses) {
             self.record(used);
         }
-        if sandboxed && let Ok(launcher) = confine::launcher() {
+        // A sandbox that could not be built now would not be built ahead
+        // either: no background attempt after each refusal.
+        let built = !matches!(finished, Ok(Finished::Unbuilt(_)));
+        if sandboxed
+            && built
+            && let Ok(launcher) = confine::launcher()
+        {
             ahead::build_next(&grants.profile, launcher);
         }
         Ok(match finished {
