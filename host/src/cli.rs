@@ -393,6 +393,10 @@ async fn doctor(global: &Global) -> Result<ExitCode> {
         ),
         Err(reason) => println!("✗ terminal sandbox: {reason}"),
     }
+    match &support.process_limit {
+        Ok(how) => println!("✓ process limit: {how}"),
+        Err(reason) => println!("✗ process limit: {reason}"),
+    }
     match support.landlock_abi {
         Some(abi) => println!("✓ Landlock ABI {abi}: second filesystem layer, signal scoping"),
         None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),

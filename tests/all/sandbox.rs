@@ -433,6 +433,28 @@ async fn a_fork_bomb_ends_at_the_process_limit() {
 }
 
 #[tokio::test]
+async fn a_command_runs_no_more_processes_at_once_than_the_limit() {
+    let ws = workspace();
+    let host = ws
+        .host(&format!("{SANDBOXED}\nterminal.max_processes = 20"))
+        .await;
+    // Children that stay alive until the parent is done: the kernel refuses
+    // the fork past the limit, whoever the host runs as (for root, the
+    // process limit of `ulimit -u` is not enforced, so a pids cgroup is).
+    let forks = "perl -e 'for $n (1..100) { $p = fork; if (!defined $p) { print \"refused after $n\\n\"; exit } \
+                 if (!$p) { sleep 5; exit } } print \"all 100\\n\"'";
+    let out = succeeds(&host, forks).await;
+    let started: u32 = out
+        .trim()
+        .strip_prefix("refused after ")
+        .unwrap_or_else(|| panic!("{out}"))
+        .parse()
+        .unwrap();
+    // The shell and perl count too.
+    assert!((15..=20).contains(&started), "{out}");
+}
+
+#[tokio::test]
 async fn repository_metadata_stays_read_only_in_a_writable_grant() {
     let ws = workspace();
     let repo = ws.mkdir("out/repo");

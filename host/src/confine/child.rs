@@ -97,6 +97,18 @@ fn launch() -> Result<std::convert::Infallible, String> {
         Err(e) => return Err(format!("reading the sandbox spec: {e}")),
     };
 
+    // Opened with the host's rights, before the user namespace: the shell
+    // joins the group through it.
+    let pids = spec
+        .pids
+        .as_ref()
+        .map(|procs| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(procs)
+                .map_err(|e| format!("opening the command's pids cgroup {}: {e}", procs.display()))
+        })
+        .transpose()?;
     // SAFETY: plain system calls on this process.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut flags = libc::CLONE_NEWUSER
@@ -127,7 +139,7 @@ fn launch() -> Result<std::convert::Infallible, String> {
     let init = fork()?;
     if init == 0 {
         drop(lifeline_write);
-        match run_init(&spec, lifeline_read) {
+        match run_init(&spec, lifeline_read, pids.as_ref()) {
             Ok(never) => match never {},
             Err(message) => fail(&message),
         }
@@ -179,7 +191,11 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
 
 /// PID 1: builds the filesystem, starts the shell, reaps, reports the shell's
 /// status and exits (taking every other process of the namespace with it).
-fn run_init(spec: &Spec, lifeline: OwnedFd) -> Result<std::convert::Infallible, String> {
+fn run_init(
+    spec: &Spec,
+    lifeline: OwnedFd,
+    pids: Option<&File>,
+) -> Result<std::convert::Infallible, String> {
     // SAFETY: plain system calls on this process.
     unsafe {
         check(
@@ -257,7 +273,7 @@ fn run_init(spec: &Spec, lifeline: OwnedFd) -> Result<std::convert::Infallible, 
     let shell = fork()?;
     if shell == 0 {
         drop(lifeline);
-        let message = run_shell(spec, &run, &stdio, ruleset, &filters).unwrap_err();
+        let message = run_shell(spec, &run, &stdio, pids, ruleset, &filters).unwrap_err();
         fail(&message);
     }
     // Only the command holds its output now: the host sees its end when
@@ -610,9 +626,17 @@ fn run_shell(
     spec: &Spec,
     run: &Run,
     stdio: &[OwnedFd],
+    pids: Option<&File>,
     ruleset: landlock::RulesetCreated,
     filters: &[seccompiler::BpfProgram],
 ) -> Result<std::convert::Infallible, String> {
+    // Everything the command starts counts against its process limit.
+    if let Some(mut procs) = pids {
+        use std::io::Write;
+        procs
+            .write_all(b"0")
+            .map_err(|e| format!("joining the command's pids cgroup: {e}"))?;
+    }
     // stdout, stderr and (when given) stdin; stdin is /dev/null otherwise.
     for (fd, target) in stdio.iter().zip([1, 2, 0]) {
         // SAFETY: places a descriptor received from the host.
@@ -693,6 +717,10 @@ fn set_limits(spec: &Spec) -> Result<(), String> {
         (libc::RLIMIT_NOFILE, limits.open_files, "open files"),
         (libc::RLIMIT_CORE, 0, "core files"),
     ] {
+        // Lowering is always allowed, raising past the host's hard limit
+        // never: where the host gives less than the profile, the host's
+        // limit is the one that holds.
+        let value = value.min(hard_limit(resource));
         let limit = libc::rlimit {
             rlim_cur: value,
             rlim_max: value,
@@ -704,6 +732,33 @@ fn set_limits(spec: &Spec) -> Result<(), String> {
         )?;
     }
     Ok(())
+}
+
+/// This process's limit of `resource` (unlimited when unknown).
+fn limit(resource: libc::__rlimit_resource_t) -> libc::rlimit {
+    let mut limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: reads a limit of this process into `limit`.
+    unsafe { libc::getrlimit(resource, &mut limit) };
+    limit
+}
+
+/// This process's hard limit of `resource`.
+fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
+    limit(resource).rlim_max
+}
+
+/// Raises this process's soft limit of `resource` to `wanted`, or to the
+/// hard limit when that is lower; never lowers it.
+pub(super) fn raise_soft_limit(resource: libc::__rlimit_resource_t, wanted: u64) {
+    let mut now = limit(resource);
+    if now.rlim_cur < wanted {
+        now.rlim_cur = wanted.min(now.rlim_max);
+        // SAFETY: sets a limit of this process within its hard limit.
+        unsafe { libc::setrlimit(resource, &now) };
+    }
 }
 
 /// `struct __user_cap_header_struct` and `__user_cap_data_struct`.

@@ -79,6 +79,12 @@ impl Relay {
             unsafe { libc::_exit(1) }
         }
         let name = self.way.name;
+        // Each connection holds four descriptors (both sockets, each with a
+        // clone for the other direction); the soft limit inherited from the
+        // host may be lower than that, the hard limit rarely is. Where even
+        // that is too low, connections past it are closed like those past
+        // the cap.
+        super::child::raise_soft_limit(libc::RLIMIT_NOFILE, (4 * PROXY_CONNECTIONS + 16) as u64);
         // A command opening connections without end gets no more relaying
         // threads than the host's proxy would serve; the rest are closed.
         let live = Arc::new(AtomicUsize::new(0));

@@ -18,6 +18,7 @@
 mod child;
 pub(crate) mod control;
 mod forward;
+pub(crate) mod pids;
 pub(crate) mod plan;
 mod seccomp;
 pub(crate) mod watch;
@@ -100,6 +101,10 @@ pub struct Spec {
     pub(crate) proxy: Option<PathBuf>,
     /// Resource limits of the command.
     pub(crate) limits: CommandLimits,
+    /// The `cgroup.procs` of the command's pids cgroup, which its shell
+    /// joins (see [`pids`]).
+    #[serde(default)]
+    pub(crate) pids: Option<PathBuf>,
 }
 
 /// The command a built sandbox runs, sent to the launcher on descriptor 4.
@@ -190,6 +195,8 @@ pub struct KernelSupport {
     pub namespaces: Result<(), String>,
     /// The Landlock ABI version, if Landlock is enabled.
     pub landlock_abi: Option<i32>,
+    /// What holds `terminal.max_processes`, or why nothing can.
+    pub process_limit: Result<String, String>,
 }
 
 /// Checks what the kernel offers by building a sandbox around `true`.
@@ -197,6 +204,11 @@ pub async fn probe() -> KernelSupport {
     let landlock_abi = child::landlock_abi();
     let namespaces = async {
         let (spec, run) = plan::probe_spec();
+        let group = pids::PidsGroup::for_command(spec.limits.processes)?;
+        let spec = Spec {
+            pids: group.as_ref().map(pids::PidsGroup::procs),
+            ..spec
+        };
         let launcher = launcher()?;
         let started = format!(
             "could not start the sandbox launcher {}",
@@ -231,6 +243,7 @@ pub async fn probe() -> KernelSupport {
     KernelSupport {
         namespaces,
         landlock_abi,
+        process_limit: pids::PidsGroup::mechanism(),
     }
 }
 

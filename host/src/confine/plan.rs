@@ -108,6 +108,7 @@ pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<S
             open_files: 1024,
             tmp_size: settings.tmp_size,
         },
+        pids: None,
     })
 }
 
@@ -133,6 +134,7 @@ pub(crate) fn probe_spec() -> (Spec, Run) {
             open_files: 64,
             tmp_size: 1 << 20,
         },
+        pids: None,
     };
     (spec, run)
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use super::super::http::proxy::Proxy;
 use super::super::process_group::Launched;
-use crate::confine::{self, watch::Watch};
+use crate::confine::{self, pids::PidsGroup, watch::Watch};
 use crate::policy::{Profile, TerminalNetwork};
 
 /// Most sandboxes waiting at once (one per profile and runtime).
@@ -33,6 +33,8 @@ pub(super) struct Built {
     pub(super) launched: Launched,
     /// The command's network proxy (`terminal.network = "proxy"`).
     pub(super) proxy: Option<Proxy>,
+    /// The command's pids cgroup, removed once the sandbox is dropped.
+    pub(super) pids: Option<PidsGroup>,
     /// What the sandbox was planned from, when built ahead.
     watch: Option<Watch>,
 }
@@ -148,8 +150,10 @@ pub(super) async fn build(
     })
     .await
     .map_err(|e| format!("planning the sandbox failed: {e}"))??;
+    let pids = PidsGroup::for_command(spec.limits.processes)?;
     let spec = confine::Spec {
         proxy: proxy.as_ref().map(Proxy::socket),
+        pids: pids.as_ref().map(PidsGroup::procs),
         ..spec
     };
     let launched = Launched::start(launcher, &spec).await.map_err(|e| {
@@ -161,6 +165,7 @@ pub(super) async fn build(
     Ok(Built {
         launched,
         proxy,
+        pids,
         watch,
     })
 }

@@ -93,9 +93,10 @@ impl Host for Sandbox {
         } else {
             None
         };
-        let (launched, proxy) = match built {
-            Some(built) => (Some(built.launched), built.proxy),
-            None => (None, None),
+        // The pids group is held until the command has ended.
+        let (launched, proxy, _pids) = match built {
+            Some(built) => (Some(built.launched), built.proxy, built.pids),
+            None => (None, None, None),
         };
         if proxy.is_some() {
             proxy_env(&mut env);
