@@ -2,7 +2,8 @@
 //! dangerous-command detector (`rm`, `chmod`, `dd`, `git`, `kill`, `mkfs`,
 //! `systemctl`, ...), as findings without the text they came from.
 
-use super::{DangerCategory, Finding, targets, tools};
+use super::finding::{DangerCategory, Finding};
+use super::{targets, tools};
 use crate::policy::shell::{self, Invocation};
 
 /// `git` options that take a value before the subcommand.

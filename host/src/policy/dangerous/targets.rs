@@ -3,7 +3,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::{DangerCategory, Finding};
+use super::finding::{DangerCategory, Finding};
 use crate::policy::paths::normalize;
 
 /// The finding for writing to `target`: a device, a credential store, an

@@ -4,7 +4,8 @@
 //! `systemctl enable`), network shells (`nc -e`, `socat exec:`), password
 //! crackers, cloud metadata addresses, and history wiping.
 
-use super::{DangerCategory, Finding, targets};
+use super::finding::{DangerCategory, Finding};
+use super::targets;
 use crate::policy::shell::Invocation;
 
 /// The operands of `args` (the subcommand path and its operands), skipping

@@ -11,8 +11,8 @@ pub(super) use invocation::{
     Invocation, dash_c_string, exec_commands, exec_commands_of_find, invocation, is_shell,
     shell_payloads, starts_shell,
 };
-use words::scan_group;
 pub(super) use words::{Token, tokenize, words};
+use words::{keyword_at, scan_group};
 
 /// How deep `$(...)`, backticks and `<(...)` may nest before the parser stops
 /// looking inside; a line that goes deeper is reported as too complex.
@@ -767,19 +767,6 @@ fn join_continuations_after_dollar(line: &str) -> Vec<char> {
         }
     }
     chars
-}
-
-/// True if the reserved word `word` stands at `at` as a word of its own.
-pub(super) fn keyword_at(chars: &[char], at: usize, word: &str) -> bool {
-    let len = word.chars().count();
-    let before = at.checked_sub(1).and_then(|i| chars.get(i));
-    let boundary = |c: Option<&char>| {
-        c.is_none_or(|&c| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
-    };
-    boundary(before)
-        && chars.len() >= at + len
-        && chars[at..at + len].iter().copied().eq(word.chars())
-        && boundary(chars.get(at + len))
 }
 
 /// Collapses runs of whitespace into one space (for display inside another

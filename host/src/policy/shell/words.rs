@@ -300,9 +300,9 @@ fn find_group_end(chars: &[char], open: usize, limit: usize) -> Option<usize> {
         };
         if let Context::Group('(', _) = top {
             let open_cases = cases.last_mut().expect("one count per group");
-            if super::keyword_at(chars, i, "case") {
+            if keyword_at(chars, i, "case") {
                 *open_cases += 1;
-            } else if super::keyword_at(chars, i, "esac") {
+            } else if keyword_at(chars, i, "esac") {
                 *open_cases = open_cases.saturating_sub(1);
             }
         }
@@ -344,6 +344,19 @@ fn find_group_end(chars: &[char], open: usize, limit: usize) -> Option<usize> {
         i += 1;
     }
     Some(chars.len())
+}
+
+/// True if the reserved word `word` stands at `at` as a word of its own.
+pub(super) fn keyword_at(chars: &[char], at: usize, word: &str) -> bool {
+    let len = word.chars().count();
+    let before = at.checked_sub(1).and_then(|i| chars.get(i));
+    let boundary = |c: Option<&char>| {
+        c.is_none_or(|&c| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+    };
+    boundary(before)
+        && chars.len() >= at + len
+        && chars[at..at + len].iter().copied().eq(word.chars())
+        && boundary(chars.get(at + len))
 }
 
 #[cfg(test)]
