@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::control::{self, Blocking};
-use super::{Mount, MountKind, Run, SETUP_EXIT, Spec};
+use super::rlimit::set_limits;
+use super::spec::{Mount, MountKind, Run, SETUP_EXIT, Spec};
+use super::sys::{check, os_error};
 
 /// The uid and gid of the command inside the sandbox (mapped to the host's).
 const INSIDE_ID: u32 = 1000;
@@ -77,14 +79,6 @@ fn fail(message: &str) -> ! {
 }
 
 /// `Err` with the OS error of the last call, naming what was attempted.
-fn os_error<T>(what: impl std::fmt::Display) -> Result<T, String> {
-    Err(format!("{what}: {}", std::io::Error::last_os_error()))
-}
-
-fn check(result: libc::c_int, what: impl std::fmt::Display) -> Result<(), String> {
-    if result < 0 { os_error(what) } else { Ok(()) }
-}
-
 fn cstring(path: impl AsRef<OsStr>) -> Result<CString, String> {
     CString::new(path.as_ref().as_bytes()).map_err(|_| "a path holds a NUL byte".to_string())
 }
@@ -706,59 +700,6 @@ fn run_shell(
         libc::execve(shell.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr());
     }
     os_error(format!("running {}", run.shell.display()))
-}
-
-fn set_limits(spec: &Spec) -> Result<(), String> {
-    let limits = &spec.limits;
-    for (resource, value, name) in [
-        (libc::RLIMIT_NPROC, limits.processes, "processes"),
-        (libc::RLIMIT_AS, limits.memory, "memory"),
-        (libc::RLIMIT_FSIZE, limits.file_size, "file size"),
-        (libc::RLIMIT_NOFILE, limits.open_files, "open files"),
-        (libc::RLIMIT_CORE, 0, "core files"),
-    ] {
-        // Lowering is always allowed, raising past the host's hard limit
-        // never: where the host gives less than the profile, the host's
-        // limit is the one that holds.
-        let value = value.min(hard_limit(resource));
-        let limit = libc::rlimit {
-            rlim_cur: value,
-            rlim_max: value,
-        };
-        // SAFETY: sets a limit of this process.
-        check(
-            unsafe { libc::setrlimit(resource, &limit) },
-            format!("limiting {name}"),
-        )?;
-    }
-    Ok(())
-}
-
-/// This process's limit of `resource` (unlimited when unknown).
-fn limit(resource: libc::__rlimit_resource_t) -> libc::rlimit {
-    let mut limit = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
-    };
-    // SAFETY: reads a limit of this process into `limit`.
-    unsafe { libc::getrlimit(resource, &mut limit) };
-    limit
-}
-
-/// This process's hard limit of `resource`.
-fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
-    limit(resource).rlim_max
-}
-
-/// Raises this process's soft limit of `resource` to `wanted`, or to the
-/// hard limit when that is lower; never lowers it.
-pub(super) fn raise_soft_limit(resource: libc::__rlimit_resource_t, wanted: u64) {
-    let mut now = limit(resource);
-    if now.rlim_cur < wanted {
-        now.rlim_cur = wanted.min(now.rlim_max);
-        // SAFETY: sets a limit of this process within its hard limit.
-        unsafe { libc::setrlimit(resource, &now) };
-    }
 }
 
 /// `struct __user_cap_header_struct` and `__user_cap_data_struct`.

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{PROXY_CONNECTIONS, PROXY_PORT};
+use super::spec::{PROXY_CONNECTIONS, PROXY_PORT};
 
 /// Stack of each relaying thread: they only copy, with 8 KiB buffers.
 const STACK: usize = 128 * 1024;
@@ -84,7 +84,7 @@ impl Relay {
         // host may be lower than that, the hard limit rarely is. Where even
         // that is too low, connections past it are closed like those past
         // the cap.
-        super::child::raise_soft_limit(libc::RLIMIT_NOFILE, (4 * PROXY_CONNECTIONS + 16) as u64);
+        super::rlimit::raise_soft_limit(libc::RLIMIT_NOFILE, (4 * PROXY_CONNECTIONS + 16) as u64);
         // A command opening connections without end gets no more relaying
         // threads than the host's proxy would serve; the rest are closed.
         let live = Arc::new(AtomicUsize::new(0));

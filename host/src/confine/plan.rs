@@ -9,8 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use super::spec::{CommandLimits, GIT_PROTECTED, Mount, MountKind, Run, Spec};
 use super::watch::Watch;
-use super::{CommandLimits, Mount, MountKind, Run, Spec};
 use crate::policy::{Access, PermissionDecision, Profile};
 
 /// Host directories every command sees read-only (those that exist): what
@@ -23,11 +23,6 @@ const SYSTEM_DIRS: &[&str] = &[
 /// Most entries looked at inside the grants to find what `file.deny` masks;
 /// past it the command is refused rather than run with a mask missing.
 const MAX_ENTRIES: usize = 200_000;
-
-/// Repository files and directories that make git run programs, made
-/// read-only inside writable grants (`core.fsmonitor`, hooks, submodules'
-/// own configuration).
-pub(crate) const GIT_PROTECTED: &[&str] = &["config", "config.worktree", "hooks", "modules"];
 
 /// The sandbox of a command under `profile`. Blocking: it walks the grants.
 /// With a `watch`, every directory and file the plan is read from is

@@ -27,7 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::plan::GIT_PROTECTED as GIT_NAMES;
+use super::spec::GIT_PROTECTED as GIT_NAMES;
 use crate::policy::Profile;
 
 /// Events that change what the walk of a directory finds.

@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::api::{self, Api, error_response};
 use super::connections::Connections;
+use super::mcp::streamable::{self as mcp_http, MCP_SESSION};
 use super::mcp::{self, McpHttp};
-use super::mcp_http::{self, MCP_SESSION};
 use super::tenants::Tenants;
 use crate::host::Host;
 use crate::reload::ReloadEvent;

@@ -6,8 +6,9 @@
 //!   `progress`: a call's progress reports as `notifications/progress`.
 //! - [`http`]: the HTTP server: `/mcp` and `/v1/*` on one port, bearer-token
 //!   authentication, body and time limits, a connection cap, graceful shutdown.
-//! - `mcp_http`: `/mcp`, rmcp's Streamable HTTP service behind JSON-RPC
-//!   checks of the body, with SSE priming only for clients that know it.
+//!   `mcp::streamable` is `/mcp`: rmcp's Streamable HTTP service behind
+//!   JSON-RPC checks of the body, with SSE priming only for clients that
+//!   know it.
 //! - `stdio`: the stdio transport of MCP, with JSON-RPC error answers,
 //!   backpressure and a drain at shutdown; `jsonrpc`: the checks both use.
 //! - [`api`]: the OpenAI-style routes under `/v1`.
@@ -19,7 +20,6 @@ mod connections;
 pub mod http;
 mod jsonrpc;
 pub mod mcp;
-mod mcp_http;
 mod progress;
 mod stdio;
 pub mod tenants;

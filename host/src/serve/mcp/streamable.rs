@@ -2,7 +2,7 @@
 //! wrongly taken care of in front of it:
 //!
 //! - a POST body is read here (within the size limit) and checked as
-//!   JSON-RPC ([`super::jsonrpc`]): what is not JSON is `400` with a `-32700`
+//!   JSON-RPC ([`super::super::jsonrpc`]): what is not JSON is `400` with a `-32700`
 //!   error, what is not a message `400` with `-32600`, params that do not fit
 //!   a `-32602` error with the request's id; a body over the limit is `413`
 //!   with a JSON-RPC error too;
@@ -23,11 +23,35 @@ use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use super::api::{BodyError, is_json, read_body};
-use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal};
-use super::mcp::{McpHttp, McpServer};
+use super::super::api::{BodyError, is_json, read_body};
+use super::super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal};
+use super::server::McpServer;
 use crate::host::Host;
+
+/// Settings of the Streamable HTTP transport.
+#[derive(Debug, Clone)]
+pub struct McpHttp {
+    /// `Host` header values accepted (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` header values accepted; `http://localhost:*` style entries.
+    pub allowed_origins: Vec<String>,
+    /// Cancelled at shutdown: closes every session.
+    pub cancel: CancellationToken,
+    /// Cancelled when shutdown stops waiting: calls still running end with
+    /// an error saying the server is shutting down.
+    pub abandon: CancellationToken,
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+}
+
+/// The `/mcp` endpoint, for any method . Each
+/// request's caller is the [`Caller`] the HTTP layer put in the request
+/// extensions.
+pub fn http_service(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
+    route(host, settings)
+}
 
 /// The first protocol version with SSE priming events.
 const PRIMING_SINCE: &str = "2025-11-25";

@@ -25,7 +25,7 @@ use rmcp::{Peer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::progress::ProgressForward;
+use super::super::progress::ProgressForward;
 use crate::approval::{Approval, ApprovalRequest, Approvals, Approver, DenyApprover};
 use crate::caller::Caller;
 use crate::dispatch::CallRequest;
@@ -461,8 +461,12 @@ pub async fn serve_stdio(
     let abandon = CancellationToken::new();
     let server = McpServer::with_abandon(host, abandon.clone());
     let (read, write) = rmcp::transport::stdio_pipes();
-    let transport =
-        super::stdio::StdioTransport::new(read, write, super::stdio::MAX_PENDING, stop.clone());
+    let transport = super::super::stdio::StdioTransport::new(
+        read,
+        write,
+        super::super::stdio::MAX_PENDING,
+        stop.clone(),
+    );
     let running = match server.serve(transport).await {
         Ok(running) => running,
         // Stopped before the client initialized the session.
@@ -518,29 +522,6 @@ pub fn poll_readable(fd: std::os::fd::BorrowedFd<'_>, budget: Duration) {
     while unsafe { libc::poll(&mut poll, 1, 0) } == 0 && started.elapsed() < budget {
         std::hint::spin_loop();
     }
-}
-
-/// Settings of the Streamable HTTP transport.
-#[derive(Debug, Clone)]
-pub struct McpHttp {
-    /// `Host` header values accepted (DNS-rebinding protection).
-    pub allowed_hosts: Vec<String>,
-    /// `Origin` header values accepted; `http://localhost:*` style entries.
-    pub allowed_origins: Vec<String>,
-    /// Cancelled at shutdown: closes every session.
-    pub cancel: CancellationToken,
-    /// Cancelled when shutdown stops waiting: calls still running end with
-    /// an error saying the server is shutting down.
-    pub abandon: CancellationToken,
-    /// Largest request body, in bytes.
-    pub max_body: usize,
-}
-
-/// The `/mcp` endpoint, for any method (see [`super::mcp_http`]). Each
-/// request's caller is the [`Caller`] the HTTP layer put in the request
-/// extensions.
-pub fn http_service(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
-    super::mcp_http::route(host, settings)
 }
 
 /// The guest log lines of one call on their way to the client: a task that

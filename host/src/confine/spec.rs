@@ -1,0 +1,125 @@
+//! What the host sends the launcher: the sandbox to build ([`Spec`]), then
+//! the command to run in it ([`Run`]), and the constants both sides share.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The port of the sandbox's loopback that leads to the host's proxy under
+/// `terminal.network = "proxy"` (`HTTP_PROXY=http://127.0.0.1:3128`).
+pub(crate) const PROXY_PORT: u16 = 3128;
+
+/// Most connections of one command through the proxy at once, held by the
+/// relay inside the sandbox and by the host's proxy alike.
+pub(crate) const PROXY_CONNECTIONS: usize = 64;
+
+/// Repository files and directories that make git run programs, made
+/// read-only inside writable grants (`core.fsmonitor`, hooks, submodules'
+/// own configuration).
+pub(crate) const GIT_PROTECTED: &[&str] = &["config", "config.worktree", "hooks", "modules"];
+
+/// The exit code of a launcher (or shell) that could not build the sandbox
+/// (or start); it said why on its channel first.
+pub(crate) const SETUP_EXIT: i32 = 125;
+
+/// The sandbox the launcher builds, sent to it on file descriptor 3. What
+/// runs in it comes later, as a [`Run`] on descriptor 4: a sandbox can be
+/// built ahead, before its command is known.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spec {
+    /// What is mounted, in order (parents before what lies inside them).
+    pub(crate) mounts: Vec<Mount>,
+    /// Keep the host's network namespace (`terminal.network = "host"`).
+    pub(crate) host_network: bool,
+    /// The host's proxy socket, relayed to [`PROXY_PORT`] inside
+    /// (`terminal.network = "proxy"`).
+    #[serde(default)]
+    pub(crate) proxy: Option<PathBuf>,
+    /// Resource limits of the command.
+    pub(crate) limits: CommandLimits,
+    /// The `cgroup.procs` of the command's pids cgroup, which its shell
+    /// joins (see [`super::pids`]).
+    #[serde(default)]
+    pub(crate) pids: Option<PathBuf>,
+}
+
+/// The command a built sandbox runs, sent to the launcher on descriptor 4.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Run {
+    /// The shell that runs the line (`bash -c line`).
+    pub(crate) shell: PathBuf,
+    /// The command line.
+    pub(crate) line: String,
+    /// The working directory, as seen inside (the same path as outside).
+    pub(crate) cwd: PathBuf,
+    /// The whole environment of the command, as bytes.
+    pub(crate) env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The command reads the launcher's stdin; otherwise `/dev/null`.
+    pub(crate) stdin: bool,
+}
+
+impl Run {
+    pub(crate) fn new(
+        shell: &Path,
+        line: &str,
+        cwd: &Path,
+        env: &[(String, std::ffi::OsString)],
+        stdin: bool,
+    ) -> Self {
+        use std::os::unix::ffi::OsStrExt;
+        Self {
+            shell: shell.to_path_buf(),
+            line: line.to_string(),
+            cwd: cwd.to_path_buf(),
+            env: env
+                .iter()
+                .map(|(name, value)| (name.as_bytes().to_vec(), value.as_bytes().to_vec()))
+                .collect(),
+            stdin,
+        }
+    }
+}
+
+/// One entry of the sandbox's filesystem. Paths are absolute and the same
+/// inside as outside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Mount {
+    pub(crate) path: PathBuf,
+    pub(crate) kind: MountKind,
+}
+
+/// What a [`Mount`] puts at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum MountKind {
+    /// The host's file or directory, read-only.
+    ReadOnly,
+    /// The host's directory, read-write.
+    ReadWrite,
+    /// A symbolic link with the host's link text (`/bin -> usr/bin`).
+    Symlink,
+    /// An empty, unreadable, read-only file in place of a denied one.
+    MaskFile,
+    /// An empty, unreadable, read-only directory in place of a denied one.
+    MaskDir,
+    /// A private `/proc` of the PID namespace.
+    Proc,
+    /// A minimal `/dev`: null, zero, full, random, urandom, tty.
+    Dev,
+    /// An empty tmpfs of the size in [`CommandLimits::tmp_size`].
+    Tmpfs,
+}
+
+/// Resource limits of one command (and everything it starts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CommandLimits {
+    /// Most processes at once (`RLIMIT_NPROC`, per sandbox).
+    pub(crate) processes: u64,
+    /// Most address space of each process (`RLIMIT_AS`), in bytes.
+    pub(crate) memory: u64,
+    /// Largest file a process may write (`RLIMIT_FSIZE`), in bytes.
+    pub(crate) file_size: u64,
+    /// Most open files of each process (`RLIMIT_NOFILE`).
+    pub(crate) open_files: u64,
+    /// Size of the private `/tmp`, in bytes.
+    pub(crate) tmp_size: u64,
+}

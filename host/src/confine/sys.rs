@@ -1,0 +1,10 @@
+//! System call results as the launcher reports them: the call and the
+//! kernel's reason.
+
+pub(super) fn os_error<T>(what: impl std::fmt::Display) -> Result<T, String> {
+    Err(format!("{what}: {}", std::io::Error::last_os_error()))
+}
+
+pub(super) fn check(result: libc::c_int, what: impl std::fmt::Display) -> Result<(), String> {
+    if result < 0 { os_error(what) } else { Ok(()) }
+}
