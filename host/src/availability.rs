@@ -2,8 +2,8 @@
 //! be allowed by the caller's profile, and every environment variable it
 //! requires must be set on the host and passed by the profile.
 
+use crate::contract::spec::ToolSpec;
 use crate::policy::{PermissionDecision, Profile};
-use crate::spec::ToolSpec;
 
 /// `Ok` when the tool is offered under `profile`; otherwise why it is hidden.
 pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {

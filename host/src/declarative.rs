@@ -26,8 +26,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::config::{parse_duration, parse_toml};
-use crate::runtime::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
-use crate::spec::{is_valid_env_name, is_valid_tool_name};
+use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
+use crate::contract::spec::{is_valid_env_name, is_valid_tool_name};
 
 /// A validated declarative file: the tools' specs and, per tool, the
 /// definition the wrapper plugin executes.

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::spec::ToolSpec;
+use crate::contract::spec::ToolSpec;
 
 /// One tool in the OpenAI `tools` shape. With `strict`, the parameters are
 /// rewritten for OpenAI's strict mode when the schema allows it (otherwise the

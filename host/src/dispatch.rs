@@ -14,13 +14,13 @@ use serde_json::{Value, json};
 use crate::approval::{ApprovalRequest, Subject};
 use crate::audit::{AuditRecord, now_rfc3339};
 use crate::caller::Caller;
+use crate::contract::spec::ToolSpec;
 use crate::error::{CallError, ErrorKind, bounded};
 use crate::hooks::CallInfo;
 use crate::host::Host;
 use crate::policy::PermissionDecision;
 use crate::registry::{Generation, ToolEntry};
 use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants};
-use crate::spec::ToolSpec;
 
 /// A call's arguments: JSON text (as models send them, possibly malformed)
 /// or an already parsed value.

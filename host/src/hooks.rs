@@ -8,9 +8,9 @@ use std::time::Duration;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::contract::spec::ToolSpec;
 use crate::error::CallError;
 use crate::runtime::PluginVersion;
-use crate::spec::ToolSpec;
 
 /// A boxed future, as hooks return them.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -14,6 +14,7 @@ use crate::approval::{Approvals, Approver, DenyApprover};
 use crate::audit::AuditLog;
 use crate::caller::Caller;
 use crate::config::{AuditTarget, Config};
+use crate::contract::spec::ToolSpec;
 use crate::definitions;
 use crate::hooks::CallHook;
 use crate::policy::Profile;
@@ -22,7 +23,6 @@ use crate::runtime::{
     ArtifactCache, Limits, LoadError, PluginSource, PluginVersion, Runtime, SessionMemory,
     is_declarative_file, plugin_files, plugin_name_for,
 };
-use crate::spec::ToolSpec;
 use crate::toolsets::{CompositeToolset, Selection, Toolsets};
 
 /// What can change while the host runs (on config reload), swapped as one.

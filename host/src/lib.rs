@@ -31,6 +31,7 @@ pub mod check;
 pub mod cli;
 pub mod config;
 pub mod confine;
+pub mod contract;
 mod declarative;
 pub mod definitions;
 mod dispatch;
@@ -43,10 +44,10 @@ pub mod reload;
 pub mod runtime;
 pub mod scaffold;
 pub mod serve;
-mod spec;
 pub mod toolsets;
 
 pub use caller::Caller;
+pub use contract::ToolSpec;
 pub use dispatch::{Arguments, CallRequest};
 pub use error::{CallError, ErrorKind, MAX_ERROR_MESSAGE};
 pub use hooks::{CallHook, CallInfo};
@@ -56,5 +57,4 @@ pub use host::{
 };
 pub use policy::Profile;
 pub use runtime::{Limits, LoadError, PluginSource, PluginVersion};
-pub use spec::ToolSpec;
 pub use toolsets::{CompositeToolset, Selection};

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+use crate::contract::spec::ToolSpec;
 use crate::runtime::{LoadError, PluginVersion};
-use crate::spec::ToolSpec;
 
 /// A tool and the plugin version that provides it.
 #[derive(Debug, Clone)]

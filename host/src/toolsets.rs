@@ -75,7 +75,7 @@ impl Toolsets {
                 problems.push(format!(
                     "toolsets.{name}: \"{name}\" is reserved (it means every tool)"
                 ));
-            } else if !crate::spec::is_valid_tool_name(name) {
+            } else if !crate::contract::spec::is_valid_tool_name(name) {
                 problems.push(format!(
                     "toolsets.{name}: invalid name; use 1 to 64 characters of a-z, A-Z, 0-9, '_' or '-'"
                 ));

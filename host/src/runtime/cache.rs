@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use super::plugin::ContentHash;
+use crate::contract::ContentHash;
 
 const MAGIC: &[u8; 8] = b"THCACHE1";
 

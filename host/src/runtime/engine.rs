@@ -1,23 +1,16 @@
 //! The one wasmtime `Engine` of the process (pooling allocator, epoch
 //! interruption) and the `Linker` that gives guests the host's imports.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context as _, Result};
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::toolhost::plugin as wit;
+use super::epoch::start_epoch_ticker;
+use super::memory::MAX_MEMORY;
 use super::sandbox::Sandbox;
-
-/// How often the epoch advances. Guests yield to the async executor at each
-/// tick, which is what lets a call's timeout stop a spinning guest.
-pub const EPOCH_TICK: Duration = Duration::from_millis(5);
-
-/// Largest linear memory any guest may have, whatever its profile says.
-pub const MAX_MEMORY: usize = 4 << 30;
+use crate::contract::bindings::toolhost::plugin as wit;
 
 /// Sizes of the instance pool: how many instances may be alive at once.
 const POOL_INSTANCES: u32 = 1000;
@@ -140,65 +133,6 @@ fn config(pooling: bool) -> Config {
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     config
-}
-
-/// How many stores run guest code now, and the ticker threads to wake when
-/// the first one starts.
-static RUNNING: AtomicUsize = AtomicUsize::new(0);
-static TICKERS: Mutex<Vec<std::thread::Thread>> = Mutex::new(Vec::new());
-
-/// Held by a store while it runs guest code: the epoch advances only while
-/// one is held anywhere, so an idle host never wakes up for it.
-#[derive(Debug)]
-pub(crate) struct Running(());
-
-impl Running {
-    pub(crate) fn enter() -> Self {
-        if RUNNING.fetch_add(1, Ordering::SeqCst) == 0 {
-            for ticker in TICKERS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                ticker.unpark();
-            }
-        }
-        Running(())
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        RUNNING.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Advances the engine's epoch every [`EPOCH_TICK`] while guest code runs
-/// anywhere (see [`Running`]), and sleeps otherwise.
-fn start_epoch_ticker(engine: &Engine) {
-    let engine = engine.weak();
-    std::thread::Builder::new()
-        .name("toolhost-epoch".into())
-        .spawn(move || {
-            // Listed before it first looks at `RUNNING`, so no wake-up is lost.
-            TICKERS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(std::thread::current());
-            loop {
-                if RUNNING.load(Ordering::SeqCst) == 0 {
-                    // Woken by the first `Running::enter` (or spuriously).
-                    std::thread::park();
-                    continue;
-                }
-                // A whole tick first: a call that starts now is not made to
-                // yield at once, and one shorter than a tick never is.
-                std::thread::sleep(EPOCH_TICK);
-                let Some(engine) = engine.upgrade() else {
-                    break;
-                };
-                if RUNNING.load(Ordering::SeqCst) > 0 {
-                    engine.increment_epoch();
-                }
-            }
-        })
-        .expect("spawning the epoch thread");
 }
 
 fn linker(engine: &Engine) -> Result<Linker<Sandbox>> {

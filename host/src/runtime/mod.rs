@@ -1,29 +1,35 @@
 //! Everything that touches wasmtime: the engine, loaded plugin versions, the
 //! per-call sandbox and the host side of the WIT imports.
 
-pub(crate) mod bindings;
 mod cache;
 mod capture;
 mod engine;
+mod epoch;
 mod flight;
 mod grants;
 mod host;
+mod instance;
+mod memory;
 mod plugin;
 mod ready;
 mod sandbox;
 mod session;
 
+pub use crate::contract::{
+    CONTRACT_SERIES, CONTRACT_VERSION, CapabilityUse, ContentHash, TOOL_INTERFACE,
+};
 pub use cache::{ArtifactCache, Compiled};
-pub use engine::{EPOCH_TICK, MAX_MEMORY, Runtime};
+pub use engine::Runtime;
+pub use epoch::EPOCH_TICK;
 pub use flight::{Drained, Flight};
-pub use grants::{ApprovalScope, CapabilityUse, Grants};
+pub use grants::{ApprovalScope, Grants};
+pub use memory::{MAX_MEMORY, SessionMemory};
 pub use plugin::{
-    CONTRACT_SERIES, CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion,
-    TOOL_INTERFACE, human_bytes, is_declarative_file, is_plugin_file, plugin_files,
-    plugin_name_for,
+    LoadError, PluginSource, PluginVersion, human_bytes, is_declarative_file, is_plugin_file,
+    plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
-pub use session::{MAX_SESSIONS, SessionMemory};
+pub use session::MAX_SESSIONS;
 
 pub(crate) use host::kill_commands;
 pub use host::{LogSink, Progress, ProgressSink, with_log_sink, with_progress_sink};

@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
-use super::bindings::ToolIndices;
-use super::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
 use super::grants::Grants;
 use super::sandbox::{Identity, Limits, Sandbox};
+use crate::contract::bindings::ToolIndices;
+use crate::contract::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
 
 /// An instance that has not served a call yet.
 pub(crate) struct ReadyInstance {
@@ -26,7 +26,7 @@ pub(crate) struct ReadyInstance {
 /// these, so an instance only serves calls that would have built the same.
 fn same_sandbox(made: &Sandbox, limits: &Limits, grants: &Grants) -> bool {
     let had = &made.grants;
-    made.limiter.limit() == limits.memory.min(super::engine::MAX_MEMORY)
+    made.limiter.limit() == limits.memory.min(super::memory::MAX_MEMORY)
         && Arc::ptr_eq(&had.profile, &grants.profile)
         && had.file_read == grants.file_read
         && had.file_write == grants.file_write
@@ -165,7 +165,7 @@ async fn make(recipe: &Recipe) -> wasmtime::Result<ReadyInstance> {
         &recipe.limits,
         recipe.grants.clone(),
     );
-    let mut store = super::plugin::new_store(&recipe.engine, sandbox);
-    let guest = super::plugin::instantiate_tool(&recipe.pre, &recipe.indices, &mut store).await?;
+    let mut store = super::instance::new_store(&recipe.engine, sandbox);
+    let guest = super::instance::instantiate_tool(&recipe.pre, &recipe.indices, &mut store).await?;
     Ok(ReadyInstance { store, guest })
 }

@@ -11,7 +11,9 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 
 use super::capture::Capture;
-use super::grants::{CapabilityUse, Grants};
+use super::grants::Grants;
+use super::memory::MemoryLimiter;
+use crate::contract::CapabilityUse;
 use crate::policy::{Access, PathRefusal, Profile, paths};
 
 pub use crate::policy::Limits;
@@ -45,7 +47,7 @@ pub struct Sandbox {
     pub(crate) files: FileGrants,
     pub(crate) uses: Vec<CapabilityUse>,
     /// Held while this store runs guest code, so the epoch ticks.
-    pub(crate) running: Option<super::engine::Running>,
+    pub(crate) running: Option<super::epoch::Running>,
 }
 
 impl Sandbox {
@@ -271,62 +273,5 @@ impl FileGrants {
                 reason,
             ));
         }
-    }
-}
-
-/// Caps linear memory and table growth, remembering whether the cap was hit
-/// so that the resulting trap can be reported as a memory error.
-#[derive(Debug)]
-pub(crate) struct MemoryLimiter {
-    limit: usize,
-    pub(crate) exceeded: Option<usize>,
-    /// A stateful session's share of its host's session memory.
-    pub(crate) session: Option<super::session::Charge>,
-    /// The size refused because the host's session memory was used up.
-    pub(crate) over_budget: Option<usize>,
-}
-
-impl MemoryLimiter {
-    fn new(limit: usize) -> Self {
-        Self {
-            limit: limit.min(super::engine::MAX_MEMORY),
-            exceeded: None,
-            session: None,
-            over_budget: None,
-        }
-    }
-
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
-    }
-}
-
-impl wasmtime::ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.limit {
-            self.exceeded = Some(desired);
-            return Ok(false);
-        }
-        if let Some(charge) = &mut self.session
-            && !charge.grow(desired.saturating_sub(current))
-        {
-            self.over_budget = Some(desired);
-            return Ok(false);
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
     }
 }

@@ -3,15 +3,15 @@
 //! when their plugin version is unloaded.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
-use super::bindings::exports::toolhost::plugin::lifecycle::Guest as LifecycleGuest;
-use super::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
 use super::sandbox::Sandbox;
+use crate::contract::bindings::exports::toolhost::plugin::lifecycle::Guest as LifecycleGuest;
+use crate::contract::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
 
 /// How long `teardown` may run.
 const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -22,79 +22,6 @@ pub const MAX_SESSIONS: usize = 256;
 /// The most sessions of one plugin version one tenant may hold, so that a
 /// tenant cannot take every slot from the others.
 pub(crate) const MAX_SESSIONS_PER_TENANT: usize = MAX_SESSIONS / 4;
-
-/// The memory all stateful sessions of one host may hold together
-/// (`sessions_memory`): each session's instance is charged for its linear
-/// memory as it grows, and gives it back when it is dropped.
-#[derive(Debug)]
-pub struct SessionMemory {
-    limit: usize,
-    used: AtomicUsize,
-}
-
-impl SessionMemory {
-    /// A budget of `limit` bytes, none used.
-    pub fn new(limit: usize) -> Arc<Self> {
-        Arc::new(Self {
-            limit,
-            used: AtomicUsize::new(0),
-        })
-    }
-
-    /// The budget, in bytes.
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Bytes the live sessions hold now.
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Acquire)
-    }
-
-    /// A charge of nothing yet, for one session's instance.
-    pub(crate) fn account(self: &Arc<Self>) -> Charge {
-        Charge {
-            budget: self.clone(),
-            bytes: 0,
-        }
-    }
-}
-
-/// What one session's instance holds of its host's [`SessionMemory`].
-#[derive(Debug)]
-pub(crate) struct Charge {
-    budget: Arc<SessionMemory>,
-    bytes: usize,
-}
-
-impl Charge {
-    /// Takes `more` bytes from the budget; false (and nothing taken) when
-    /// the budget does not have them.
-    pub(crate) fn grow(&mut self, more: usize) -> bool {
-        let taken = self
-            .budget
-            .used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(more)
-                    .filter(|&total| total <= self.budget.limit)
-            });
-        if taken.is_ok() {
-            self.bytes += more;
-        }
-        taken.is_ok()
-    }
-
-    /// The host's budget.
-    pub(crate) fn budget(&self) -> &SessionMemory {
-        &self.budget
-    }
-}
-
-impl Drop for Charge {
-    fn drop(&mut self) {
-        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
-    }
-}
 
 /// The tenant part of a session key (`tenant\0session`); empty for the
 /// local caller.
@@ -241,22 +168,6 @@ impl Sessions {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn charges_share_one_budget_and_give_it_back_when_dropped() {
-        let budget = SessionMemory::new(100);
-        let mut a = budget.account();
-        let mut b = budget.account();
-        assert!(a.grow(60));
-        assert!(!b.grow(41), "over the budget");
-        assert!(b.grow(40));
-        assert_eq!(budget.used(), 100);
-        drop(a);
-        assert_eq!(budget.used(), 40);
-        assert!(b.grow(60));
-        drop(b);
-        assert_eq!(budget.used(), 0);
-    }
 
     #[test]
     fn a_tenant_holds_at_most_its_share_of_the_slots() {

@@ -11,9 +11,9 @@ use reqwest::header::{self, HeaderMap};
 
 use self::connect::{Destination, Unreachable, describe};
 use self::request::{Outgoing, unparsed_target};
+use crate::contract::CapabilityUse;
+use crate::contract::bindings::toolhost::plugin::http::{Host, HttpError, Request, Response};
 use crate::policy::{NetworkLimits, PermissionRules, Profile};
-use crate::runtime::bindings::toolhost::plugin::http::{Host, HttpError, Request, Response};
-use crate::runtime::grants::CapabilityUse;
 use crate::runtime::sandbox::Sandbox;
 
 /// The permission the `http` import needs.

@@ -1,8 +1,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::contract::bindings::toolhost::plugin::log::{Host, Level};
 use crate::error::bounded;
-use crate::runtime::bindings::toolhost::plugin::log::{Host, Level};
 use crate::runtime::sandbox::Sandbox;
 
 /// Longest log message kept, in bytes.

@@ -1,8 +1,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::contract::bindings::toolhost::plugin::progress::Host;
 use crate::error::bounded;
-use crate::runtime::bindings::toolhost::plugin::progress::Host;
 use crate::runtime::sandbox::Sandbox;
 
 /// Longest progress message kept, in bytes.

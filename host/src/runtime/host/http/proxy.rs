@@ -20,8 +20,8 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use super::connect::{Destination, Unreachable};
 use crate::confine::PROXY_CONNECTIONS;
+use crate::contract::CapabilityUse;
 use crate::policy::HostRules;
-use crate::runtime::grants::CapabilityUse;
 
 /// The socket's file name in the proxy's private directory.
 const SOCKET: &str = "proxy.sock";

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 
+use crate::contract::bindings::toolhost::plugin::http::Request;
 use crate::error::bounded;
-use crate::runtime::bindings::toolhost::plugin::http::Request;
 
 /// Longest URL accepted, in bytes.
 const MAX_URL: usize = 16 * 1024;

@@ -38,12 +38,13 @@ use super::http::proxy::Proxy;
 use super::process_group::{self, Captured, Finished, ShellCommand};
 use crate::approval::{ApprovalRequest, Subject};
 use crate::confine;
+use crate::contract::CapabilityUse;
+use crate::contract::bindings::toolhost::plugin::terminal::{Command, Host, Output, TerminalError};
 use crate::policy::{
     Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalSandbox,
     dangerous, paths,
 };
-use crate::runtime::bindings::toolhost::plugin::terminal::{Command, Host, Output, TerminalError};
-use crate::runtime::grants::{ApprovalScope, CapabilityUse, Grants};
+use crate::runtime::grants::{ApprovalScope, Grants};
 use crate::runtime::sandbox::{Identity, Sandbox};
 
 /// The shell that runs command lines where it exists.

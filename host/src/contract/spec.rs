@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::runtime::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
+use super::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
 
 /// One tool of a loaded plugin.
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,72 @@
+//! Epoch interruption: a ticker thread per engine advances the epoch while
+//! guest code runs anywhere, so a call's deadline can stop a spinning guest,
+//! and sleeps while nothing runs.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use wasmtime::Engine;
+
+/// How often the epoch advances. Guests yield to the async executor at each
+/// tick, which is what lets a call's timeout stop a spinning guest.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// How many stores run guest code now, and the ticker threads to wake when
+/// the first one starts.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+static TICKERS: Mutex<Vec<std::thread::Thread>> = Mutex::new(Vec::new());
+
+/// Held by a store while it runs guest code: the epoch advances only while
+/// one is held anywhere, so an idle host never wakes up for it.
+#[derive(Debug)]
+pub(crate) struct Running(());
+
+impl Running {
+    pub(crate) fn enter() -> Self {
+        if RUNNING.fetch_add(1, Ordering::SeqCst) == 0 {
+            for ticker in TICKERS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                ticker.unpark();
+            }
+        }
+        Running(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] while guest code runs
+/// anywhere (see [`Running`]), and sleeps otherwise.
+pub(super) fn start_epoch_ticker(engine: &Engine) {
+    let engine = engine.weak();
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            // Listed before it first looks at `RUNNING`, so no wake-up is lost.
+            TICKERS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(std::thread::current());
+            loop {
+                if RUNNING.load(Ordering::SeqCst) == 0 {
+                    // Woken by the first `Running::enter` (or spuriously).
+                    std::thread::park();
+                    continue;
+                }
+                // A whole tick first: a call that starts now is not made to
+                // yield at once, and one shorter than a tick never is.
+                std::thread::sleep(EPOCH_TICK);
+                let Some(engine) = engine.upgrade() else {
+                    break;
+                };
+                if RUNNING.load(Ordering::SeqCst) > 0 {
+                    engine.increment_epoch();
+                }
+            }
+        })
+        .expect("spawning the epoch thread");
+}

@@ -1,0 +1,96 @@
+//! A guest store with the host's limits and epoch accounting, and a tool
+//! instance in it.
+
+use wasmtime::component::InstancePre;
+use wasmtime::{CallHook, Store, Trap};
+
+use super::epoch::Running;
+use super::sandbox::Sandbox;
+use crate::contract::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
+use crate::contract::bindings::{GuestToolError, ToolIndices};
+use crate::error::{CallError, ErrorKind, bounded};
+
+pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sandbox> {
+    let mut store = Store::new(engine, sandbox);
+    store.limiter(|s| &mut s.limiter);
+    store.epoch_deadline_async_yield_and_update(1);
+    // The epoch ticks only while some store runs guest code (host imports,
+    // however long they wait, are not guest code).
+    store.call_hook(|mut store, hook| {
+        let sandbox = store.data_mut();
+        match hook {
+            CallHook::CallingWasm | CallHook::ReturningFromHost => {
+                if sandbox.running.is_none() {
+                    sandbox.running = Some(Running::enter());
+                }
+            }
+            CallHook::ReturningFromWasm | CallHook::CallingHost => sandbox.running = None,
+        }
+        Ok(())
+    });
+    store
+}
+
+/// Instantiates `pre` in `store` and finds the instance's `tool` export.
+pub(crate) async fn instantiate_tool(
+    pre: &InstancePre<Sandbox>,
+    indices: &ToolIndices,
+    store: &mut Store<Sandbox>,
+) -> wasmtime::Result<ToolGuest> {
+    let instance = pre.instantiate_async(&mut *store).await?;
+    indices.load(store, &instance)
+}
+
+pub(crate) fn guest_error(what: &str, error: GuestToolError) -> CallError {
+    match error {
+        GuestToolError::InvalidArguments(m) => {
+            CallError::new(ErrorKind::InvalidArguments, format!("{what}: {m}"))
+        }
+        GuestToolError::Denied(m) => CallError::new(ErrorKind::Denied, format!("{what}: {m}")),
+        GuestToolError::Failed(m) => CallError::new(ErrorKind::ToolFailed, format!("{what}: {m}")),
+    }
+}
+
+/// Turns a trap into the error the caller sees: a memory error when the
+/// limiter refused growth, otherwise the trap with the guest's last words on
+/// stderr (a Rust panic message lands there).
+pub(crate) fn trap_error(what: &str, error: &wasmtime::Error, sandbox: &Sandbox) -> CallError {
+    if let (Some(desired), Some(charge)) = (sandbox.limiter.over_budget, &sandbox.limiter.session) {
+        let budget = charge.budget();
+        return CallError::new(
+            ErrorKind::Memory,
+            format!(
+                "{what} could not grow its memory to {}: the stateful sessions of this host \
+                 hold {} of sessions_memory = {}; end sessions (or wait for session_idle) or \
+                 raise sessions_memory",
+                super::plugin::human_bytes(desired),
+                super::plugin::human_bytes(budget.used()),
+                super::plugin::human_bytes(budget.limit())
+            ),
+        );
+    }
+    if let Some(desired) = sandbox.limiter.exceeded {
+        return CallError::new(
+            ErrorKind::Memory,
+            format!(
+                "{what} exceeded its memory limit of {} (tried to grow to {})",
+                super::plugin::human_bytes(sandbox.limiter.limit()),
+                super::plugin::human_bytes(desired)
+            ),
+        );
+    }
+    let cause = match error.downcast_ref::<Trap>() {
+        Some(trap) => format!("crashed ({trap})"),
+        None => format!("failed in the host: {error:#}"),
+    };
+    let stderr = sandbox.stderr.text();
+    let last_words = stderr.trim();
+    if last_words.is_empty() {
+        CallError::new(ErrorKind::Trap, format!("{what} {cause}"))
+    } else {
+        CallError::new(
+            ErrorKind::Trap,
+            format!("{what} {cause}; stderr: {}", bounded(last_words, 1024)),
+        )
+    }
+}

@@ -1,0 +1,339 @@
+//! One call on a plugin version: in a fresh (or made-ahead) instance, or in
+//! a stateful session's instance, mapped to the caller's result.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use wasmtime::Store;
+
+use super::load::no_grants;
+use super::version::PluginVersion;
+use crate::contract::bindings::GuestToolError;
+use crate::contract::spec::ToolSpec;
+use crate::declarative::Adapter;
+use crate::error::{CallError, ErrorKind};
+use crate::runtime::engine::Runtime;
+use crate::runtime::grants::Grants;
+use crate::runtime::instance::{guest_error, instantiate_tool, new_store, trap_error};
+use crate::runtime::memory::SessionMemory;
+use crate::runtime::ready::Recipe;
+use crate::runtime::sandbox::{Identity, Limits, Sandbox};
+use crate::runtime::session::{
+    LiveInstance, MAX_SESSIONS, MAX_SESSIONS_PER_TENANT, NoSlot, guest_session_id,
+};
+
+impl PluginVersion {
+    /// Creates a fresh store and instance and drops them without calling
+    /// anything: the fixed cost of every call, for benchmarks.
+    #[doc(hidden)]
+    pub async fn instantiate_only(
+        &self,
+        runtime: &Runtime,
+        limits: &Limits,
+    ) -> wasmtime::Result<()> {
+        let identity = Identity {
+            plugin: self.name.clone(),
+            tool: None,
+        };
+        let mut store = new_store(
+            runtime.engine(),
+            Sandbox::new(identity, limits, no_grants()),
+        );
+        instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?;
+        Ok(())
+    }
+
+    /// Runs `tool` with `arguments` (JSON text) in a fresh instance with
+    /// `grants`. Returns the output and the capability uses of the call.
+    ///
+    /// The instance is the one made ahead for this tool when there is one for
+    /// the same limits and grants (never used before), otherwise it is made
+    /// now. With `make_ahead`, and when no other call of this version
+    /// overlapped this one, the next instance is made in the background once
+    /// the call has its result, and this call's store is dropped there.
+    /// Callers that run another call at once (a batch's lane) pass `false`.
+    pub async fn call(
+        &self,
+        runtime: &Runtime,
+        tool: &Arc<ToolSpec>,
+        arguments: &str,
+        limits: &Limits,
+        grants: Arc<Grants>,
+        make_ahead: bool,
+    ) -> (
+        Result<String, CallError>,
+        Vec<crate::contract::CapabilityUse>,
+    ) {
+        let identity = || Identity {
+            plugin: self.name.clone(),
+            tool: Some(tool.name.as_str().into()),
+        };
+        // Alone when it starts (this call's own flight is counted).
+        let lone = make_ahead && self.flights.count() <= 1;
+        let (mut store, ready) = match self.ready.take(&tool.name, limits, &grants) {
+            Some(ready) => (ready.store, Some(ready.guest)),
+            None => {
+                let sandbox = Sandbox::new(identity(), limits, grants.clone());
+                (new_store(runtime.engine(), sandbox), None)
+            }
+        };
+        let run = async {
+            let guest = match ready {
+                Some(guest) => guest,
+                None => instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?,
+            };
+            let (name, arguments) = self.guest_call(tool, arguments);
+            guest.call_call(&mut store, name, &arguments).await
+        };
+        let outcome = tokio::time::timeout(limits.timeout, run).await;
+        let result = self.finish(tool, outcome, store.data(), limits);
+        let uses = store.data().capability_uses();
+        // Only for a lone caller (an agent calling one tool after another,
+        // over stdio, one HTTP connection or the CLI): no other call of this
+        // version ran when this one started or runs now. Under concurrent
+        // load the next call comes at once and would wait for the background
+        // work anyway, or take an instance made on another worker thread.
+        if !lone || self.flights.count() > 1 {
+            return (result, uses);
+        }
+        self.ready.make_next(
+            &tool.name,
+            || Recipe {
+                engine: runtime.engine().clone(),
+                pre: self.pre.clone(),
+                indices: self.tool_indices.clone(),
+                identity: identity(),
+                limits: limits.clone(),
+                grants,
+            },
+            store,
+        );
+        (result, uses)
+    }
+
+    /// Runs `tool` in the instance kept for `session` (created on first use
+    /// with `grants`, which should cover every tool of the plugin), for
+    /// stateful plugins. A trap or timeout discards the instance; the
+    /// session's next call starts a fresh one.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call_in_session(
+        &self,
+        runtime: &Runtime,
+        tool: &Arc<ToolSpec>,
+        arguments: &str,
+        limits: &Limits,
+        session: &str,
+        memory: &Arc<SessionMemory>,
+        grants: impl FnOnce() -> Arc<Grants>,
+    ) -> (
+        Result<String, CallError>,
+        Vec<crate::contract::CapabilityUse>,
+    ) {
+        match self
+            .session_call(runtime, tool, arguments, limits, session, memory, grants)
+            .await
+        {
+            Ok(done) => done,
+            Err(error) => (Err(error), Vec::new()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn session_call(
+        &self,
+        runtime: &Runtime,
+        tool: &Arc<ToolSpec>,
+        arguments: &str,
+        limits: &Limits,
+        session: &str,
+        memory: &Arc<SessionMemory>,
+        grants: impl FnOnce() -> Arc<Grants>,
+    ) -> Result<
+        (
+            Result<String, CallError>,
+            Vec<crate::contract::CapabilityUse>,
+        ),
+        CallError,
+    > {
+        let unloaded = || {
+            CallError::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "tool {:?}: this version of plugin {:?} was unloaded",
+                    tool.name, &*self.name
+                ),
+            )
+        };
+        let slot = match self.sessions.slot(session) {
+            Ok(slot) => slot,
+            Err(NoSlot::Closed) => return Err(unloaded()),
+            Err(NoSlot::Full) => {
+                return Err(CallError::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "plugin {:?} already keeps {MAX_SESSIONS} sessions; retry when some expire",
+                        &*self.name
+                    ),
+                ));
+            }
+            Err(NoSlot::TenantFull) => {
+                return Err(CallError::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "plugin {:?} already keeps {MAX_SESSIONS_PER_TENANT} sessions of this \
+                         caller, the most one tenant may hold; end some or retry when they expire",
+                        &*self.name
+                    ),
+                ));
+            }
+        };
+        let mut slot = slot.lock().await;
+        if slot.closed {
+            return Err(unloaded());
+        }
+        // One deadline for starting the instance (if needed) and the call.
+        let deadline = tokio::time::Instant::now() + limits.timeout;
+        if slot.live.is_none() {
+            let live = tokio::time::timeout_at(
+                deadline,
+                self.start_session(runtime, session, limits, memory, grants()),
+            )
+            .await
+            .map_err(|_| {
+                CallError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "plugin {:?} did not start session {session:?} within {:?}",
+                        &*self.name, limits.timeout
+                    ),
+                )
+            })??;
+            slot.live = Some(live);
+        }
+        let live = slot.live.as_mut().expect("just started");
+        live.store.data_mut().begin_call(&tool.name);
+        let (name, arguments) = self.guest_call(tool, arguments);
+        let outcome = tokio::time::timeout_at(
+            deadline,
+            live.tool.call_call(&mut live.store, name, &arguments),
+        )
+        .await;
+        let crashed = !matches!(outcome, Ok(Ok(_)));
+        let result = self.finish(tool, outcome, live.store.data(), limits);
+        let uses = live.store.data().capability_uses();
+        if crashed {
+            // The instance stopped mid-call; its state cannot be trusted.
+            slot.live = None;
+        }
+        slot.last_used = std::time::Instant::now();
+        Ok((result, uses))
+    }
+
+    async fn start_session(
+        &self,
+        runtime: &Runtime,
+        session: &str,
+        limits: &Limits,
+        memory: &Arc<SessionMemory>,
+        grants: Arc<Grants>,
+    ) -> Result<LiveInstance, CallError> {
+        let identity = Identity {
+            plugin: self.name.clone(),
+            tool: None,
+        };
+        let mut sandbox = Sandbox::new(identity, limits, grants);
+        sandbox.limiter.session = Some(memory.account());
+        let mut store = new_store(runtime.engine(), sandbox);
+        let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {
+            trap_error(
+                &format!("plugin {:?} session start", &*self.name),
+                &e,
+                store.data(),
+            )
+        };
+        let instance = match self.pre.instantiate_async(&mut store).await {
+            Ok(instance) => instance,
+            Err(e) => return Err(fail(e, &store)),
+        };
+        let tool = self
+            .tool_indices
+            .load(&mut store, &instance)
+            .map_err(|e| fail(e, &store))?;
+        let lifecycle = match &self.lifecycle {
+            Some(indices) => Some(
+                indices
+                    .load(&mut store, &instance)
+                    .map_err(|e| fail(e, &store))?,
+            ),
+            None => None,
+        };
+        if let Some(lifecycle) = &lifecycle {
+            match lifecycle
+                .call_setup(&mut store, guest_session_id(session))
+                .await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => {
+                    return Err(CallError::new(
+                        ErrorKind::ToolFailed,
+                        format!(
+                            "plugin {:?} refused to start session {session:?}: {message}",
+                            &*self.name
+                        ),
+                    ));
+                }
+                Err(e) => return Err(fail(e, &store)),
+            }
+        }
+        Ok(LiveInstance {
+            store,
+            tool,
+            lifecycle,
+        })
+    }
+
+    /// The guest tool and arguments that run `tool`: itself, or for a
+    /// declarative tool the wrapper's `invoke` with the tool's definition.
+    fn guest_call<'a>(&self, tool: &'a ToolSpec, arguments: &'a str) -> (&'a str, Cow<'a, str>) {
+        match &self.adapter {
+            Some(adapter) => (
+                Adapter::TOOL,
+                Cow::Owned(adapter.arguments(&tool.name, arguments)),
+            ),
+            None => (&tool.name, Cow::Borrowed(arguments)),
+        }
+    }
+
+    /// Maps the outcome of a guest call to the caller's result.
+    fn finish(
+        &self,
+        tool: &ToolSpec,
+        outcome: Result<
+            wasmtime::Result<Result<String, GuestToolError>>,
+            tokio::time::error::Elapsed,
+        >,
+        sandbox: &Sandbox,
+        limits: &Limits,
+    ) -> Result<String, CallError> {
+        sandbox.flush_output();
+        let what = || format!("tool {:?} (plugin {:?})", tool.name, &*self.name);
+        match outcome {
+            Err(_elapsed) => Err(CallError::new(
+                ErrorKind::Timeout,
+                format!("{} exceeded its time limit of {:?}", what(), limits.timeout),
+            )),
+            Ok(Err(trap)) => Err(trap_error(&what(), &trap, sandbox)),
+            Ok(Ok(Err(tool_error))) => Err(guest_error(&what(), tool_error)),
+            Ok(Ok(Ok(output))) if output.len() > limits.max_output => Err(CallError::new(
+                ErrorKind::OutputTooLarge,
+                format!(
+                    "{} returned {} bytes, more than the limit of {} bytes",
+                    what(),
+                    output.len(),
+                    limits.max_output
+                ),
+            )),
+            Ok(Ok(Ok(output))) => Ok(output),
+        }
+    }
+}

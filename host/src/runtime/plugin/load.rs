@@ -1,0 +1,220 @@
+//! Loading a plugin version: compiling (or taking from the cache) its
+//! component, linking it, and asking it to describe its tools.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{Component, InstancePre};
+
+use super::source::*;
+use super::version::PluginVersion;
+use crate::contract::bindings::{LifecycleIndices, Manifest, ToolIndices};
+use crate::contract::{ContentHash, TOOL_INTERFACE};
+use crate::declarative::Declared;
+use crate::runtime::cache::{ArtifactCache, Compiled};
+use crate::runtime::engine::Runtime;
+use crate::runtime::grants::Grants;
+use crate::runtime::instance::{instantiate_tool, new_store, trap_error};
+use crate::runtime::sandbox::{Identity, Limits, Sandbox};
+use crate::runtime::session::Sessions;
+
+/// Limits of the one-off instance that runs `describe` at load time.
+const DESCRIBE_LIMITS: Limits = Limits {
+    memory: 256 << 20,
+    timeout: Duration::from_secs(10),
+    max_output: 0,
+    max_arguments: 0,
+    concurrency: 1,
+};
+
+/// Grants of instances that run without a call: `describe`, benchmarks.
+pub(super) fn no_grants() -> Arc<Grants> {
+    static NONE: std::sync::OnceLock<Arc<Grants>> = std::sync::OnceLock::new();
+    NONE.get_or_init(|| {
+        Arc::new(Grants::none(Arc::new(crate::policy::Profile::deny_all(
+            "none", "/",
+        ))))
+    })
+    .clone()
+}
+
+impl PluginVersion {
+    /// Loads a plugin: checks the bytes are a component of our world, compiles
+    /// it on a blocking thread (or takes it from `cache`), asks it to describe
+    /// itself and validates the answer.
+    pub async fn load(
+        runtime: &Arc<Runtime>,
+        name: &str,
+        source: PluginSource,
+        bytes: Arc<[u8]>,
+        cache: Option<&ArtifactCache>,
+    ) -> Result<PluginVersion, LoadError> {
+        let fail = |problem: String| LoadError::new(name, &source, problem);
+        sniff(&bytes).map_err(fail)?;
+        let hash = ContentHash::of(&bytes);
+        let size = bytes.len();
+        let (component, compiled) = {
+            let runtime = runtime.clone();
+            let cache = cache.cloned();
+            tokio::task::spawn_blocking(move || match cache {
+                Some(cache) => cache.load_or_compile(runtime.engine(), &hash, &bytes),
+                None => Component::new(runtime.engine(), &*bytes).map(|c| (c, Compiled::Fresh)),
+            })
+            .await
+            .map_err(|e| fail(format!("compilation was interrupted: {e}")))?
+            .map_err(|e| fail(format!("is not a valid WebAssembly component: {e:#}")))?
+        };
+        let mut version =
+            Self::from_component(runtime, name, source, hash, size, component).await?;
+        version.compiled = compiled;
+        Ok(version)
+    }
+
+    /// Finishes loading an already compiled component.
+    pub(crate) async fn from_component(
+        runtime: &Arc<Runtime>,
+        name: &str,
+        source: PluginSource,
+        hash: ContentHash,
+        size: usize,
+        component: Component,
+    ) -> Result<PluginVersion, LoadError> {
+        Self::assemble(runtime, name, source, hash, size, component, None).await
+    }
+
+    /// A declarative tool file's version: the tools it declares, run by the
+    /// bundled wrapper plugin (see [`crate::declarative`]).
+    pub(crate) async fn declarative(
+        runtime: &Arc<Runtime>,
+        name: &str,
+        source: PluginSource,
+        text: &str,
+        cache: Option<&ArtifactCache>,
+    ) -> Result<PluginVersion, LoadError> {
+        let declared = crate::declarative::parse(name, text).map_err(|problems| LoadError {
+            plugin: name.to_string(),
+            source: source.clone(),
+            problems,
+        })?;
+        // Compiled once per process, and only once a file is valid.
+        let wrapper = runtime
+            .declarative_wrapper(cache)
+            .await
+            .map_err(|problem| LoadError::new(name, &source, problem))?;
+        let hash = ContentHash::of(text.as_bytes());
+        Self::assemble(
+            runtime,
+            name,
+            source,
+            hash,
+            text.len(),
+            wrapper,
+            Some(declared),
+        )
+        .await
+    }
+
+    async fn assemble(
+        runtime: &Arc<Runtime>,
+        name: &str,
+        source: PluginSource,
+        hash: ContentHash,
+        size: usize,
+        component: Component,
+        declared: Option<Declared>,
+    ) -> Result<PluginVersion, LoadError> {
+        let fail = |problem: String| LoadError::new(name, &source, problem);
+        let engine = runtime.engine();
+        let ty = component.component_type();
+        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+        let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
+        let contract = contract_version(&exports).map_err(fail)?;
+        let pre = runtime
+            .linker()
+            .instantiate_pre(&component)
+            .map_err(|e| fail(describe_link_error(&e, &imports)))?;
+        let tool_indices = ToolIndices::new(&pre).map_err(|e| {
+            fail(format!(
+                "exports {TOOL_INTERFACE} with the wrong signature (built against another \
+                 contract version?): {e:#}"
+            ))
+        })?;
+        let lifecycle = if exports.iter().any(|e| e.starts_with(LIFECYCLE_INTERFACE)) {
+            Some(LifecycleIndices::new(&pre).map_err(|e| {
+                fail(format!(
+                    "exports {LIFECYCLE_INTERFACE} with the wrong signature: {e:#}"
+                ))
+            })?)
+        } else {
+            None
+        };
+        let name: Arc<str> = name.into();
+        let (specs, stateful, adapter) = match declared {
+            Some(declared) => (declared.specs, false, Some(Arc::new(declared.definitions))),
+            None => {
+                let manifest = describe(runtime, &name, &pre, &tool_indices)
+                    .await
+                    .map_err(|e| fail(format!("`describe` failed: {e}")))?;
+                (manifest.tools, manifest.stateful, None)
+            }
+        };
+        let (tools, problems) = validate_manifest(&name, specs);
+        if !problems.is_empty() {
+            return Err(LoadError {
+                plugin: name.to_string(),
+                source,
+                problems,
+            });
+        }
+        Ok(PluginVersion {
+            name,
+            source,
+            hash,
+            size,
+            pre,
+            tool_indices,
+            lifecycle,
+            tools,
+            stateful,
+            imports,
+            contract,
+            sessions: Sessions::default(),
+            ready: Arc::default(),
+            compiled: Compiled::Fresh,
+            flights: Arc::default(),
+            adapter,
+        })
+    }
+}
+
+async fn describe(
+    runtime: &Runtime,
+    plugin: &Arc<str>,
+    pre: &InstancePre<Sandbox>,
+    indices: &ToolIndices,
+) -> Result<Manifest, String> {
+    let identity = Identity {
+        plugin: plugin.clone(),
+        tool: None,
+    };
+    let mut store = new_store(
+        runtime.engine(),
+        Sandbox::new(identity, &DESCRIBE_LIMITS, no_grants()),
+    );
+    let run = async {
+        let guest = instantiate_tool(pre, indices, &mut store).await?;
+        guest.call_describe(&mut store).await
+    };
+    let outcome = tokio::time::timeout(DESCRIBE_LIMITS.timeout, run).await;
+    store.data().flush_output();
+    match outcome {
+        Err(_) => Err(format!(
+            "it did not finish within {:?}",
+            DESCRIBE_LIMITS.timeout
+        )),
+        Ok(Err(trap)) => Err(trap_error("describe", &trap, store.data())
+            .message()
+            .to_string()),
+        Ok(Ok(manifest)) => Ok(manifest),
+    }
+}

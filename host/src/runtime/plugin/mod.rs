@@ -1,0 +1,14 @@
+//! A plugin version: what a plugin file is and why it may not load
+//! (`source`), the loaded version and its shared state (`version`), loading
+//! it (`load`) and calling it (`call`).
+
+mod call;
+mod load;
+mod source;
+mod version;
+
+pub use source::{
+    LoadError, PluginSource, human_bytes, is_declarative_file, is_plugin_file, plugin_files,
+    plugin_name_for,
+};
+pub use version::PluginVersion;

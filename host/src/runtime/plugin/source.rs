@@ -1,0 +1,309 @@
+//! What a plugin file is, where it came from, and why it may not load: the
+//! checks of its bytes, its contract version and its declared tools.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::contract::spec::{self, ToolSpec};
+use crate::contract::{CONTRACT_SERIES, CONTRACT_VERSION, TOOL_INTERFACE};
+
+/// The optional lifecycle interface, without its version.
+pub(super) const LIFECYCLE_INTERFACE: &str = "toolhost:plugin/lifecycle@";
+
+/// Where a plugin's bytes came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSource {
+    /// A file in the plugin directory (or given on the command line).
+    File(PathBuf),
+    /// Compiled into the `toolhost` binary.
+    Bundled,
+}
+
+impl fmt::Display for PluginSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::Bundled => f.write_str("bundled"),
+        }
+    }
+}
+
+/// Why a plugin could not be loaded. The message says which plugin, where it
+/// came from, what is wrong and, where it can, what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// The plugin's name.
+    pub plugin: String,
+    /// Where it came from.
+    pub source: PluginSource,
+    /// Every problem found.
+    pub problems: Vec<String>,
+}
+
+impl LoadError {
+    pub(crate) fn new(plugin: &str, source: &PluginSource, problem: impl Into<String>) -> Self {
+        Self {
+            plugin: plugin.to_string(),
+            source: source.clone(),
+            problems: vec![problem.into()],
+        }
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "plugin {:?} ({}): ", self.plugin, self.source)?;
+        match self.problems.as_slice() {
+            [one] => f.write_str(one),
+            many => {
+                write!(f, "{} problems:", many.len())?;
+                many.iter().try_for_each(|p| write!(f, "\n  - {p}"))
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Whether a file in the plugin directory is a plugin: a `*.wasm` component
+/// or a declarative `*.toml` tool file (but not a `toolhost.toml` config).
+pub fn is_plugin_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "wasm") || is_declarative_file(path)
+}
+
+/// Whether a plugin file is a declarative `*.toml` tool file.
+pub fn is_declarative_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "toml")
+        && path.file_name().is_some_and(|n| n != "toolhost.toml")
+}
+
+/// Every plugin file directly in `dir`, sorted; a missing dir has none.
+pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        if is_plugin_file(&path) && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The plugin name for a file: its stem (`plugins/weather.wasm` → `weather`).
+pub fn plugin_name_for(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// Checks the first bytes: a component, not a core module or something else.
+pub(super) fn sniff(bytes: &[u8]) -> Result<(), String> {
+    const MAGIC: &[u8; 4] = b"\0asm";
+    if bytes.len() < 8 || &bytes[..4] != MAGIC {
+        return Err(if bytes.is_empty() {
+            "the file is empty".to_string()
+        } else {
+            "is not a WebAssembly file (no \\0asm header)".to_string()
+        });
+    }
+    match (
+        bytes[4..6] == [1, 0],
+        bytes[6..8] == [0, 0],
+        bytes[6..8] == [1, 0],
+    ) {
+        (true, true, _) => Err("is a core WebAssembly module, not a component: build with \
+             `--target wasm32-wasip2` (or wrap it with `wasm-tools component new`)"
+            .to_string()),
+        (_, _, true) => Ok(()),
+        _ => Err(format!(
+            "has an unknown WebAssembly version/layer {:02x?}",
+            &bytes[4..8]
+        )),
+    }
+}
+
+/// The contract version of the `tool` interface a component exports: any
+/// of [`CONTRACT_SERIES`] loads; anything else is refused with both versions
+/// named.
+pub(super) fn contract_version(exports: &[String]) -> Result<String, String> {
+    const PREFIX: &str = "toolhost:plugin/tool@";
+    let Some(version) = exports.iter().find_map(|e| e.strip_prefix(PREFIX)) else {
+        let found = if exports.is_empty() {
+            "nothing".to_string()
+        } else {
+            exports.join(", ")
+        };
+        return Err(format!(
+            "does not export {TOOL_INTERFACE}, so it is not a toolhost plugin \
+             (it exports {found}); build it against the toolhost WIT, for example with toolhost-sdk"
+        ));
+    };
+    fn compatible(version: &str) -> (Option<&str>, Option<&str>) {
+        let mut parts = version.split('.');
+        (parts.next(), parts.next())
+    }
+    if compatible(version) == compatible(CONTRACT_VERSION) {
+        Ok(version.to_string())
+    } else {
+        Err(format!(
+            "was built against contract toolhost:plugin@{version}, but this host speaks \
+             toolhost:plugin@{CONTRACT_VERSION} (it loads any {CONTRACT_SERIES}); rebuild the plugin \
+             against {CONTRACT_VERSION} or run a toolhost that speaks {version}"
+        ))
+    }
+}
+
+/// Says which import could not be satisfied, in terms an author can act on.
+pub(super) fn describe_link_error(error: &wasmtime::Error, imports: &[String]) -> String {
+    let text = format!("{error:#}");
+    let missing = imports.iter().find(|i| text.contains(i.as_str()));
+    match missing {
+        Some(import) => format!(
+            "imports {import}, which toolhost does not provide (toolhost gives plugins \
+             toolhost:plugin/{{http,terminal,log,progress}} and wasi:cli/filesystem/clocks/random/io 0.2): {text}"
+        ),
+        None => format!("cannot be linked against the host's imports: {text}"),
+    }
+}
+
+/// Most tools one plugin may declare.
+pub(super) const MAX_TOOLS: usize = 128;
+
+/// Validates every spec; a plugin with any invalid spec is rejected whole.
+pub(super) fn validate_manifest(
+    plugin: &Arc<str>,
+    raw: Vec<crate::contract::bindings::toolhost::plugin::types::ToolSpec>,
+) -> (Vec<Arc<ToolSpec>>, Vec<String>) {
+    let mut tools: Vec<Arc<ToolSpec>> = Vec::new();
+    let mut problems = Vec::new();
+    if raw.is_empty() {
+        problems.push("declares no tools".to_string());
+    }
+    if raw.len() > MAX_TOOLS {
+        problems.push(format!(
+            "declares {} tools, more than the {MAX_TOOLS} one plugin may; split it into plugins",
+            raw.len()
+        ));
+        return (tools, problems);
+    }
+    for spec in raw {
+        match spec::validate(plugin, spec) {
+            Ok(spec) if tools.iter().any(|t| t.name == spec.name) => {
+                problems.push(format!("declares tool {:?} twice", spec.name));
+            }
+            Ok(spec) => tools.push(Arc::new(spec)),
+            Err(mut p) => problems.append(&mut p),
+        }
+    }
+    (tools, problems)
+}
+
+/// `65536` → `64 KiB`.
+pub fn human_bytes(n: usize) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_formats() {
+        assert!(sniff(b"").unwrap_err().contains("empty"));
+        assert!(
+            sniff(b"hello world!")
+                .unwrap_err()
+                .contains("not a WebAssembly file")
+        );
+        assert!(
+            sniff(b"\0asm\x01\0\0\0")
+                .unwrap_err()
+                .contains("core WebAssembly module")
+        );
+        assert!(sniff(b"\0asm\x0d\0\x01\0").is_ok());
+    }
+
+    #[test]
+    fn contract_versions() {
+        let exports = |v: &str| vec![format!("toolhost:plugin/tool@{v}")];
+        assert_eq!(contract_version(&exports("0.2.0")).unwrap(), "0.2.0");
+        assert_eq!(contract_version(&exports("0.2.7")).unwrap(), "0.2.7");
+        let newer = contract_version(&exports("0.3.0")).unwrap_err();
+        assert!(newer.contains("toolhost:plugin@0.3.0"), "{newer}");
+        assert!(newer.contains("toolhost:plugin@0.2.0"), "{newer}");
+        assert!(newer.contains("any 0.2.x"), "{newer}");
+        let older = contract_version(&exports("0.1.0")).unwrap_err();
+        assert!(older.contains("toolhost:plugin@0.1.0"), "{older}");
+        assert!(
+            contract_version(&[])
+                .unwrap_err()
+                .contains("exports nothing")
+        );
+    }
+
+    #[test]
+    fn a_plugin_declares_a_bounded_number_of_tools() {
+        use crate::contract::bindings::toolhost::plugin::types::ToolSpec as Raw;
+        let raw = |i: usize| Raw {
+            name: format!("t{i}"),
+            description: "does things".into(),
+            parameters: r#"{"type":"object"}"#.into(),
+            toolset: "demo".into(),
+            permissions: vec![],
+            requires_env: vec![],
+            emoji: None,
+            read_only: true,
+            destructive: false,
+            title: None,
+            output_schema: None,
+        };
+        let plugin: Arc<str> = "p".into();
+        let (tools, problems) = validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect());
+        assert_eq!(
+            (tools.len(), problems.len()),
+            (MAX_TOOLS, 0),
+            "{problems:?}"
+        );
+        let (tools, problems) = validate_manifest(&plugin, (0..=MAX_TOOLS).map(raw).collect());
+        assert!(tools.is_empty());
+        assert!(problems[0].contains("declares 129 tools"), "{problems:?}");
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(10), "10 B");
+    }
+
+    #[test]
+    fn load_errors_list_problems() {
+        let e = LoadError {
+            plugin: "w".into(),
+            source: PluginSource::File("plugins/w.wasm".into()),
+            problems: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "plugin \"w\" (plugins/w.wasm): 2 problems:\n  - a\n  - b"
+        );
+    }
+}

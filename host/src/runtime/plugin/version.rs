@@ -1,0 +1,162 @@
+//! A loaded plugin version: the compiled component, its `InstancePre`, its
+//! validated tool specs, and the state its calls share (made-ahead
+//! instances, sessions, calls in flight).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::InstancePre;
+
+use super::source::PluginSource;
+use crate::contract::ContentHash;
+use crate::contract::bindings::{LifecycleIndices, ToolIndices};
+use crate::contract::spec::ToolSpec;
+use crate::declarative::Adapter;
+use crate::runtime::cache::Compiled;
+use crate::runtime::flight::{Drained, Flight, Flights};
+use crate::runtime::ready::ReadyInstances;
+use crate::runtime::sandbox::Sandbox;
+use crate::runtime::session::Sessions;
+
+/// One loaded version of a plugin. Cheap to share; calls hold an `Arc` of the
+/// version they started on, so a replaced version lives until they finish.
+pub struct PluginVersion {
+    pub(super) name: Arc<str>,
+    pub(super) source: PluginSource,
+    pub(super) hash: ContentHash,
+    pub(super) size: usize,
+    pub(super) pre: InstancePre<Sandbox>,
+    pub(super) tool_indices: ToolIndices,
+    pub(super) lifecycle: Option<LifecycleIndices>,
+    pub(super) tools: Vec<Arc<ToolSpec>>,
+    pub(super) stateful: bool,
+    pub(super) imports: Vec<String>,
+    pub(super) contract: String,
+    pub(super) sessions: Sessions,
+    /// Fresh instances made ahead of the next call of each tool.
+    pub(super) ready: Arc<ReadyInstances>,
+    pub(super) compiled: Compiled,
+    pub(super) flights: Arc<Flights>,
+    /// For a declarative tool file: runs its tools through the wrapper.
+    pub(super) adapter: Option<Arc<Adapter>>,
+}
+
+impl fmt::Debug for PluginVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginVersion")
+            .field("name", &self.name)
+            .field("source", &self.source)
+            .field("hash", &self.hash)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PluginVersion {
+    /// The plugin's name.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// Where it was loaded from.
+    pub fn source(&self) -> &PluginSource {
+        &self.source
+    }
+
+    /// SHA-256 of its bytes.
+    pub fn hash(&self) -> ContentHash {
+        self.hash
+    }
+
+    /// Size of the `.wasm`, in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Its tools, in the order it declared them.
+    pub fn tools(&self) -> &[Arc<ToolSpec>] {
+        &self.tools
+    }
+
+    /// Whether it was compiled at load or read from the cache.
+    pub fn compiled(&self) -> Compiled {
+        self.compiled
+    }
+
+    /// Whether calls with a session id share an instance.
+    pub fn is_stateful(&self) -> bool {
+        self.stateful
+    }
+
+    /// Whether it exports the lifecycle hooks.
+    pub fn has_lifecycle(&self) -> bool {
+        self.lifecycle.is_some()
+    }
+
+    /// The contract version it was built against (`0.2.0`).
+    pub fn contract(&self) -> &str {
+        &self.contract
+    }
+
+    /// The interfaces it imports.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Whether this version is a declarative tool file.
+    pub fn is_declarative(&self) -> bool {
+        self.adapter.is_some()
+    }
+
+    /// How many fresh instances are made ahead of their call (at most one
+    /// per tool; see [`PluginVersion::call`]).
+    pub fn ready_instances(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// How many sessions this version keeps.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Registers a call on this version; `None` once it is being drained
+    /// (the caller should resolve the tool again).
+    pub fn begin_call(&self) -> Option<Flight> {
+        self.flights.begin()
+    }
+
+    /// Resolves when the calls still running on this drained version are
+    /// cancelled.
+    pub(crate) async fn cancelled(&self) {
+        self.flights.cancelled().await
+    }
+
+    /// Calls running on this version now.
+    pub fn in_flight(&self) -> usize {
+        self.flights.count()
+    }
+
+    /// Retires this version: no new calls start on it, calls in flight finish
+    /// within `grace` or are cancelled, then its stateful sessions are torn
+    /// down.
+    pub async fn drain(&self, grace: Duration) -> Drained {
+        self.ready.close();
+        let drained = self.flights.drain(grace).await;
+        self.sessions.close_all().await;
+        drained
+    }
+
+    /// Tears down the sessions idle for longer than `idle`; returns how many.
+    pub async fn expire_idle_sessions(&self, idle: Duration) -> usize {
+        self.sessions.expire_idle(idle).await
+    }
+
+    /// Closes every session of this version (used when it is unloaded or
+    /// replaced): waits for calls in progress, runs `teardown`, and refuses
+    /// later calls. Returns how many instances were torn down.
+    pub async fn close_sessions(&self) -> usize {
+        self.ready.close();
+        self.sessions.close_all().await
+    }
+}
