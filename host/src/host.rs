@@ -370,7 +370,7 @@ struct Inner {
     settings: ArcSwap<Settings>,
     audit: Option<Arc<AuditLog>>,
     load_errors: Mutex<BTreeMap<String, LoadError>>,
-    events: tokio::sync::broadcast::Sender<crate::reload::ReloadEvent>,
+    events: tokio::sync::broadcast::Sender<crate::registry::ReloadEvent>,
     hooks: Vec<Arc<dyn CallHook>>,
     batch_concurrency: usize,
     session_idle: Duration,
@@ -486,12 +486,12 @@ impl Host {
 
     pub(crate) fn events_sender(
         &self,
-    ) -> &tokio::sync::broadcast::Sender<crate::reload::ReloadEvent> {
+    ) -> &tokio::sync::broadcast::Sender<crate::registry::ReloadEvent> {
         &self.inner.events
     }
 
     /// Reload events (loaded, replaced, removed, drained, failed, config).
-    pub fn events(&self) -> tokio::sync::broadcast::Receiver<crate::reload::ReloadEvent> {
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<crate::registry::ReloadEvent> {
         self.inner.events.subscribe()
     }
 

@@ -1,11 +1,14 @@
 //! The current generation of loaded plugins and their tools. A generation is
 //! immutable and swapped atomically, so a reader never sees half an update and
-//! a call keeps the plugin version it resolved until it ends.
+//! a call keeps the plugin version it resolved until it ends. What happens to
+//! it (a plugin loaded, replaced, drained, removed, a config reloaded) is
+//! published as a [`ReloadEvent`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use serde::Serialize;
 
 use crate::contract::spec::ToolSpec;
 use crate::runtime::{LoadError, PluginVersion};
@@ -196,4 +199,110 @@ fn with_plugin(
             collisions,
         }),
     )
+}
+
+/// What happened to a plugin or to the config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ReloadEvent {
+    /// A new plugin is serving.
+    Loaded {
+        /// Plugin name.
+        plugin: String,
+        /// Content hash (12 hex digits).
+        version: String,
+        /// Its tools.
+        tools: Vec<String>,
+    },
+    /// A plugin's new version is serving; the old one is draining.
+    Replaced {
+        /// Plugin name.
+        plugin: String,
+        /// The old version.
+        from: String,
+        /// The new version.
+        to: String,
+        /// Its tools.
+        tools: Vec<String>,
+    },
+    /// A plugin is gone; its version is draining.
+    Removed {
+        /// Plugin name.
+        plugin: String,
+        /// The removed version.
+        version: String,
+    },
+    /// A replaced or removed version finished draining.
+    Drained {
+        /// Plugin name.
+        plugin: String,
+        /// The drained version.
+        version: String,
+        /// Calls that were in flight when the drain began.
+        in_flight: usize,
+        /// Of those, calls cancelled at the end of the grace period.
+        cancelled: usize,
+    },
+    /// A plugin file could not be loaded; any previous version keeps serving.
+    Failed {
+        /// Plugin name.
+        plugin: String,
+        /// Why.
+        reason: String,
+    },
+    /// The config file changed and was applied.
+    ConfigReloaded {
+        /// The file.
+        path: String,
+    },
+    /// The config file changed but is invalid; the running config stays.
+    ConfigRejected {
+        /// The file.
+        path: String,
+        /// Every problem.
+        reason: String,
+    },
+}
+
+impl ReloadEvent {
+    /// Whether the set of tools (or their definitions) may have changed.
+    pub fn changes_tools(&self) -> bool {
+        matches!(
+            self,
+            Self::Loaded { .. }
+                | Self::Replaced { .. }
+                | Self::Removed { .. }
+                | Self::ConfigReloaded { .. }
+        )
+    }
+}
+
+impl std::fmt::Display for ReloadEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Loaded {
+                plugin,
+                version,
+                tools,
+            } => write!(f, "loaded {plugin} {version}: {}", tools.join(", ")),
+            Self::Replaced {
+                plugin, from, to, ..
+            } => write!(f, "replaced {plugin} {from} → {to}"),
+            Self::Removed { plugin, version } => write!(f, "removed {plugin} {version}"),
+            Self::Drained {
+                plugin,
+                version,
+                in_flight,
+                cancelled,
+            } => write!(
+                f,
+                "drained {plugin} {version}: {in_flight} call(s) in flight, {cancelled} cancelled"
+            ),
+            Self::Failed { plugin, reason } => write!(f, "failed {plugin}: {reason}"),
+            Self::ConfigReloaded { path } => write!(f, "config reloaded from {path}"),
+            Self::ConfigRejected { path, reason } => {
+                write!(f, "config {path} rejected, running config kept: {reason}")
+            }
+        }
+    }
 }

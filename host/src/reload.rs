@@ -11,7 +11,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
 use notify::{RecursiveMode, Watcher as _};
-use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::caller::Caller;
@@ -28,111 +27,7 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 /// How many times a file that fails to load while still changing is retried.
 const RETRIES: u32 = 5;
 
-/// What happened to a plugin or to the config.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum ReloadEvent {
-    /// A new plugin is serving.
-    Loaded {
-        /// Plugin name.
-        plugin: String,
-        /// Content hash (12 hex digits).
-        version: String,
-        /// Its tools.
-        tools: Vec<String>,
-    },
-    /// A plugin's new version is serving; the old one is draining.
-    Replaced {
-        /// Plugin name.
-        plugin: String,
-        /// The old version.
-        from: String,
-        /// The new version.
-        to: String,
-        /// Its tools.
-        tools: Vec<String>,
-    },
-    /// A plugin is gone; its version is draining.
-    Removed {
-        /// Plugin name.
-        plugin: String,
-        /// The removed version.
-        version: String,
-    },
-    /// A replaced or removed version finished draining.
-    Drained {
-        /// Plugin name.
-        plugin: String,
-        /// The drained version.
-        version: String,
-        /// Calls that were in flight when the drain began.
-        in_flight: usize,
-        /// Of those, calls cancelled at the end of the grace period.
-        cancelled: usize,
-    },
-    /// A plugin file could not be loaded; any previous version keeps serving.
-    Failed {
-        /// Plugin name.
-        plugin: String,
-        /// Why.
-        reason: String,
-    },
-    /// The config file changed and was applied.
-    ConfigReloaded {
-        /// The file.
-        path: String,
-    },
-    /// The config file changed but is invalid; the running config stays.
-    ConfigRejected {
-        /// The file.
-        path: String,
-        /// Every problem.
-        reason: String,
-    },
-}
-
-impl ReloadEvent {
-    /// Whether the set of tools (or their definitions) may have changed.
-    pub fn changes_tools(&self) -> bool {
-        matches!(
-            self,
-            Self::Loaded { .. }
-                | Self::Replaced { .. }
-                | Self::Removed { .. }
-                | Self::ConfigReloaded { .. }
-        )
-    }
-}
-
-impl std::fmt::Display for ReloadEvent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Loaded {
-                plugin,
-                version,
-                tools,
-            } => write!(f, "loaded {plugin} {version}: {}", tools.join(", ")),
-            Self::Replaced {
-                plugin, from, to, ..
-            } => write!(f, "replaced {plugin} {from} → {to}"),
-            Self::Removed { plugin, version } => write!(f, "removed {plugin} {version}"),
-            Self::Drained {
-                plugin,
-                version,
-                in_flight,
-                cancelled,
-            } => write!(
-                f,
-                "drained {plugin} {version}: {in_flight} call(s) in flight, {cancelled} cancelled"
-            ),
-            Self::Failed { plugin, reason } => write!(f, "failed {plugin}: {reason}"),
-            Self::ConfigReloaded { path } => write!(f, "config reloaded from {path}"),
-            Self::ConfigRejected { path, reason } => {
-                write!(f, "config {path} rejected, running config kept: {reason}")
-            }
-        }
-    }
-}
+pub use crate::registry::ReloadEvent;
 
 impl Host {
     fn publish(&self, event: ReloadEvent) {

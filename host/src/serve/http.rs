@@ -30,7 +30,7 @@ use super::mcp::streamable::{self as mcp_http, MCP_SESSION};
 use super::mcp::{self, McpHttp};
 use super::tenants::Tenants;
 use crate::host::Host;
-use crate::reload::ReloadEvent;
+use crate::registry::ReloadEvent;
 
 /// Limits and policies of the HTTP server. [`ServeOptions::default`] gives
 /// the documented defaults.
