@@ -417,6 +417,96 @@ async fn search_files_finds_lines_and_names_and_stops_at_the_cap() {
     assert_contains(&message, "not a valid regular expression");
 }
 
+/// The `path` of each match of a `search_files` answer.
+fn match_paths(found: &Value) -> Vec<&str> {
+    found["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn search_and_listing_leave_out_what_ignore_files_exclude_unless_asked() {
+    let (ws, _) = files_workspace();
+    ws.write(".gitignore", "target/\n*.log\n!keep.log\n");
+    ws.write("target/debug/out.rs", "needle in build output\n");
+    ws.write("src/build.log", "needle in a log\n");
+    ws.write("src/keep.log", "needle kept\n");
+    ws.write("src/.ignore", "generated.rs\n");
+    ws.write("src/generated.rs", "// needle generated\n");
+    let host = ws.host(FILES).await;
+
+    let found = ok(&host, "search_files", json!({"pattern": "needle"})).await;
+    assert_eq!(
+        match_paths(&found),
+        ["src/keep.log", "src/lib.rs", "src/main.rs"]
+    );
+    let listed = ok(&host, "list_dir", json!({"depth": 3})).await;
+    assert_eq!(
+        entry_paths(&listed),
+        [
+            "docs",
+            "docs/guide.md",
+            "out",
+            "src",
+            "src/keep.log",
+            "src/lib.rs",
+            "src/main.rs",
+            "ten.txt"
+        ]
+    );
+
+    // Asked for, ignored files are searched and listed; denied ones never.
+    let everything = json!({"pattern": "needle", "include_ignored": true, "include_hidden": true});
+    let found = ok(&host, "search_files", everything).await;
+    assert_eq!(
+        match_paths(&found),
+        [
+            "src/build.log",
+            "src/generated.rs",
+            "src/keep.log",
+            "src/lib.rs",
+            "src/main.rs",
+            "target/debug/out.rs"
+        ]
+    );
+    let listed = ok(
+        &host,
+        "list_dir",
+        json!({"depth": 3, "include_ignored": true, "include_hidden": true}),
+    )
+    .await;
+    let paths = entry_paths(&listed);
+    for path in [".gitignore", "src/build.log", "target/debug", "src/.ignore"] {
+        assert!(paths.contains(&path), "{path} not in {paths:?}");
+    }
+    assert!(!listed.to_string().contains("secret"), "{listed}");
+    assert!(!listed.to_string().contains(".env"), "{listed}");
+
+    // A directory named outright is searched even when it is ignored, as
+    // ripgrep does.
+    let named = ok(
+        &host,
+        "search_files",
+        json!({"pattern": "needle", "path": "target"}),
+    )
+    .await;
+    assert_eq!(match_paths(&named), ["target/debug/out.rs"]);
+    // Below the workspace, the ignore files of the directories above apply.
+    let sub = ok(
+        &host,
+        "search_files",
+        json!({"pattern": "needle", "path": "src"}),
+    )
+    .await;
+    assert_eq!(
+        match_paths(&sub),
+        ["src/keep.log", "src/lib.rs", "src/main.rs"]
+    );
+}
+
 #[tokio::test]
 async fn file_diff_compares_two_files_or_a_file_and_proposed_content() {
     let (ws, _) = files_workspace();

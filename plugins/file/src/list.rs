@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use toolhost_sdk::prelude::*;
 
 use crate::fsio::{NameFilter, io_error};
-use crate::walk::{Kind, Walk};
+use crate::walk::{Include, Kind, Walk};
 
 /// Entries returned when `limit` is not given, and at most.
 const DEFAULT_ENTRIES: usize = 500;
@@ -36,6 +36,10 @@ pub(crate) struct ListDirArgs {
     /// Include entries whose names start with `.` (default false).
     #[serde(default)]
     include_hidden: bool,
+    /// Include entries that `.gitignore` or `.ignore` files exclude (build
+    /// output, dependencies); default false, as in git and ripgrep.
+    #[serde(default)]
+    include_ignored: bool,
     /// The most entries to return (default 500, at most 5000).
     #[serde(default)]
     limit: Option<usize>,
@@ -45,7 +49,8 @@ pub(crate) struct ListDirArgs {
 /// tools), `type` (file, dir, symlink, other) and, for files, `size` in bytes,
 /// in name order with each directory's contents after it. `depth` recurses,
 /// `glob` filters by name, hidden entries (`.git`, `.env`) are left out
-/// unless `include_hidden`; symbolic links are listed, not followed.
+/// unless `include_hidden`, and entries excluded by `.gitignore` or `.ignore`
+/// files unless `include_ignored`; symbolic links are listed, not followed.
 /// `truncated` is true when `limit` cut the listing. Only what the caller's
 /// profile grants is visible.
 #[tool(toolset = "file", permissions = ["file:read"], read_only, emoji = "📁")]
@@ -76,8 +81,11 @@ pub(crate) fn list_dir(args: ListDirArgs) -> Result<Value, ToolError> {
     // Fail on an unreadable root rather than returning an empty listing.
     fs::read_dir(path).map_err(|e| io_error("listing", path, &e))?;
 
-    let mut walk =
-        Walk::new(path, depth, args.include_hidden).deadline(Instant::now() + TIME_BUDGET);
+    let include = Include {
+        hidden: args.include_hidden,
+        ignored: args.include_ignored,
+    };
+    let mut walk = Walk::new(path, depth, include).deadline(Instant::now() + TIME_BUDGET);
     let mut entries = Vec::new();
     let mut truncated = false;
     for entry in walk.by_ref() {

@@ -10,7 +10,7 @@ use regex::bytes::{Regex, RegexBuilder};
 use toolhost_sdk::prelude::*;
 
 use crate::fsio::{NameFilter, SNIFF_BYTES, clip, io_error, looks_binary};
-use crate::walk::{Kind, Walk};
+use crate::walk::{Include, Kind, Walk};
 
 /// Results returned when `max_results` is not given, and at most.
 const DEFAULT_RESULTS: usize = 100;
@@ -51,6 +51,10 @@ pub(crate) struct SearchFilesArgs {
     /// (default false).
     #[serde(default)]
     include_hidden: bool,
+    /// Also search files that `.gitignore` or `.ignore` files exclude (build
+    /// output, dependencies); default false, as in ripgrep.
+    #[serde(default)]
+    include_ignored: bool,
     /// The most results to return (default 100, at most 1000): matching
     /// lines, or file names when there is no `pattern`.
     #[serde(default)]
@@ -60,9 +64,11 @@ pub(crate) struct SearchFilesArgs {
 /// Search files under a directory. With `glob` only, returns the `files`
 /// whose names match. With `pattern`, returns `matches`: each matching line's
 /// `path`, `line` number (from 1) and `text` (cut at 300 characters), in
-/// files that match `glob` if given. Binary files and hidden entries are
-/// skipped; symbolic links are not followed. Stops at `max_results` (default
-/// 100) with `truncated: true`: narrow `path`, `glob` or `pattern` then.
+/// files that match `glob` if given. Binary files, hidden entries and what
+/// `.gitignore` or `.ignore` files exclude are skipped (`include_hidden`,
+/// `include_ignored` search them too); symbolic links are not followed.
+/// Stops at `max_results` (default 100) with `truncated: true`: narrow
+/// `path`, `glob` or `pattern` then.
 /// Returned paths can be passed to read_file as they are.
 #[tool(toolset = "file", permissions = ["file:read"], read_only, emoji = "🔍")]
 pub(crate) fn search_files(args: SearchFilesArgs) -> Result<Value, ToolError> {
@@ -111,7 +117,11 @@ pub(crate) fn search_files(args: SearchFilesArgs) -> Result<Value, ToolError> {
         }
     } else {
         fs::read_dir(root).map_err(|e| io_error("searching", root, &e))?;
-        let mut walk = Walk::new(root, MAX_DEPTH, args.include_hidden).deadline(deadline);
+        let include = Include {
+            hidden: args.include_hidden,
+            ignored: args.include_ignored,
+        };
+        let mut walk = Walk::new(root, MAX_DEPTH, include).deadline(deadline);
         for entry in walk.by_ref() {
             if entry.kind != Kind::File
                 || filter.as_ref().is_some_and(|f| !f.matches(&entry.relative))

@@ -1,9 +1,13 @@
 //! A depth-first walk of a directory tree in name order, without following
-//! symbolic links, that stops at a deadline.
+//! symbolic links, that stops at a deadline. The `ignore` crate (ripgrep's
+//! walker) does the walking: hidden entries and what `.gitignore`, `.ignore`
+//! and `.git/info/exclude` files exclude are left out unless asked for.
 
-use std::fs::{self, FileType};
+use std::fs::FileType;
 use std::path::PathBuf;
 use std::time::Instant;
+
+use ignore::WalkBuilder;
 
 /// What kind of entry a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,16 +54,21 @@ pub(crate) struct Entry {
     pub(crate) kind: Kind,
 }
 
+/// Which entries a walk leaves in.
+#[derive(Clone, Copy)]
+pub(crate) struct Include {
+    /// Entries whose names start with `.`.
+    pub(crate) hidden: bool,
+    /// Entries that `.gitignore`, `.ignore` or `.git/info/exclude` files
+    /// exclude.
+    pub(crate) ignored: bool,
+}
+
 /// Walk settings and state.
 pub(crate) struct Walk {
     root: PathBuf,
-    max_depth: usize,
-    include_hidden: bool,
+    walk: ignore::Walk,
     deadline: Option<Instant>,
-    /// Directories still to read, with their depth, deepest last.
-    pending: Vec<(Entry, usize)>,
-    /// Entries read but not yet returned, in reverse order.
-    queue: Vec<(Entry, usize)>,
     /// Directories that could not be read (denied or vanished).
     pub(crate) unreadable: usize,
     /// True when the walk stopped at its deadline.
@@ -69,22 +78,29 @@ pub(crate) struct Walk {
 impl Walk {
     /// A walk of the entries under `root` (not `root` itself), `max_depth`
     /// levels deep (1: the root's entries only). Hidden entries (names that
-    /// start with `.`) are skipped, with their contents, unless included.
-    pub(crate) fn new(root: &str, max_depth: usize, include_hidden: bool) -> Self {
+    /// start with `.`) and ignored ones are skipped, with their contents,
+    /// unless included. Ignore files apply from `root`, the directories
+    /// below it and those above it, in any directory (not only in a git
+    /// repository); the user's global git excludes file is not read. `root`
+    /// itself is walked even when ignored, as ripgrep does.
+    pub(crate) fn new(root: &str, max_depth: usize, include: Include) -> Self {
         let root = PathBuf::from(root);
-        let start = Entry {
-            path: root.clone(),
-            relative: String::new(),
-            shown: String::new(),
-            kind: Kind::Dir,
-        };
+        let honour = !include.ignored;
+        let walk = WalkBuilder::new(&root)
+            .max_depth(Some(max_depth))
+            .follow_links(false)
+            .hidden(!include.hidden)
+            .ignore(honour)
+            .git_ignore(honour)
+            .git_exclude(honour)
+            .git_global(false)
+            .require_git(false)
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .build();
         Self {
             root,
-            max_depth,
-            include_hidden,
+            walk,
             deadline: None,
-            pending: vec![(start, 0)],
-            queue: Vec::new(),
             unreadable: 0,
             timed_out: false,
         }
@@ -105,41 +121,20 @@ impl Walk {
         }
     }
 
-    /// Reads one directory and queues its entries in name order.
-    fn expand(&mut self, dir: &Entry, depth: usize) {
-        let entries = match fs::read_dir(&dir.path) {
-            Ok(entries) => entries,
-            Err(_) => {
-                self.unreadable += 1;
-                return;
-            }
-        };
-        let mut children = Vec::new();
-        for entry in entries {
-            let Ok(entry) = entry else {
-                self.unreadable += 1;
-                continue;
-            };
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !self.include_hidden && name.starts_with('.') {
-                continue;
-            }
-            let kind = entry.file_type().map_or(Kind::Other, Kind::of);
-            let relative = if dir.relative.is_empty() {
-                name
-            } else {
-                format!("{}/{name}", dir.relative)
-            };
-            children.push(Entry {
-                path: entry.path(),
-                shown: self.shown(&relative),
-                relative,
-                kind,
-            });
+    fn entry(&self, path: PathBuf, file_type: Option<FileType>) -> Entry {
+        let relative = path
+            .strip_prefix(&self.root)
+            .unwrap_or(&path)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        Entry {
+            shown: self.shown(&relative),
+            relative,
+            kind: file_type.map_or(Kind::Other, Kind::of),
+            path,
         }
-        children.sort_by(|a, b| b.relative.cmp(&a.relative));
-        self.queue
-            .extend(children.into_iter().map(|c| (c, depth + 1)));
     }
 }
 
@@ -152,27 +147,79 @@ impl Iterator for Walk {
                 && Instant::now() >= deadline
             {
                 self.timed_out = true;
-                self.queue.clear();
-                self.pending.clear();
                 return None;
             }
-            if let Some((dir, depth)) = self.pending.pop() {
-                self.expand(&dir, depth);
-                continue;
+            match self.walk.next()? {
+                Ok(entry) if entry.depth() == 0 => {}
+                Ok(entry) => {
+                    let file_type = entry.file_type();
+                    return Some(self.entry(entry.into_path(), file_type));
+                }
+                // A directory that could not be read. An ignore file that
+                // could not be parsed is used for what it holds.
+                Err(e) if e.is_io() => self.unreadable += 1,
+                Err(_) => {}
             }
-            let (entry, depth) = self.queue.pop()?;
-            if entry.kind == Kind::Dir && depth < self.max_depth {
-                // Its children come right after it: read them before the
-                // rest of the queue.
-                let stub = Entry {
-                    path: entry.path.clone(),
-                    relative: entry.relative.clone(),
-                    shown: String::new(),
-                    kind: Kind::Dir,
-                };
-                self.pending.push((stub, depth));
-            }
-            return Some(entry);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn walk(root: &Path, include: Include) -> Vec<String> {
+        Walk::new(&root.to_string_lossy(), 10, include)
+            .map(|e| format!("{} {}", e.relative, e.kind.name()))
+            .collect()
+    }
+
+    #[test]
+    fn honours_ignore_files_unless_asked_not_to() {
+        let dir = std::env::temp_dir().join(format!("plugin-file-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, content) in [
+            (".gitignore", "*.log\n/build/\n!keep.log\n"),
+            ("a.log", ""),
+            ("keep.log", ""),
+            ("build/out.txt", ""),
+            ("src/build/kept.txt", ""),
+            ("src/.ignore", "generated.rs\n"),
+            ("src/generated.rs", ""),
+            ("src/main.rs", ""),
+            (".hidden/x", ""),
+        ] {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        let honoured = walk(
+            &dir,
+            Include {
+                hidden: false,
+                ignored: false,
+            },
+        );
+        assert_eq!(
+            honoured,
+            [
+                "keep.log file",
+                "src dir",
+                "src/build dir",
+                "src/build/kept.txt file",
+                "src/main.rs file",
+            ]
+        );
+        let everything = walk(
+            &dir,
+            Include {
+                hidden: true,
+                ignored: true,
+            },
+        );
+        assert_eq!(everything.len(), 13, "{everything:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

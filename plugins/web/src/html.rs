@@ -1,305 +1,20 @@
-//! Readable text from HTML: a small, forgiving tokenizer and a converter to
-//! Markdown or plain text that keeps headings, paragraphs, lists, links,
-//! quotes, code blocks and tables, and drops scripts, styles, navigation,
-//! forms and other page furniture. The main content (`<main>`, else the first
-//! `<article>`) is preferred when it has enough text.
+//! Readable text from HTML. The page is parsed by html5ever (through
+//! `scraper`) as a browser parses it: unclosed and misnested tags, every
+//! named character reference, raw text in scripts and styles. The tree is
+//! then written as Markdown or plain text that keeps headings, paragraphs,
+//! lists, links, quotes, code blocks and tables, and drops scripts, styles,
+//! navigation, forms and other page furniture. The main content (`<main>`,
+//! else the first `<article>`) is preferred when it has enough text.
 
-use std::borrow::Cow;
+use ego_tree::NodeRef;
+use ego_tree::iter::Edge;
+use scraper::node::Element;
+use scraper::{Html, Node};
 
-use crate::url::resolve;
+use crate::url::{Url, resolve};
 
-/// One piece of an HTML document.
-#[derive(Debug, PartialEq, Eq)]
-enum Token<'a> {
-    Text(&'a str),
-    Start {
-        name: &'a str,
-        attributes: &'a str,
-        self_closing: bool,
-    },
-    End {
-        name: &'a str,
-    },
-}
-
-/// Elements whose content is raw text up to their end tag.
-const RAW_TEXT: &[&str] = &["script", "style", "textarea", "title", "xmp", "noembed"];
-
-/// The tokens of a document with their byte offsets.
-struct Tokens<'a> {
-    html: &'a str,
-    position: usize,
-    /// Inside a raw-text element: everything up to `</name` is text.
-    raw_until: Option<&'a str>,
-}
-
-impl<'a> Tokens<'a> {
-    fn new(html: &'a str) -> Self {
-        Self {
-            html,
-            position: 0,
-            raw_until: None,
-        }
-    }
-}
-
-impl<'a> Iterator for Tokens<'a> {
-    /// The token and the offset just past it.
-    type Item = (Token<'a>, usize);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let html = self.html;
-        let bytes = html.as_bytes();
-        loop {
-            let start = self.position;
-            if start >= html.len() {
-                return None;
-            }
-            if let Some(name) = self.raw_until.take() {
-                let end = find_end_tag(html, start, name).unwrap_or(html.len());
-                self.position = end;
-                if end > start {
-                    return Some((Token::Text(&html[start..end]), end));
-                }
-                continue;
-            }
-            if bytes[start] != b'<' {
-                let end = html[start..].find('<').map_or(html.len(), |i| start + i);
-                self.position = end;
-                return Some((Token::Text(&html[start..end]), end));
-            }
-            let rest = &html[start..];
-            let next = bytes.get(start + 1).copied().unwrap_or(0);
-            if let Some(comment) = rest.strip_prefix("<!--") {
-                self.position = comment
-                    .find("-->")
-                    .map_or(html.len(), |i| start + 4 + i + 3);
-                continue;
-            }
-            if next == b'!' || next == b'?' {
-                self.position = rest.find('>').map_or(html.len(), |i| start + i + 1);
-                continue;
-            }
-            if next == b'/' && bytes.get(start + 2).is_some_and(u8::is_ascii_alphabetic) {
-                let name_end = name_end(html, start + 2);
-                let end = rest.find('>').map_or(html.len(), |i| start + i + 1);
-                self.position = end;
-                return Some((
-                    Token::End {
-                        name: &html[start + 2..name_end],
-                    },
-                    end,
-                ));
-            }
-            if next.is_ascii_alphabetic() {
-                let name_end = name_end(html, start + 1);
-                let close = tag_close(html, name_end);
-                let end = (close + 1).min(html.len());
-                let inner = &html[name_end..close.min(html.len())];
-                let self_closing = inner.ends_with('/');
-                let name = &html[start + 1..name_end];
-                if !self_closing && RAW_TEXT.iter().any(|raw| raw.eq_ignore_ascii_case(name)) {
-                    self.raw_until = Some(name);
-                }
-                self.position = end;
-                return Some((
-                    Token::Start {
-                        name,
-                        attributes: inner.trim_end_matches('/'),
-                        self_closing,
-                    },
-                    end,
-                ));
-            }
-            // A `<` that starts no tag is text.
-            self.position = start + 1;
-            return Some((Token::Text(&html[start..start + 1]), start + 1));
-        }
-    }
-}
-
-/// The end of a tag name starting at `from`.
-fn name_end(html: &str, from: usize) -> usize {
-    html[from..]
-        .find(|c: char| c.is_ascii_whitespace() || c == '/' || c == '>')
-        .map_or(html.len(), |i| from + i)
-}
-
-/// The offset of the `>` closing a start tag whose attributes start at
-/// `from`, skipping `>` inside quoted attribute values.
-fn tag_close(html: &str, from: usize) -> usize {
-    let bytes = html.as_bytes();
-    let mut quote = None;
-    let mut after_equals = false;
-    for (i, &b) in bytes.iter().enumerate().skip(from) {
-        match quote {
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None => match b {
-                b'>' => return i,
-                b'"' | b'\'' if after_equals => quote = Some(b),
-                b'=' => {
-                    after_equals = true;
-                    continue;
-                }
-                b if b.is_ascii_whitespace() => continue,
-                _ => {}
-            },
-        }
-        after_equals = false;
-    }
-    html.len()
-}
-
-/// The offset of `</name` (any case) at or after `from`.
-fn find_end_tag(html: &str, from: usize, name: &str) -> Option<usize> {
-    let mut search = from;
-    while let Some(i) = html[search..].find("</") {
-        let at = search + i;
-        let candidate = html.get(at + 2..at + 2 + name.len());
-        if candidate.is_some_and(|c| c.eq_ignore_ascii_case(name)) {
-            return Some(at);
-        }
-        search = at + 2;
-    }
-    None
-}
-
-/// The value of attribute `wanted` in a start tag's attribute text, with
-/// character references decoded.
-fn attribute(attributes: &str, wanted: &str) -> Option<String> {
-    let bytes = attributes.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b'/') {
-            i += 1;
-        }
-        let name_start = i;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'=' {
-            i += 1;
-        }
-        let name = &attributes[name_start..i];
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let mut value = "";
-        if i < bytes.len() && bytes[i] == b'=' {
-            i += 1;
-            while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            if i < bytes.len() && (bytes[i] == b'"' || bytes[i] == b'\'') {
-                let quote = bytes[i];
-                let start = i + 1;
-                let end = bytes[start..]
-                    .iter()
-                    .position(|&b| b == quote)
-                    .map_or(bytes.len(), |p| start + p);
-                value = &attributes[start..end];
-                i = end + 1;
-            } else {
-                let start = i;
-                while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
-                    i += 1;
-                }
-                value = &attributes[start..i];
-            }
-        }
-        if !name.is_empty() && name.eq_ignore_ascii_case(wanted) {
-            return Some(decode_entities(value).into_owned());
-        }
-        if name.is_empty() {
-            i += 1;
-        }
-    }
-    None
-}
-
-/// Decodes character references (`&amp;`, `&#233;`, `&#xE9;` and the common
-/// named ones); unknown ones are left as they are.
-fn decode_entities(text: &str) -> Cow<'_, str> {
-    if !text.contains('&') {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(amp) = rest.find('&') {
-        out.push_str(&rest[..amp]);
-        rest = &rest[amp..];
-        // The `;` that ends the reference, if it comes before a space or
-        // another `&` within the longest name.
-        let end = rest
-            .char_indices()
-            .skip(1)
-            .take(33)
-            .find(|&(_, c)| c == ';' || c == '&' || c.is_whitespace())
-            .filter(|&(_, c)| c == ';')
-            .map(|(i, _)| i);
-        let decoded = end.and_then(|end| entity(&rest[1..end]).map(|c| (c, end)));
-        match decoded {
-            Some((c, end)) => {
-                out.push(c);
-                rest = &rest[end + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    Cow::Owned(out)
-}
-
-/// The character a reference (without `&` and `;`) stands for.
-fn entity(name: &str) -> Option<char> {
-    if let Some(number) = name.strip_prefix('#') {
-        let code = match number.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => number.parse().ok()?,
-        };
-        return char::from_u32(code).filter(|&c| c != '\0');
-    }
-    Some(match name {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" => '\'',
-        "nbsp" => ' ',
-        "ndash" => '–',
-        "mdash" => '—',
-        "hellip" => '…',
-        "lsquo" => '‘',
-        "rsquo" => '’',
-        "ldquo" => '“',
-        "rdquo" => '”',
-        "laquo" => '«',
-        "raquo" => '»',
-        "bull" => '•',
-        "middot" => '·',
-        "copy" => '©',
-        "reg" => '®',
-        "trade" => '™',
-        "deg" => '°',
-        "times" => '×',
-        "divide" => '÷',
-        "euro" => '€',
-        "pound" => '£',
-        "yen" => '¥',
-        "cent" => '¢',
-        "sect" => '§',
-        "para" => '¶',
-        "larr" => '←',
-        "rarr" => '→',
-        "uarr" => '↑',
-        "darr" => '↓',
-        "shy" => '\u{ad}',
-        "zwj" => '\u{200d}',
-        "zwnj" => '\u{200c}',
-        _ => return None,
-    })
-}
+/// The namespace of HTML elements (not SVG's or MathML's).
+const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 
 /// Elements dropped with everything inside them.
 const SKIPPED: &[&str] = &[
@@ -313,10 +28,6 @@ const VOID: &[&str] = &[
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
     "wbr",
 ];
-
-fn is(name: &str, set: &[&str]) -> bool {
-    set.iter().any(|s| s.eq_ignore_ascii_case(name))
-}
 
 /// Blank lines a block element puts around itself: 2 for paragraphs, 1 for
 /// lines, 0 for inline elements.
@@ -357,9 +68,9 @@ fn block_gap(name: &str) -> usize {
         "center",
         "legend",
     ];
-    if is(name, PARAGRAPHS) {
+    if PARAGRAPHS.contains(&name) {
         2
-    } else if is(name, LINES) {
+    } else if LINES.contains(&name) {
         1
     } else {
         0
@@ -384,18 +95,22 @@ pub(crate) enum Format {
 /// Extracts the title and the readable content of `html`, fetched from `url`.
 /// Conversion stops once the content passes `max_bytes`.
 pub(crate) fn extract(html: &str, url: &str, format: Format, max_bytes: usize) -> Page {
-    let outline = Outline::of(html);
+    let document = Html::parse_document(html);
+    let outline = Outline::of(&document);
+    let page_url = Url::parse(url).ok();
+    // `<base href>` moves relative links elsewhere, but only to a web page.
     let base = outline
         .base
-        .as_deref()
-        .and_then(|b| resolve(url, b))
-        .unwrap_or_else(|| url.to_string());
+        .and_then(|href| resolve(page_url.as_ref(), href))
+        .filter(|base| base.scheme() != "mailto")
+        .or(page_url);
+    let whole = outline.body.unwrap_or(document.tree.root());
     let mut page = None;
-    for range in [outline.main, outline.article, outline.body]
+    for node in [outline.main, outline.article, Some(whole)]
         .into_iter()
         .flatten()
     {
-        let converted = convert(&html[range.0..range.1], &base, format, max_bytes);
+        let converted = convert(node, base.as_ref(), format, max_bytes);
         // Enough text to stand for the page (or more than will be returned).
         let substantial = converted.content.len() >= max_bytes
             || converted
@@ -404,99 +119,61 @@ pub(crate) fn extract(html: &str, url: &str, format: Format, max_bytes: usize) -
                 .filter(|c| c.is_alphanumeric())
                 .count()
                 >= 200;
-        if substantial {
-            page = Some(converted);
+        let last = node == whole;
+        page = Some(converted);
+        if substantial || last {
             break;
         }
     }
-    let mut page = page.unwrap_or_else(|| convert(html, &base, format, max_bytes));
+    let mut page = page.expect("the whole page is always converted");
     page.title = outline.title;
     page
 }
 
-/// Where the parts of a document are.
+/// The parts of a document that matter here.
 #[derive(Default)]
-struct Outline {
+struct Outline<'a> {
     title: Option<String>,
-    base: Option<String>,
-    main: Option<(usize, usize)>,
-    article: Option<(usize, usize)>,
-    body: Option<(usize, usize)>,
+    /// The first `<base href>`.
+    base: Option<&'a str>,
+    main: Option<NodeRef<'a, Node>>,
+    article: Option<NodeRef<'a, Node>>,
+    body: Option<NodeRef<'a, Node>>,
 }
 
-impl Outline {
-    fn of(html: &str) -> Self {
+impl<'a> Outline<'a> {
+    fn of(document: &'a Html) -> Self {
         let mut outline = Self::default();
-        // (name, start offset, nesting depth) of the elements being measured.
-        let mut open: Vec<(&str, usize, usize)> = Vec::new();
-        let mut in_title = false;
-        for (token, end) in Tokens::new(html) {
-            match token {
-                Token::Start { name, .. } if name.eq_ignore_ascii_case("title") => {
-                    in_title = outline.title.is_none();
-                }
-                Token::Text(text) if in_title => {
-                    let title = collapse_whitespace(&decode_entities(text));
+        for node in document.tree.root().descendants() {
+            let Some(element) = html_element(node) else {
+                continue;
+            };
+            match element.name() {
+                "title" if outline.title.is_none() => {
+                    let text: String = node
+                        .descendants()
+                        .filter_map(|n| n.value().as_text())
+                        .map(|t| &**t)
+                        .collect();
+                    let title = collapse_whitespace(&text);
                     outline.title = (!title.is_empty()).then_some(title);
-                    in_title = false;
                 }
-                Token::Start {
-                    name, attributes, ..
-                } if name.eq_ignore_ascii_case("base") && outline.base.is_none() => {
-                    outline.base = attribute(attributes, "href");
-                }
-                Token::Start {
-                    name, self_closing, ..
-                } if !self_closing => {
-                    for (open_name, _, depth) in &mut open {
-                        if open_name.eq_ignore_ascii_case(name) {
-                            *depth += 1;
-                        }
-                    }
-                    let wanted = match name.to_ascii_lowercase().as_str() {
-                        "main" => outline.main.is_none(),
-                        "article" => outline.article.is_none(),
-                        "body" => outline.body.is_none(),
-                        _ => false,
-                    };
-                    if wanted && !open.iter().any(|(n, ..)| n.eq_ignore_ascii_case(name)) {
-                        open.push((name, end, 1));
-                    }
-                }
-                Token::End { name } => {
-                    let mut closed = None;
-                    for (i, (open_name, _, depth)) in open.iter_mut().enumerate() {
-                        if open_name.eq_ignore_ascii_case(name) {
-                            *depth -= 1;
-                            if *depth == 0 {
-                                closed = Some(i);
-                            }
-                        }
-                    }
-                    if let Some(i) = closed {
-                        let (name, start, _) = open.remove(i);
-                        let range = Some((start, end));
-                        match name.to_ascii_lowercase().as_str() {
-                            "main" => outline.main = range,
-                            "article" => outline.article = range,
-                            _ => outline.body = range,
-                        }
-                    }
-                }
+                "base" if outline.base.is_none() => outline.base = element.attr("href"),
+                "main" if outline.main.is_none() => outline.main = Some(node),
+                "article" if outline.article.is_none() => outline.article = Some(node),
+                "body" if outline.body.is_none() => outline.body = Some(node),
                 _ => {}
-            }
-        }
-        // Unclosed elements run to the end of the document.
-        for (name, start, _) in open {
-            let range = Some((start, html.len()));
-            match name.to_ascii_lowercase().as_str() {
-                "main" => outline.main = range,
-                "article" => outline.article = range,
-                _ => outline.body = range,
             }
         }
         outline
     }
+}
+
+/// The node as an HTML element (not text, and not an SVG or MathML element).
+fn html_element(node: NodeRef<'_, Node>) -> Option<&Element> {
+    node.value()
+        .as_element()
+        .filter(|e| &*e.name.ns == HTML_NAMESPACE)
 }
 
 fn collapse_whitespace(text: &str) -> String {
@@ -560,6 +237,14 @@ impl Writer {
         }
     }
 
+    /// Writes what is due before `text`'s first visible character.
+    fn flush_before_text(&mut self, text: &str) {
+        if text.starts_with(char::is_whitespace) {
+            self.space = true;
+        }
+        self.flush();
+    }
+
     /// Writes text, collapsing whitespace.
     fn text(&mut self, text: &str) {
         for c in text.chars() {
@@ -580,211 +265,230 @@ impl Writer {
         self.out.push_str(markup);
     }
 
-    /// Writes preformatted text as is.
+    /// Writes preformatted text as is (no-break spaces as spaces).
     fn raw(&mut self, text: &str) {
         self.flush();
-        self.out.push_str(text);
+        self.out.extend(text.chars().map(|c| match c {
+            '\u{a0}' => ' ',
+            c => c,
+        }));
     }
 }
 
-fn convert(html: &str, base: &str, format: Format, max_bytes: usize) -> Page {
-    let mut w = Writer {
-        out: String::new(),
-        format,
-        space: false,
-        breaks: 0,
-        prefix: String::new(),
-        quote: 0,
-        max_bytes,
-    };
-    let markdown = format == Format::Markdown;
-    let mut skipping: Vec<&str> = Vec::new();
-    let mut lists: Vec<List> = Vec::new();
-    let mut pre = 0usize;
-    let mut cells = 0usize;
-    // The open link: its URL and where its text starts once it has any.
-    let mut link: Option<(String, Option<usize>)> = None;
-    let mut links: Vec<(String, String)> = Vec::new();
+/// Writes the content of a tree as Markdown or text.
+struct Converter<'a> {
+    w: Writer,
+    base: Option<&'a Url>,
+    lists: Vec<List>,
+    /// `<pre>` nesting.
+    pre: usize,
+    /// Cells written in the current table row.
+    cells: usize,
+    /// The open link: its URL and where its text starts once it has any.
+    link: Option<(String, Option<usize>)>,
+    links: Vec<(String, String)>,
+}
 
-    for (token, _) in Tokens::new(html) {
-        if w.full() {
+/// Writes the content of `root` (fetched from `base`); stops once the
+/// content passes `max_bytes`.
+fn convert(root: NodeRef<'_, Node>, base: Option<&Url>, format: Format, max_bytes: usize) -> Page {
+    let mut c = Converter {
+        w: Writer {
+            out: String::new(),
+            format,
+            space: false,
+            breaks: 0,
+            prefix: String::new(),
+            quote: 0,
+            max_bytes,
+        },
+        base,
+        lists: Vec::new(),
+        pre: 0,
+        cells: 0,
+        link: None,
+        links: Vec::new(),
+    };
+    // The skipped element being passed over.
+    let mut skipping = None;
+    for edge in root.traverse() {
+        if c.w.full() {
             break;
         }
-        if !skipping.is_empty() {
-            match token {
-                Token::Start {
-                    name, self_closing, ..
-                } if !self_closing && is(name, SKIPPED) => skipping.push(name),
-                Token::End { name }
-                    if skipping
-                        .last()
-                        .is_some_and(|s| s.eq_ignore_ascii_case(name)) =>
-                {
-                    skipping.pop();
-                }
-                // A page that never closes <head>.
-                Token::Start { name, .. } if name.eq_ignore_ascii_case("body") => skipping.clear(),
-                _ => {}
-            }
-            continue;
-        }
-        match token {
-            Token::Text(text) => {
-                let text = decode_entities(text);
-                if pre > 0 {
-                    w.raw(&text);
-                } else if let Some((_, start @ None)) = &mut link {
-                    if text.trim().is_empty() {
-                        w.text(&text);
+        match edge {
+            Edge::Open(node) if skipping.is_none() => match node.value() {
+                Node::Text(text) => c.text(text),
+                Node::Element(element) => {
+                    let skip = html_element(node).is_none_or(|e| SKIPPED.contains(&e.name()));
+                    if skip {
+                        skipping = Some(node.id());
                     } else {
-                        w.flush_before_text(&text);
-                        if markdown {
-                            w.out.push('[');
-                        }
-                        *start = Some(w.out.len());
-                        w.text(text.trim_start());
+                        c.open(element);
                     }
-                } else {
-                    w.text(&text);
+                }
+                _ => {}
+            },
+            Edge::Close(node) if skipping.is_none() => {
+                if let Some(element) = html_element(node) {
+                    c.close(element.name());
                 }
             }
-            Token::Start {
-                name,
-                attributes,
-                self_closing,
-            } => {
-                let lower = name.to_ascii_lowercase();
-                if is(&lower, SKIPPED) {
-                    if !self_closing {
-                        skipping.push(name);
-                    }
-                    continue;
-                }
-                let gap = block_gap(&lower);
-                if gap > 0 {
-                    w.block(gap);
-                }
-                match lower.as_str() {
-                    "h1" | "h2" | "h3" | "h4" | "h5" | "h6" if markdown => {
-                        let level = usize::from(lower.as_bytes()[1] - b'0');
-                        w.prefix = format!("{} ", "#".repeat(level));
-                    }
-                    "ul" | "menu" => {
-                        w.block(if lists.is_empty() { 2 } else { 1 });
-                        lists.push(None);
-                    }
-                    "ol" => {
-                        w.block(if lists.is_empty() { 2 } else { 1 });
-                        let start = attribute(attributes, "start").and_then(|s| s.parse().ok());
-                        lists.push(Some(start.unwrap_or(1)));
-                    }
-                    "li" => {
-                        let indent = "  ".repeat(lists.len().saturating_sub(1));
-                        let marker = match lists.last_mut() {
-                            Some(Some(n)) => {
-                                *n += 1;
-                                format!("{}. ", *n - 1)
-                            }
-                            _ => "- ".to_string(),
-                        };
-                        w.prefix = format!("{indent}{marker}");
-                    }
-                    "pre" => {
-                        if markdown && pre == 0 {
-                            w.raw("```\n");
-                        }
-                        pre += 1;
-                    }
-                    "code" if markdown && pre == 0 => w.inline("`"),
-                    "blockquote" if markdown => w.quote += 1,
-                    "hr" if markdown => {
-                        w.inline("---");
-                        w.block(2);
-                    }
-                    "tr" => cells = 0,
-                    "td" | "th" => {
-                        if cells > 0 {
-                            w.inline(" |");
-                            w.space = true;
-                        }
-                        cells += 1;
-                    }
-                    "a" => {
-                        link = attribute(attributes, "href")
-                            .and_then(|href| resolve(base, &href))
-                            .map(|url| (url, None));
-                    }
-                    "img" if markdown => {
-                        let alt = attribute(attributes, "alt").unwrap_or_default();
-                        let src = attribute(attributes, "src").and_then(|s| resolve(base, &s));
-                        if let (false, Some(src)) = (alt.trim().is_empty(), src) {
-                            w.inline(&format!("![{}]({src})", collapse_whitespace(&alt)));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Token::End { name } => {
-                let lower = name.to_ascii_lowercase();
-                if is(&lower, VOID) {
-                    continue;
-                }
-                match lower.as_str() {
-                    "ul" | "ol" | "menu" => {
-                        lists.pop();
-                        w.block(if lists.is_empty() { 2 } else { 1 });
-                    }
-                    "pre" if pre > 0 => {
-                        pre -= 1;
-                        if markdown && pre == 0 {
-                            if !w.out.ends_with('\n') {
-                                w.out.push('\n');
-                            }
-                            w.out.push_str("```");
-                        }
-                    }
-                    "code" if markdown && pre == 0 => w.out.push('`'),
-                    "blockquote" if markdown => w.quote = w.quote.saturating_sub(1),
-                    "a" => {
-                        if let Some((url, Some(start))) = link.take() {
-                            let text = collapse_whitespace(&w.out[start..]);
-                            if markdown {
-                                let trimmed = w.out.trim_end().len();
-                                w.out.truncate(trimmed);
-                                w.out.push_str(&format!("]({url})"));
-                            }
-                            if !links.iter().any(|(_, u)| *u == url) {
-                                links.push((text, url));
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                let gap = block_gap(&lower);
-                if gap > 0 {
-                    w.block(gap);
-                }
-            }
+            Edge::Close(node) if skipping == Some(node.id()) => skipping = None,
+            _ => {}
         }
     }
-    if markdown && let Some((_, Some(_))) = link {
-        w.out.push(']');
-    }
-    let content = w.out.trim().to_string();
-    Page {
-        title: None,
-        content,
-        links,
-    }
+    c.finish()
 }
 
-impl Writer {
-    /// Writes what is due before `text`'s first visible character.
-    fn flush_before_text(&mut self, text: &str) {
-        if text.starts_with(char::is_whitespace) {
-            self.space = true;
+impl Converter<'_> {
+    fn markdown(&self) -> bool {
+        self.w.markdown()
+    }
+
+    fn text(&mut self, text: &str) {
+        let w = &mut self.w;
+        if self.pre > 0 {
+            w.raw(text);
+        } else if let Some((_, start @ None)) = &mut self.link {
+            if text.trim().is_empty() {
+                w.text(text);
+            } else {
+                w.flush_before_text(text);
+                if w.markdown() {
+                    w.out.push('[');
+                }
+                *start = Some(w.out.len());
+                w.text(text.trim_start());
+            }
+        } else {
+            w.text(text);
         }
-        self.flush();
+    }
+
+    /// The absolute URL of an attribute that holds a link.
+    fn url(&self, element: &Element, attribute: &str) -> Option<String> {
+        resolve(self.base, element.attr(attribute)?).map(String::from)
+    }
+
+    fn open(&mut self, element: &Element) {
+        let name = element.name();
+        let markdown = self.markdown();
+        let gap = block_gap(name);
+        if gap > 0 {
+            self.w.block(gap);
+        }
+        match name {
+            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" if markdown => {
+                let level = usize::from(name.as_bytes()[1] - b'0');
+                self.w.prefix = format!("{} ", "#".repeat(level));
+            }
+            "ul" | "menu" => {
+                self.w.block(if self.lists.is_empty() { 2 } else { 1 });
+                self.lists.push(None);
+            }
+            "ol" => {
+                self.w.block(if self.lists.is_empty() { 2 } else { 1 });
+                let start = element.attr("start").and_then(|s| s.trim().parse().ok());
+                self.lists.push(Some(start.unwrap_or(1)));
+            }
+            "li" => {
+                let indent = "  ".repeat(self.lists.len().saturating_sub(1));
+                let marker = match self.lists.last_mut() {
+                    Some(Some(n)) => {
+                        *n += 1;
+                        format!("{}. ", *n - 1)
+                    }
+                    _ => "- ".to_string(),
+                };
+                self.w.prefix = format!("{indent}{marker}");
+            }
+            "pre" => {
+                if markdown && self.pre == 0 {
+                    self.w.raw("```\n");
+                }
+                self.pre += 1;
+            }
+            "code" if markdown && self.pre == 0 => self.w.inline("`"),
+            "blockquote" if markdown => self.w.quote += 1,
+            "hr" if markdown => {
+                self.w.inline("---");
+                self.w.block(2);
+            }
+            "tr" => self.cells = 0,
+            "td" | "th" => {
+                if self.cells > 0 {
+                    self.w.inline(" |");
+                    self.w.space = true;
+                }
+                self.cells += 1;
+            }
+            "a" => self.link = self.url(element, "href").map(|url| (url, None)),
+            "img" if markdown => {
+                let alt = element.attr("alt").unwrap_or_default();
+                if let (false, Some(src)) = (alt.trim().is_empty(), self.url(element, "src")) {
+                    self.w
+                        .inline(&format!("![{}]({src})", collapse_whitespace(alt)));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn close(&mut self, name: &str) {
+        if VOID.contains(&name) {
+            return;
+        }
+        let markdown = self.markdown();
+        let w = &mut self.w;
+        match name {
+            "ul" | "ol" | "menu" => {
+                self.lists.pop();
+                w.block(if self.lists.is_empty() { 2 } else { 1 });
+            }
+            "pre" if self.pre > 0 => {
+                self.pre -= 1;
+                if markdown && self.pre == 0 {
+                    if !w.out.ends_with('\n') {
+                        w.out.push('\n');
+                    }
+                    w.out.push_str("```");
+                }
+            }
+            "code" if markdown && self.pre == 0 => w.out.push('`'),
+            "blockquote" if markdown => w.quote = w.quote.saturating_sub(1),
+            "a" => {
+                if let Some((url, Some(start))) = self.link.take() {
+                    let text = collapse_whitespace(&w.out[start..]);
+                    if markdown {
+                        let trimmed = w.out.trim_end().len();
+                        w.out.truncate(trimmed);
+                        w.out.push_str(&format!("]({url})"));
+                    }
+                    if !self.links.iter().any(|(_, u)| *u == url) {
+                        self.links.push((text, url));
+                    }
+                }
+            }
+            _ => {}
+        }
+        let gap = block_gap(name);
+        if gap > 0 {
+            w.block(gap);
+        }
+    }
+
+    fn finish(mut self) -> Page {
+        // A link cut off by `max_bytes`.
+        if self.markdown()
+            && let Some((_, Some(_))) = self.link
+        {
+            self.w.out.push(']');
+        }
+        Page {
+            title: None,
+            content: self.w.out.trim().to_string(),
+            links: self.links,
+        }
     }
 }
 
@@ -792,57 +496,15 @@ impl Writer {
 mod tests {
     use super::*;
 
+    /// Converts a whole document, with links relative to `url`.
+    fn convert(html: &str, url: &str, format: Format, max_bytes: usize) -> Page {
+        let document = Html::parse_document(html);
+        let base = Url::parse(url).ok();
+        super::convert(document.tree.root(), base.as_ref(), format, max_bytes)
+    }
+
     fn markdown(html: &str) -> String {
         convert(html, "http://example.com/docs/", Format::Markdown, 1 << 20).content
-    }
-
-    #[test]
-    fn tokenizes_tags_text_and_comments() {
-        let tokens: Vec<Token<'_>> =
-            Tokens::new("<p class=\"a>b\">x<!-- no --><br/>y < z<script>if (a<b) {}</script></P>")
-                .map(|(t, _)| t)
-                .collect();
-        assert_eq!(
-            tokens,
-            vec![
-                Token::Start {
-                    name: "p",
-                    attributes: " class=\"a>b\"",
-                    self_closing: false
-                },
-                Token::Text("x"),
-                Token::Start {
-                    name: "br",
-                    attributes: "",
-                    self_closing: true
-                },
-                Token::Text("y "),
-                Token::Text("<"),
-                Token::Text(" z"),
-                Token::Start {
-                    name: "script",
-                    attributes: "",
-                    self_closing: false
-                },
-                Token::Text("if (a<b) {}"),
-                Token::End { name: "script" },
-                Token::End { name: "P" },
-            ]
-        );
-    }
-
-    #[test]
-    fn attributes_and_entities() {
-        assert_eq!(
-            attribute(" href='/a?x=1&amp;y=2' data-x", "HREF").as_deref(),
-            Some("/a?x=1&y=2")
-        );
-        assert_eq!(attribute(" data-x href=b", "href").as_deref(), Some("b"));
-        assert_eq!(attribute(" data-x", "href"), None);
-        assert_eq!(
-            decode_entities("a &lt;b&gt; &#233;&#xe9; &bogus; & x"),
-            "a <b> éé &bogus; & x"
-        );
     }
 
     #[test]
@@ -897,6 +559,103 @@ mod tests {
                 "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>x<br>y"
             ),
             "a | b\n1 | 2\n\nx\ny"
+        );
+    }
+
+    #[test]
+    fn malformed_html_is_read_as_a_browser_reads_it() {
+        // Unclosed paragraphs and items, misnested inline tags, a stray end
+        // tag, an unquoted attribute with `>` after it, a `<` that starts no tag.
+        assert_eq!(
+            markdown(
+                "<p>one <b>bold <i>both</b> italic</i><p>two</span>\
+                 <ul><li>a<li>b</ul><p>1 < 2 <a href=x.html>x</a>"
+            ),
+            "one bold both italic\n\ntwo\n\n- a\n- b\n\n\
+             1 < 2 [x](http://example.com/docs/x.html)"
+        );
+        // A comment that hides a tag, a CDATA-like section, a lone `&`.
+        assert_eq!(
+            markdown("<p>a<!-- <b>not</b> -->b &amp c & d</p>"),
+            "ab & c & d"
+        );
+    }
+
+    #[test]
+    fn decodes_every_named_character_reference() {
+        assert_eq!(
+            markdown(
+                "<p>&alpha;&beta; &frac12; &check; &rArr; &NotEqualTilde; &lang;x&rang; \
+                 &Aring;ngstr&ouml;m &#x1F600; &#128512; &amp;lt; &notit; &unknown;</p>"
+            ),
+            "αβ ½ ✓ ⇒ \u{2242}\u{338} ⟨x⟩ Ångström 😀 😀 &lt; ¬it; &unknown;"
+        );
+        // In attributes too: a link's query and an image's alt text.
+        assert_eq!(
+            markdown(
+                "<a href='/a?x=1&amp;y=2&copy=3'>q</a><img alt='&eacute;t&eacute;' src=i.png>"
+            ),
+            "[q](http://example.com/a?x=1&y=2&copy=3)![été](http://example.com/docs/i.png)"
+        );
+    }
+
+    #[test]
+    fn scripts_styles_and_furniture_are_dropped() {
+        let md = markdown(
+            "<head><style>p{}</style><script>var head;</script></head><body>\
+             <script>if (a</p>b) { document.write('<p>no</p>') }</script>\
+             <p>kept</p><style>.x{content:'no'}</style><noscript>enable js</noscript>\
+             <template><p>no</p></template><form><input value=no><button>no</button></form>\
+             <svg><title>no</title><text>no</text></svg><iframe src=x>no</iframe>\
+             <nav>no</nav><aside>no</aside><footer>no</footer><p>also kept</p>",
+        );
+        assert_eq!(md, "kept\n\nalso kept");
+    }
+
+    #[test]
+    fn relative_links_are_made_absolute_against_the_base_href() {
+        let html = "<html><head><base href='/v2/'><title>t</title></head><body>\
+                    <p><a href='page.html'>page</a> <a href='../up'>up</a> \
+                    <a href='//cdn.example.org/x'>cdn</a> <a href='#frag'>frag</a> \
+                    <a href='javascript:go()'>js</a> <a href='mailto:a@b.c'>mail</a> \
+                    <a href='page.html'>again</a></p></body></html>";
+        let page = extract(
+            html,
+            "https://example.com/docs/index.html",
+            Format::Text,
+            1000,
+        );
+        assert_eq!(page.content, "page up cdn frag js mail again");
+        let urls: Vec<&str> = page.links.iter().map(|(_, url)| url.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "https://example.com/v2/page.html",
+                "https://example.com/up",
+                "https://cdn.example.org/x",
+                "mailto:a@b.c",
+            ]
+        );
+        // Without a base, and with one that is not a web address.
+        for base in ["", "<base href='javascript:x'>", "<base target=_blank>"] {
+            let page = extract(
+                &format!("{base}<a href='page.html'>p</a>"),
+                "https://example.com/docs/index.html",
+                Format::Markdown,
+                1000,
+            );
+            assert_eq!(
+                page.content, "[p](https://example.com/docs/page.html)",
+                "{base}"
+            );
+        }
+    }
+
+    #[test]
+    fn preformatted_text_keeps_its_spacing() {
+        assert_eq!(
+            markdown("<pre>\nfn  main() {\n&nbsp;&nbsp;x &lt; y;\n}</pre><p>a&nbsp;&nbsp;b</p>"),
+            "```\nfn  main() {\n  x < y;\n}\n```\n\na b"
         );
     }
 
