@@ -660,6 +660,14 @@ mod tests {
     }
 
     #[test]
+    fn deep_nesting_is_walked_without_recursion() {
+        let depth = 100_000;
+        let html = format!("{}deep{}", "<span>".repeat(depth), "</span>".repeat(depth));
+        let page = extract(&html, "http://h/", Format::Text, 1000);
+        assert_eq!(page.content, "deep");
+    }
+
+    #[test]
     fn tag_soup_never_panics() {
         const PIECES: &[&str] = &[
             "<",
