@@ -51,8 +51,14 @@ impl PidsGroup {
 
     /// As [`Self::for_command`], for a host running as `uid` with `base`.
     fn under(base: &Result<PathBuf, String>, uid: u32, limit: u64) -> Result<Option<Self>, String> {
-        match base {
-            Ok(base) => Self::create(base, limit).map(Some),
+        // A group that cannot be made (a `toolhost` directory another user
+        // made, say) leaves a user other than root with RLIMIT_NPROC.
+        let made = base
+            .as_ref()
+            .map_err(String::clone)
+            .and_then(|base| Self::create(base, limit));
+        match made {
+            Ok(group) => Ok(Some(group)),
             Err(_) if uid != 0 => Ok(None),
             Err(why) => Err(format!(
                 "terminal.max_processes cannot be enforced: toolhost runs as root, whose \
@@ -272,6 +278,14 @@ mod tests {
         assert!(why.contains("runs as root"), "{why}");
         assert!(why.contains("no hierarchy here"), "{why}");
         assert!(PidsGroup::under(&none, 1000, 20).unwrap().is_none());
+        // A hierarchy found but no group made in it: the same.
+        let unwritable = Ok(PathBuf::from("/nonexistent/toolhost"));
+        let why = PidsGroup::under(&unwritable, 0, 20).unwrap_err();
+        assert!(
+            why.contains("runs as root") && why.contains("/nonexistent"),
+            "{why}"
+        );
+        assert!(PidsGroup::under(&unwritable, 1000, 20).unwrap().is_none());
     }
 
     #[test]

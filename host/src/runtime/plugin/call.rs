@@ -8,6 +8,7 @@ use wasmtime::Store;
 
 use super::load::no_grants;
 use super::version::PluginVersion;
+use crate::contract::CapabilityUse;
 use crate::contract::bindings::GuestToolError;
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
@@ -60,10 +61,7 @@ impl PluginVersion {
         limits: &Limits,
         grants: Arc<Grants>,
         make_ahead: bool,
-    ) -> (
-        Result<String, CallError>,
-        Vec<crate::contract::CapabilityUse>,
-    ) {
+    ) -> (Result<String, CallError>, Vec<CapabilityUse>) {
         let identity = || Identity {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
@@ -125,10 +123,7 @@ impl PluginVersion {
         session: &str,
         memory: &Arc<SessionMemory>,
         grants: impl FnOnce() -> Arc<Grants>,
-    ) -> (
-        Result<String, CallError>,
-        Vec<crate::contract::CapabilityUse>,
-    ) {
+    ) -> (Result<String, CallError>, Vec<CapabilityUse>) {
         match self
             .session_call(runtime, tool, arguments, limits, session, memory, grants)
             .await
@@ -148,13 +143,7 @@ impl PluginVersion {
         session: &str,
         memory: &Arc<SessionMemory>,
         grants: impl FnOnce() -> Arc<Grants>,
-    ) -> Result<
-        (
-            Result<String, CallError>,
-            Vec<crate::contract::CapabilityUse>,
-        ),
-        CallError,
-    > {
+    ) -> Result<(Result<String, CallError>, Vec<CapabilityUse>), CallError> {
         let unloaded = || {
             CallError::new(
                 ErrorKind::Unavailable,
