@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::hooks::BoxFuture;
+use futures::future::BoxFuture;
 
 /// What is being asked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,8 +1,6 @@
 //! Hooks for embedders: observe every call, and veto calls before they run.
 //! Audit, metrics and approvals plug in here.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -13,7 +11,7 @@ use crate::error::CallError;
 use crate::runtime::PluginVersion;
 
 /// A boxed future, as hooks return them.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use futures::future::BoxFuture;
 
 /// What a hook knows about a call.
 #[derive(Debug, Clone, Copy)]

@@ -560,7 +560,7 @@ impl Host {
             .settings
             .load()
             .toolsets
-            .select(selection, &snapshot)?;
+            .select(selection, &*snapshot)?;
         Ok(names
             .iter()
             .filter_map(|name| snapshot.tool(name))

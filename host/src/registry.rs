@@ -22,6 +22,16 @@ pub struct ToolEntry {
     pub plugin: Arc<PluginVersion>,
 }
 
+impl crate::toolsets::Catalog for Generation {
+    fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.values().map(|entry| &*entry.spec)
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+}
+
 /// One immutable state of the registry.
 #[derive(Debug, Default)]
 pub struct Generation {

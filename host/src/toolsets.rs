@@ -6,7 +6,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use crate::registry::Generation;
+use crate::contract::ToolSpec;
+
+/// The loaded tools that toolsets resolve against (the registry's
+/// [`Generation`](crate::registry::Generation)).
+pub trait Catalog {
+    /// The spec of each loaded tool.
+    fn specs(&self) -> impl Iterator<Item = &ToolSpec>;
+
+    /// Whether a tool named `name` is loaded.
+    fn has(&self, name: &str) -> bool {
+        self.specs().any(|spec| spec.name == name)
+    }
+}
 
 /// A toolset defined in the config: `[toolsets.research] includes = ["web"], tools = ["echo"]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -126,14 +138,18 @@ impl Toolsets {
 
     /// The tool names in toolset `name`: a composite toolset, a toolset some
     /// loaded tool declares, or `*` / `all`.
-    pub fn resolve(&self, name: &str, generation: &Generation) -> Result<BTreeSet<String>, String> {
+    pub fn resolve(
+        &self,
+        name: &str,
+        generation: &impl Catalog,
+    ) -> Result<BTreeSet<String>, String> {
         if is_everything(name) {
-            return Ok(generation.tools().map(|t| t.spec.name.clone()).collect());
+            return Ok(generation.specs().map(|t| t.name.clone()).collect());
         }
         let declared: BTreeSet<String> = generation
-            .tools()
-            .filter(|t| t.spec.toolset == name)
-            .map(|t| t.spec.name.clone())
+            .specs()
+            .filter(|t| t.toolset == name)
+            .map(|t| t.name.clone())
             .collect();
         match self.composites.get(name) {
             Some(composite) => {
@@ -147,7 +163,7 @@ impl Toolsets {
                     composite
                         .tools
                         .iter()
-                        .filter(|t| generation.tool(t).is_some())
+                        .filter(|t| generation.has(t))
                         .cloned(),
                 );
                 Ok(tools)
@@ -161,9 +177,8 @@ impl Toolsets {
     }
 
     /// Every toolset name: declared by loaded tools, and composite.
-    pub fn known(&self, generation: &Generation) -> Vec<String> {
-        let mut names: BTreeSet<String> =
-            generation.tools().map(|t| t.spec.toolset.clone()).collect();
+    pub fn known(&self, generation: &impl Catalog) -> Vec<String> {
+        let mut names: BTreeSet<String> = generation.specs().map(|t| t.toolset.clone()).collect();
         names.extend(self.composites.keys().cloned());
         names.into_iter().collect()
     }
@@ -172,7 +187,7 @@ impl Toolsets {
     pub fn select(
         &self,
         selection: &Selection,
-        generation: &Generation,
+        generation: &impl Catalog,
     ) -> Result<BTreeSet<String>, String> {
         let mut tools = if selection.enabled.is_empty() {
             self.resolve("*", generation)?
@@ -195,6 +210,7 @@ impl Toolsets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Generation;
 
     fn composite(includes: &[&str], tools: &[&str]) -> CompositeToolset {
         CompositeToolset {

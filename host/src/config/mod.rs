@@ -1,6 +1,7 @@
 //! `toolhost.toml`: its types, the embedded default, and validation that
 //! reports every problem with the key it is at and why.
 
+mod parse;
 mod units;
 
 use std::collections::BTreeMap;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+pub(crate) use parse::parse_toml;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
 
 use crate::policy::{
@@ -449,30 +451,6 @@ impl Config {
 /// Parses the TOML into [`ConfigFile`]; the one error names its key and line.
 fn parse_file(text: &str) -> Result<ConfigFile, (String, String)> {
     parse_toml(text)
-}
-
-/// Parses TOML into `T`; the error is `(key path, message with the line)`.
-pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
-    text: &str,
-) -> Result<T, (String, String)> {
-    let deserializer =
-        toml::de::Deserializer::parse(text).map_err(|e| (String::new(), toml_message(text, &e)))?;
-    serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let key = e.path().to_string();
-        let key = if key == "." { String::new() } else { key };
-        (key, toml_message(text, e.inner()))
-    })
-}
-
-fn toml_message(text: &str, error: &toml::de::Error) -> String {
-    let message = error.message().trim().replace('\n', " ");
-    match error.span() {
-        Some(span) => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("{message} (line {line})")
-        }
-        None => message,
-    }
 }
 
 fn validate(
