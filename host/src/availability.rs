@@ -4,6 +4,7 @@
 
 use crate::contract::spec::ToolSpec;
 use crate::policy::{PermissionDecision, Profile};
+use crate::runtime::ENV_READ;
 
 /// `Ok` when the tool is offered under `profile`; otherwise why it is hidden.
 pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {
@@ -14,11 +15,11 @@ pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {
         return Ok(());
     }
     if !matches!(
-        profile.permissions.decide("env:read"),
+        profile.permissions.decide(ENV_READ),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     ) {
         return Err(format!(
-            "it requires environment variables ({}) and profile {:?} does not allow env:read",
+            "it requires environment variables ({}) and profile {:?} does not allow {ENV_READ}",
             spec.requires_env.join(", "),
             profile.name
         ));

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 
+use crate::policy::PermissionPattern;
 use crate::runtime::{
     CONTRACT_SERIES, CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion,
     Runtime, human_bytes, is_declarative_file, plugin_name_for,
@@ -94,7 +95,7 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
             }
         }
         Ok(version) => {
-            let warnings = describe_version(&mut text, &version);
+            let warnings = describe_version(&mut text, runtime, &version);
             let _ = writeln!(
                 text,
                 "\n✓ ok: {} tool{} would load{}",
@@ -115,7 +116,7 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
 }
 
 /// Writes the plugin's imports and tools; returns how many warnings it wrote.
-fn describe_version(text: &mut String, version: &PluginVersion) -> usize {
+fn describe_version(text: &mut String, runtime: &Runtime, version: &PluginVersion) -> usize {
     let _ = writeln!(
         text,
         "contract  built against toolhost:plugin@{}",
@@ -155,6 +156,7 @@ fn describe_version(text: &mut String, version: &PluginVersion) -> usize {
             "stateless (a fresh instance per call)"
         }
     );
+    describe_capabilities(text, runtime, version);
     let _ = writeln!(text, "\ntools");
     let mut warnings = 0;
     for tool in version.tools() {
@@ -205,6 +207,37 @@ fn describe_version(text: &mut String, version: &PluginVersion) -> usize {
         }
     }
     warnings
+}
+
+/// The capabilities the plugin's tools declare a permission of, each with
+/// what it lets a tool do when the profile allows it.
+fn describe_capabilities(text: &mut String, runtime: &Runtime, version: &PluginVersion) {
+    let declared: Vec<PermissionPattern> = version
+        .tools()
+        .iter()
+        .flat_map(|tool| &tool.permissions)
+        .filter_map(|p| PermissionPattern::parse(p).ok())
+        .collect();
+    let mut label = "may use";
+    for info in runtime.capability_infos() {
+        let permissions: Vec<&str> = info
+            .permissions
+            .iter()
+            .copied()
+            .filter(|permission| declared.iter().any(|p| p.matches(permission)))
+            .collect();
+        if permissions.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            text,
+            "{label:<9} {} ({}): {}",
+            info.name,
+            permissions.join(", "),
+            info.description
+        );
+        label = "";
+    }
 }
 
 /// `text: string (required), upper: boolean`.

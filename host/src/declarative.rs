@@ -28,6 +28,7 @@ use serde_json::{Map, Value, json};
 use crate::config::{parse_duration, parse_toml};
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
 use crate::contract::spec::{is_valid_env_name, is_valid_tool_name};
+use crate::runtime::{ENV_READ, NETWORK_FETCH};
 
 /// A validated declarative file: the tools' specs and, per tool, the
 /// definition the wrapper plugin executes.
@@ -339,9 +340,9 @@ pub(crate) fn parse(plugin: &str, text: &str) -> Result<Declared, Vec<String>> {
                 .or_else(|| file.toolset.clone())
                 .unwrap_or_else(|| plugin.to_string()),
             permissions: if requires_env.is_empty() {
-                vec!["network:fetch".into()]
+                vec![NETWORK_FETCH.into()]
             } else {
-                vec!["network:fetch".into(), "env:read".into()]
+                vec![NETWORK_FETCH.into(), ENV_READ.into()]
             },
             requires_env,
             emoji: tool.emoji.clone(),

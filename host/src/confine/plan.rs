@@ -31,7 +31,7 @@ const MAX_ENTRIES: usize = 200_000;
 pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<Spec, String> {
     let settings = &profile.terminal;
     let may_write = matches!(
-        profile.permissions.decide("file:write"),
+        profile.permissions.decide(crate::runtime::FILE_WRITE),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
     let mut mounts = Mounts::default();

@@ -305,23 +305,34 @@ fn check_object_schema(schema: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// A raw spec of a read-only tool `name` with no arguments or permissions,
+/// for tests.
+#[cfg(test)]
+pub(crate) fn test_spec(name: &str) -> WitToolSpec {
+    WitToolSpec {
+        name: name.into(),
+        description: "does things".into(),
+        parameters: r#"{"type":"object"}"#.into(),
+        toolset: "demo".into(),
+        permissions: vec![],
+        requires_env: vec![],
+        emoji: None,
+        read_only: true,
+        destructive: false,
+        title: None,
+        output_schema: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn raw(name: &str, parameters: &str) -> WitToolSpec {
         WitToolSpec {
-            name: name.into(),
-            description: "does things".into(),
             parameters: parameters.into(),
-            toolset: "demo".into(),
             permissions: vec!["file:read".into()],
-            requires_env: vec![],
-            emoji: None,
-            read_only: true,
-            destructive: false,
-            title: None,
-            output_schema: None,
+            ..test_spec(name)
         }
     }
 

@@ -6,21 +6,6 @@ use std::str::FromStr;
 
 use super::wildcard;
 
-/// Permissions the host knows: enforced inside the sandbox as well as at
-/// dispatch. Any other permission (`database:write`) is checked at dispatch only.
-pub const KNOWN_PERMISSIONS: [&str; 5] = [
-    "file:read",
-    "file:write",
-    "network:fetch",
-    "terminal:execute",
-    "env:read",
-];
-
-/// True if the host enforces `permission` inside the sandbox.
-pub fn is_known(permission: &str) -> bool {
-    KNOWN_PERMISSIONS.contains(&permission)
-}
-
 /// A permission or a pattern over permissions: `*` matches any run of
 /// characters, so `file:*` covers `file:read` and `*` covers everything.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -311,14 +296,6 @@ mod tests {
         assert!(pattern("*").matches("database:write"));
         assert!(pattern("*:read").matches("env:read"));
         assert!(!pattern("file:read").matches("file:read:all"));
-    }
-
-    #[test]
-    fn known_permissions() {
-        assert!(is_known("terminal:execute"));
-        assert!(is_known("env:read"));
-        assert!(!is_known("database:write"));
-        assert!(!is_known("file:*"));
     }
 
     #[test]

@@ -4,13 +4,13 @@
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context as _, Result};
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::epoch::start_epoch_ticker;
+use super::host::CAPABILITIES;
 use super::memory::MAX_MEMORY;
-use super::sandbox::Sandbox;
-use crate::contract::bindings::toolhost::plugin as wit;
+use super::sandbox::{CapabilityInfo, Linked, Sandbox};
 
 /// Sizes of the instance pool: how many instances may be alive at once.
 const POOL_INSTANCES: u32 = 1000;
@@ -19,6 +19,7 @@ const POOL_INSTANCES: u32 = 1000;
 pub struct Runtime {
     engine: Engine,
     linker: Linker<Sandbox>,
+    capabilities: &'static [Linked],
     pooling: bool,
     /// The declarative tools' wrapper plugin, compiled on first use.
     wrapper: tokio::sync::OnceCell<wasmtime::component::Component>,
@@ -44,6 +45,12 @@ impl Runtime {
     }
 
     fn new() -> Result<Runtime> {
+        Self::with_capabilities(CAPABILITIES)
+    }
+
+    /// A runtime whose guests may be given `capabilities` (the host's are
+    /// [`CAPABILITIES`]).
+    pub(crate) fn with_capabilities(capabilities: &'static [Linked]) -> Result<Runtime> {
         let (engine, pooling) = match Engine::new(&config(true)) {
             Ok(engine) => (engine, true),
             Err(e) => {
@@ -56,10 +63,11 @@ impl Runtime {
             }
         };
         start_epoch_ticker(&engine);
-        let linker = linker(&engine).context("linking the host's imports")?;
+        let linker = linker(&engine, capabilities)?;
         Ok(Runtime {
             engine,
             linker,
+            capabilities,
             pooling,
             wrapper: tokio::sync::OnceCell::new(),
         })
@@ -99,6 +107,16 @@ impl Runtime {
         &self.linker
     }
 
+    /// The capabilities guests may be given, in the order they are linked.
+    pub(crate) fn capabilities(&self) -> &'static [Linked] {
+        self.capabilities
+    }
+
+    /// What each capability guests may be given is.
+    pub fn capability_infos(&self) -> impl Iterator<Item = &'static CapabilityInfo> {
+        self.capabilities.iter().map(|linked| &linked.info)
+    }
+
     /// Whether instances come from the pooling allocator.
     pub fn is_pooling(&self) -> bool {
         self.pooling
@@ -135,16 +153,19 @@ fn config(pooling: bool) -> Config {
     config
 }
 
-fn linker(engine: &Engine) -> Result<Linker<Sandbox>> {
+/// WASI, then each capability's imports. A capability may replace a WASI
+/// interface only when it says it does.
+fn linker(engine: &Engine, capabilities: &[Linked]) -> Result<Linker<Sandbox>> {
     let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    // Replace wasmtime-wasi's filesystem with the one that enforces file.deny.
-    linker.allow_shadowing(true);
-    super::host::filesystem::add_to_linker(&mut linker)?;
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+        .map_err(anyhow::Error::from)
+        .context("linking WASI")?;
+    for linked in capabilities {
+        linker.allow_shadowing(linked.replaces_wasi);
+        (linked.add_to_linker)(&mut linker)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("linking the {} capability", linked.info.name))?;
+    }
     linker.allow_shadowing(false);
-    wit::http::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
-    wit::terminal::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
-    wit::log::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
-    wit::progress::add_to_linker::<_, HasSelf<Sandbox>>(&mut linker, |s| s)?;
     Ok(linker)
 }

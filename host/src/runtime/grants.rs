@@ -1,7 +1,7 @@
 //! What one call may do, decided before it runs: its profile, the
-//! capabilities its tool declared that the profile allows, the environment
-//! variables it receives, who approves dangerous commands; and the record of
-//! what it used or was refused, for the audit line.
+//! permissions its tool declared (a capability is granted when one of its
+//! permissions is declared and the profile allows it), the environment
+//! variables it requires, and who approves dangerous commands.
 
 use std::sync::Arc;
 
@@ -14,16 +14,12 @@ use crate::policy::{PermissionDecision, PermissionPattern, Profile};
 pub struct Grants {
     /// The profile the call runs under.
     pub profile: Arc<Profile>,
-    /// The tool may read granted files.
-    pub file_read: bool,
-    /// The tool may write granted files.
-    pub file_write: bool,
-    /// The tool may fetch from allowed hosts.
-    pub network: bool,
-    /// The tool may run commands.
-    pub terminal: bool,
-    /// Environment variables the guest sees, with their values.
-    pub env: Vec<(String, String)>,
+    /// The permissions the tools declare (patterns such as `file:*`);
+    /// each capability asks [`Grants::allows`] for its own.
+    pub declared: Vec<PermissionPattern>,
+    /// Environment variables the tools require, which the environment
+    /// capability passes when granted.
+    pub requires_env: Vec<String>,
     /// Who approves dangerous commands, and the scope answers are kept in.
     pub approvals: Option<ApprovalScope>,
     /// The tool (or, for a stateful session, the plugin) the grants are for.
@@ -46,60 +42,60 @@ impl Grants {
     pub fn none(profile: Arc<Profile>) -> Self {
         Self {
             profile,
-            file_read: false,
-            file_write: false,
-            network: false,
-            terminal: false,
-            env: Vec::new(),
+            declared: Vec::new(),
+            requires_env: Vec::new(),
             approvals: None,
             subject: String::new(),
         }
     }
 
-    /// The capabilities of `tools` (one tool, or every tool of a stateful
-    /// plugin) under `profile`: each known permission that a tool declares and
-    /// the profile allows (or requires approval for, which the dispatcher has
-    /// obtained) is granted; env vars are those the tools require, the
-    /// profile passes, and the host has.
+    /// The grants of `tools` (one tool, or every tool of a stateful plugin)
+    /// under `profile`, with who approves dangerous commands.
     pub fn for_tools<'a>(
         profile: Arc<Profile>,
-        tools: impl IntoIterator<Item = &'a ToolSpec> + Clone,
+        tools: impl IntoIterator<Item = &'a ToolSpec>,
         approvals: Option<ApprovalScope>,
         subject: &str,
     ) -> Self {
-        let granted = |permission: &str| {
-            tools.clone().into_iter().any(|tool| {
-                tool.permissions.iter().any(|declared| {
-                    PermissionPattern::parse(declared).is_ok_and(|p| p.matches(permission))
-                })
-            }) && matches!(
-                profile.permissions.decide(permission),
-                PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
-            )
-        };
-        let env = if granted("env:read") {
-            let mut env: Vec<(String, String)> = tools
-                .clone()
-                .into_iter()
-                .flat_map(|tool| tool.requires_env.iter())
-                .filter(|name| profile.allows_env(name))
-                .filter_map(|name| std::env::var(name).ok().map(|value| (name.clone(), value)))
-                .collect();
-            env.sort();
-            env.dedup();
-            env
-        } else {
-            Vec::new()
-        };
+        let mut declared = Vec::new();
+        let mut requires_env = Vec::new();
+        for tool in tools {
+            declared.extend(
+                tool.permissions
+                    .iter()
+                    .filter_map(|p| PermissionPattern::parse(p).ok()),
+            );
+            requires_env.extend(tool.requires_env.iter().cloned());
+        }
+        declared.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        declared.dedup();
+        requires_env.sort();
+        requires_env.dedup();
         Self {
-            file_read: granted("file:read"),
-            file_write: granted("file:write"),
-            network: granted("network:fetch"),
-            terminal: granted("terminal:execute"),
-            env,
+            profile,
+            declared,
+            requires_env,
             approvals,
             subject: subject.to_string(),
-            profile,
         }
+    }
+
+    /// Whether `permission` is granted: a tool declares it and the profile
+    /// allows it (or requires approval for it, which the dispatcher has
+    /// obtained).
+    pub fn allows(&self, permission: &str) -> bool {
+        self.declared.iter().any(|p| p.matches(permission))
+            && matches!(
+                self.profile.permissions.decide(permission),
+                PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
+            )
+    }
+
+    /// Whether an instance made with `self` serves a call with `other`: the
+    /// same profile, permissions and required variables.
+    pub(crate) fn builds_like(&self, other: &Grants) -> bool {
+        Arc::ptr_eq(&self.profile, &other.profile)
+            && self.declared == other.declared
+            && self.requires_env == other.requires_env
     }
 }

@@ -31,5 +31,5 @@ pub use plugin::{
 pub use sandbox::{Limits, Sandbox};
 pub use session::MAX_SESSIONS;
 
-pub(crate) use host::kill_commands;
+pub(crate) use host::{ENV_READ, FILE_WRITE, NETWORK_FETCH, kill_commands};
 pub use host::{LogSink, Progress, ProgressSink, with_log_sink, with_progress_sink};

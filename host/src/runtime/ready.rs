@@ -12,7 +12,7 @@ use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
 use super::grants::Grants;
-use super::sandbox::{Identity, Limits, Sandbox};
+use super::sandbox::{Identity, Limits, Linked, Sandbox};
 use crate::contract::bindings::ToolIndices;
 use crate::contract::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
 
@@ -25,12 +25,8 @@ pub(crate) struct ReadyInstance {
 /// What a new instance is built from: its WASI context and limits depend on
 /// these, so an instance only serves calls that would have built the same.
 fn same_sandbox(made: &Sandbox, limits: &Limits, grants: &Grants) -> bool {
-    let had = &made.grants;
     made.limiter.limit() == limits.memory.min(super::memory::MAX_MEMORY)
-        && Arc::ptr_eq(&had.profile, &grants.profile)
-        && had.file_read == grants.file_read
-        && had.file_write == grants.file_write
-        && had.env == grants.env
+        && made.grants().builds_like(grants)
 }
 
 /// The instances made ahead for one plugin version: at most one per tool.
@@ -49,6 +45,7 @@ enum Slot {
 /// What the background instantiation needs.
 pub(crate) struct Recipe {
     pub(crate) engine: wasmtime::Engine,
+    pub(crate) capabilities: &'static [Linked],
     pub(crate) pre: InstancePre<Sandbox>,
     pub(crate) indices: ToolIndices,
     pub(crate) identity: Identity,
@@ -80,7 +77,7 @@ impl ReadyInstances {
             // next call makes one for this one.
             return None;
         }
-        ready.store.data_mut().grants = grants.clone();
+        ready.store.data_mut().call.grants = grants.clone();
         // Its epoch deadline was set when it was made.
         ready.store.epoch_deadline_async_yield_and_update(1);
         Some(ready)
@@ -161,6 +158,7 @@ impl ReadyInstances {
 
 async fn make(recipe: &Recipe) -> wasmtime::Result<ReadyInstance> {
     let sandbox = Sandbox::new(
+        recipe.capabilities,
         recipe.identity.clone(),
         &recipe.limits,
         recipe.grants.clone(),

@@ -50,7 +50,7 @@ impl LiveInstance {
                     .await;
             if !matches!(result, Ok(Ok(()))) {
                 tracing::warn!(
-                    plugin = %self.store.data().identity.plugin,
+                    plugin = %self.store.data().identity().plugin,
                     "teardown failed or timed out; the instance is dropped anyway"
                 );
             }

@@ -8,24 +8,48 @@ pub(crate) mod proxy;
 mod request;
 
 use reqwest::header::{self, HeaderMap};
+use wasmtime::component::Linker;
+use wasmtime_wasi::WasiCtxBuilder;
 
 use self::connect::{Destination, Unreachable, describe};
 use self::request::{Outgoing, unparsed_target};
-use crate::contract::CapabilityUse;
-use crate::contract::bindings::toolhost::plugin::http::{Host, HttpError, Request, Response};
+use crate::contract::bindings::toolhost::plugin::http::{
+    self as wit, Host, HttpError, Request, Response,
+};
 use crate::policy::{NetworkLimits, PermissionRules, Profile};
-use crate::runtime::sandbox::Sandbox;
+use crate::runtime::grants::Grants;
+use crate::runtime::sandbox::{Capability, CapabilityInfo, InRoom, Room, Sandbox};
 
 /// The permission the `http` import needs.
-const PERMISSION: &str = "network:fetch";
+pub(crate) const NETWORK_FETCH: &str = "network:fetch";
+
+/// Outbound HTTP requests to the profile's allowed hosts.
+pub(crate) struct Fetch;
+
+impl Capability for Fetch {
+    const INFO: CapabilityInfo = CapabilityInfo {
+        name: "http",
+        permissions: &[NETWORK_FETCH],
+        section: Some("network"),
+        description: "HTTP requests to the hosts the profile's network.allow_hosts allows, \
+                      each hop and address checked, capped in time and size",
+    };
+    type State = ();
+
+    fn state(_: &Grants, _: &mut WasiCtxBuilder) {}
+
+    fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)
+    }
+}
 
 /// Initial capacity of a response body buffer at most (it grows as data comes).
 const BODY_PREALLOCATION: u64 = 1 << 20;
 
-impl Host for Sandbox {
+impl Host for Room<'_, Fetch> {
     async fn fetch(&mut self, request: Request) -> wasmtime::Result<Result<Response, HttpError>> {
         let attempted = unparsed_target(&request);
-        if !self.grants.network {
+        if !self.granted() {
             let reason = self.missing_permission();
             self.refuse(attempted, &reason);
             return Ok(Err(HttpError::Denied(reason)));
@@ -37,7 +61,7 @@ impl Host for Sandbox {
                 return Ok(Err(HttpError::InvalidRequest(problem)));
             }
         };
-        let profile = self.grants.profile.clone();
+        let profile = self.call.grants.profile.clone();
         let limits = &profile.network;
         let time_limit = outgoing
             .timeout
@@ -47,16 +71,16 @@ impl Host for Sandbox {
         let result = outcome.unwrap_or(Err(HttpError::Timeout));
         match &result {
             Ok(response) => tracing::debug!(
-                plugin = %self.identity.plugin,
-                tool = self.identity.tool.as_deref().unwrap_or("-"),
+                plugin = %self.call.identity.plugin,
+                tool = self.call.identity.tool_name(),
                 request = %first,
                 status = response.status,
                 bytes = response.body.len(),
                 "http request done"
             ),
             Err(error) => tracing::debug!(
-                plugin = %self.identity.plugin,
-                tool = self.identity.tool.as_deref().unwrap_or("-"),
+                plugin = %self.call.identity.plugin,
+                tool = self.call.identity.tool_name(),
                 request = %first,
                 error = ?error,
                 time_limit = ?time_limit,
@@ -67,7 +91,7 @@ impl Host for Sandbox {
     }
 }
 
-impl Sandbox {
+impl Room<'_, Fetch> {
     /// Sends `outgoing`, following redirects, each hop checked and recorded.
     async fn exchange(
         &mut self,
@@ -120,14 +144,14 @@ impl Sandbox {
                 return Err(HttpError::Denied(reason));
             }
             Err(Unreachable::Unresolved(problem)) => {
-                self.record(CapabilityUse::allowed("http", target));
+                self.allowed(target);
                 return Err(HttpError::Failed(problem));
             }
         };
-        self.record(CapabilityUse::allowed("http", target.clone()));
+        self.allowed(target.clone());
         tracing::debug!(
-            plugin = %self.identity.plugin,
-            tool = self.identity.tool.as_deref().unwrap_or("-"),
+            plugin = %self.call.identity.plugin,
+            tool = self.call.identity.tool_name(),
             request = %target,
             addresses = ?destination.addrs(),
             "http request allowed"
@@ -152,12 +176,8 @@ impl Sandbox {
     /// Why this call may not fetch at all: the tool did not declare
     /// `network:fetch`, or the profile does not allow it.
     fn missing_permission(&self) -> String {
-        let plugin = &*self.identity.plugin;
-        let who = match self.identity.tool.as_deref() {
-            Some(tool) => format!("tool {tool:?} of plugin {plugin:?}"),
-            None => format!("plugin {plugin:?}"),
-        };
-        let profile = &self.grants.profile;
+        let who = self.call.identity.describe();
+        let profile = &self.call.grants.profile;
         match profile_refusal(&profile.permissions) {
             Some(refusal) => format!(
                 "{who} may not make http requests: profile {:?} does not allow it ({refusal})",
@@ -165,7 +185,7 @@ impl Sandbox {
             ),
             None => format!(
                 "{who} may not make http requests: the tool does not declare the permission \
-                 {PERMISSION:?}; add it to the tool's permissions"
+                 {NETWORK_FETCH:?}; add it to the tool's permissions"
             ),
         }
     }
@@ -173,20 +193,20 @@ impl Sandbox {
     /// Records a refused request, and logs it.
     fn refuse(&mut self, target: String, reason: &str) {
         tracing::debug!(
-            plugin = %self.identity.plugin,
-            tool = self.identity.tool.as_deref().unwrap_or("-"),
+            plugin = %self.call.identity.plugin,
+            tool = self.call.identity.tool_name(),
             request = %target,
             reason,
             "http request refused"
         );
-        self.record(CapabilityUse::refused("http", target, reason));
+        self.refused(target, reason);
     }
 }
 
 /// Why the profile refuses `network:fetch`, if it does.
 fn profile_refusal(permissions: &PermissionRules) -> Option<String> {
     permissions
-        .check_all(&[PERMISSION])
+        .check_all(&[NETWORK_FETCH])
         .err()
         .map(|refusal| refusal.to_string())
 }

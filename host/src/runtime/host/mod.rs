@@ -1,12 +1,36 @@
-//! The host side of each WIT import, one file per interface.
+//! The capabilities guests may be given: one module each, implementing
+//! [`Capability`](crate::runtime::sandbox::Capability), listed once in
+//! [`CAPABILITIES`].
 
+mod env;
 pub(crate) mod filesystem;
 mod http;
 mod log;
 mod process_group;
 mod progress;
+mod terminal;
+#[cfg(test)]
+mod tests;
 
 pub use log::{LogSink, with_log_sink};
 pub(crate) use process_group::kill_all as kill_commands;
 pub use progress::{Progress, ProgressSink, with_progress_sink};
-mod terminal;
+
+use crate::runtime::sandbox::Linked;
+
+/// Every capability, in the order it is linked (WASI before them).
+pub(crate) static CAPABILITIES: &[Linked] = &[
+    Linked::of::<filesystem::FileAccess>(),
+    Linked::of::<env::Environment>(),
+    Linked::of::<http::Fetch>(),
+    Linked::of::<terminal::Terminal>(),
+    Linked::of::<log::Log>(),
+    Linked::of::<progress::Reports>(),
+];
+
+/// Permissions other parts of the host name: writing files (which also
+/// decides whether terminal commands get read-write mounts), receiving
+/// environment variables, making HTTP requests.
+pub(crate) use env::ENV_READ;
+pub(crate) use filesystem::FILE_WRITE;
+pub(crate) use http::NETWORK_FETCH;

@@ -1,9 +1,35 @@
+//! `progress`: a guest's progress reports, passed to the server's client
+//! that asked for them.
+
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::contract::bindings::toolhost::plugin::progress::Host;
+use wasmtime::component::Linker;
+use wasmtime_wasi::WasiCtxBuilder;
+
+use crate::contract::bindings::toolhost::plugin::progress::{self as wit, Host};
 use crate::error::bounded;
-use crate::runtime::sandbox::Sandbox;
+use crate::runtime::grants::Grants;
+use crate::runtime::sandbox::{Capability, CapabilityInfo, InRoom, Room, Sandbox};
+
+/// Progress reports: every tool has them.
+pub(crate) struct Reports;
+
+impl Capability for Reports {
+    const INFO: CapabilityInfo = CapabilityInfo {
+        name: "progress",
+        permissions: &[],
+        section: None,
+        description: "progress reports, passed to a client that asked for them",
+    };
+    type State = ();
+
+    fn state(_: &Grants, _: &mut WasiCtxBuilder) {}
+
+    fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)
+    }
+}
 
 /// Longest progress message kept, in bytes.
 const MAX_MESSAGE: usize = 1024;
@@ -34,7 +60,7 @@ pub async fn with_progress_sink<F: Future>(sink: ProgressSink, calls: F) -> F::O
     PROGRESS_SINK.scope(sink, calls).await
 }
 
-impl Host for Sandbox {
+impl Host for Room<'_, Reports> {
     async fn report(
         &mut self,
         progress: f64,

@@ -38,7 +38,7 @@ impl PluginVersion {
         };
         let mut store = new_store(
             runtime.engine(),
-            Sandbox::new(identity, limits, no_grants()),
+            Sandbox::new(runtime.capabilities(), identity, limits, no_grants()),
         );
         instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?;
         Ok(())
@@ -71,7 +71,8 @@ impl PluginVersion {
         let (mut store, ready) = match self.ready.take(&tool.name, limits, &grants) {
             Some(ready) => (ready.store, Some(ready.guest)),
             None => {
-                let sandbox = Sandbox::new(identity(), limits, grants.clone());
+                let sandbox =
+                    Sandbox::new(runtime.capabilities(), identity(), limits, grants.clone());
                 (new_store(runtime.engine(), sandbox), None)
             }
         };
@@ -98,6 +99,7 @@ impl PluginVersion {
             &tool.name,
             || Recipe {
                 engine: runtime.engine().clone(),
+                capabilities: runtime.capabilities(),
                 pre: self.pre.clone(),
                 indices: self.tool_indices.clone(),
                 identity: identity(),
@@ -230,7 +232,7 @@ impl PluginVersion {
             plugin: self.name.clone(),
             tool: None,
         };
-        let mut sandbox = Sandbox::new(identity, limits, grants);
+        let mut sandbox = Sandbox::new(runtime.capabilities(), identity, limits, grants);
         sandbox.limiter.session = Some(memory.account());
         let mut store = new_store(runtime.engine(), sandbox);
         let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {

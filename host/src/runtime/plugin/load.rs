@@ -199,7 +199,12 @@ async fn describe(
     };
     let mut store = new_store(
         runtime.engine(),
-        Sandbox::new(identity, &DESCRIBE_LIMITS, no_grants()),
+        Sandbox::new(
+            runtime.capabilities(),
+            identity,
+            &DESCRIBE_LIMITS,
+            no_grants(),
+        ),
     );
     let run = async {
         let guest = instantiate_tool(pre, indices, &mut store).await?;

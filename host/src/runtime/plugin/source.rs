@@ -261,20 +261,7 @@ mod tests {
 
     #[test]
     fn a_plugin_declares_a_bounded_number_of_tools() {
-        use crate::contract::bindings::toolhost::plugin::types::ToolSpec as Raw;
-        let raw = |i: usize| Raw {
-            name: format!("t{i}"),
-            description: "does things".into(),
-            parameters: r#"{"type":"object"}"#.into(),
-            toolset: "demo".into(),
-            permissions: vec![],
-            requires_env: vec![],
-            emoji: None,
-            read_only: true,
-            destructive: false,
-            title: None,
-            output_schema: None,
-        };
+        let raw = |i: usize| spec::test_spec(&format!("t{i}"));
         let plugin: Arc<str> = "p".into();
         let (tools, problems) = validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect());
         assert_eq!(

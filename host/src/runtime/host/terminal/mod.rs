@@ -38,14 +38,15 @@ use super::http::proxy::Proxy;
 use super::process_group::{self, Captured, Finished, ShellCommand};
 use crate::approval::{ApprovalRequest, Subject};
 use crate::confine;
-use crate::contract::CapabilityUse;
-use crate::contract::bindings::toolhost::plugin::terminal::{Command, Host, Output, TerminalError};
+use crate::contract::bindings::toolhost::plugin::terminal::{
+    self as wit, Command, Host, Output, TerminalError,
+};
 use crate::policy::{
     Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalSandbox,
     dangerous, paths,
 };
 use crate::runtime::grants::{ApprovalScope, Grants};
-use crate::runtime::sandbox::{Identity, Sandbox};
+use crate::runtime::sandbox::{Capability, CapabilityInfo, Identity, InRoom, Room, Sandbox};
 
 /// The shell that runs command lines where it exists.
 const BASH: &str = "/bin/bash";
@@ -54,27 +55,48 @@ const BASH: &str = "/bin/bash";
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The permission a tool must declare to use this import.
-const PERMISSION: &str = "terminal:execute";
+pub(crate) const PERMISSION: &str = "terminal:execute";
+
+/// Command lines, run in the kernel sandbox built from the profile.
+pub(crate) struct Terminal;
+
+impl Capability for Terminal {
+    const INFO: CapabilityInfo = CapabilityInfo {
+        name: "terminal",
+        permissions: &[PERMISSION],
+        section: Some("terminal"),
+        description: "command lines the profile's terminal rules allow, in a kernel sandbox \
+                      that sees only the profile's file grants",
+    };
+    type State = ();
+
+    fn state(_: &Grants, _: &mut wasmtime_wasi::WasiCtxBuilder) {}
+
+    fn add_to_linker(linker: &mut wasmtime::component::Linker<Sandbox>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)
+    }
+}
 
 /// Most characters of a command line quoted in refusals and audit records.
 const MAX_QUOTED: usize = 1000;
 
-impl Host for Sandbox {
+impl Host for Room<'_, Terminal> {
     async fn run(&mut self, command: Command) -> wasmtime::Result<Result<Output, TerminalError>> {
         // `Sandbox` is not `Sync`: nothing borrowed from it lives across an await.
-        let grants = self.grants.clone();
-        let identity = self.identity.clone();
+        let grants = self.call.grants.clone();
+        let identity = self.call.identity.clone();
+        let granted = self.granted();
         let line = command.command_line.as_str();
         let quoted = quote(line);
-        let cwd = match authorize(&grants, &identity, line, command.cwd.as_deref()).await {
+        let cwd = match authorize(granted, &grants, &identity, line, command.cwd.as_deref()).await {
             Ok(cwd) => cwd,
             Err(reason) => {
                 let message = format!("command {quoted:?} refused: {reason}");
-                self.record(CapabilityUse::refused("terminal", quoted, reason));
+                self.refused(quoted, reason);
                 return Ok(Err(TerminalError::Denied(message)));
             }
         };
-        self.record(CapabilityUse::allowed("terminal", quoted.clone()));
+        self.allowed(quoted.clone());
 
         let profile = &grants.profile;
         let settings = &profile.terminal;
@@ -115,7 +137,7 @@ impl Host for Sandbox {
         };
         let finished = shell.run().await;
         for used in proxy.iter().flat_map(Proxy::take_uses) {
-            self.record(used);
+            self.call.record(used);
         }
         // A sandbox that could not be built now would not be built ahead
         // either: no background attempt after each refusal.
@@ -214,13 +236,14 @@ struct WorkingDir {
 /// runs; `Err` says why it may not run, which setting refused it and how to
 /// allow it.
 async fn authorize(
+    granted: bool,
     grants: &Grants,
     identity: &Identity,
     line: &str,
     cwd: Option<&str>,
 ) -> Result<WorkingDir, String> {
     let profile = &grants.profile;
-    if !grants.terminal {
+    if !granted {
         return Err(not_granted(identity, profile));
     }
     profile

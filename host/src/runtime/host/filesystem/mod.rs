@@ -1,0 +1,331 @@
+//! `wasi:filesystem/types` with the profile's `file.deny` rules enforced on
+//! every path-taking call, delegating the work to wasmtime-wasi.
+//!
+//! Preopens alone confine a guest to its granted directories, but cannot carve
+//! `.env` or `secrets/**` out of them. Here each descriptor remembers the host
+//! path it was opened at; every path a guest names is resolved against it,
+//! normalized, checked, and checked again after following symlinks, before
+//! wasmtime-wasi (and cap-std beneath it) performs the operation. Directory
+//! listings leave denied entries out.
+
+mod imports;
+mod state;
+
+use std::path::{Component, Path, PathBuf};
+
+use wasmtime::component::{HasData, Linker, Resource};
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
+use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
+
+pub(crate) use self::state::FileState;
+use crate::contract::CapabilityUse;
+use crate::policy::{Access, PathRefusal, paths};
+use crate::runtime::grants::Grants;
+use crate::runtime::sandbox::{CallScope, Capability, CapabilityInfo, Sandbox, WasiRoom};
+
+/// The permission to read granted files.
+pub(crate) const FILE_READ: &str = "file:read";
+
+/// The permission to write granted files.
+pub(crate) const FILE_WRITE: &str = "file:write";
+
+/// Files: the profile's granted directories through `wasi:filesystem`.
+pub(crate) struct FileAccess;
+
+impl Capability for FileAccess {
+    const INFO: CapabilityInfo = CapabilityInfo {
+        name: "file",
+        permissions: &[FILE_READ, FILE_WRITE],
+        section: Some("file"),
+        description: "read (file:read) and write (file:write) in the directories the profile's \
+                      file.read and file.write grant, except what file.deny matches",
+    };
+    const REPLACES_WASI: bool = true;
+    type State = FileState;
+
+    fn state(grants: &Grants, wasi: &mut WasiCtxBuilder) -> FileState {
+        FileState::new(grants, wasi)
+    }
+
+    /// Adds the policed `wasi:filesystem/{types,preopens}`, replacing
+    /// wasmtime-wasi's.
+    fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
+        types::add_to_linker::<Sandbox, PolicedFsData>(linker, policed_fs)?;
+        preopens::add_to_linker::<Sandbox, PolicedFsData>(linker, policed_fs)?;
+        Ok(())
+    }
+}
+
+/// The filesystem view of a sandbox: wasmtime-wasi's, plus the rules.
+pub(crate) struct PolicedFs<'a> {
+    inner: WasiFilesystemCtxView<'a>,
+    files: &'a mut FileState,
+    call: &'a mut CallScope,
+}
+
+/// Links [`PolicedFs`] as the implementation of `wasi:filesystem`.
+struct PolicedFsData;
+
+impl HasData for PolicedFsData {
+    type Data<'a> = PolicedFs<'a>;
+}
+
+fn policed_fs(sandbox: &mut Sandbox) -> PolicedFs<'_> {
+    let WasiRoom { room, wasi } = sandbox.wasi_room::<FileAccess>();
+    PolicedFs {
+        inner: WasiFilesystemCtxView {
+            ctx: wasi.filesystem(),
+            table: room.table,
+        },
+        files: room.state,
+        call: room.call,
+    }
+}
+
+impl PolicedFs<'_> {
+    /// The host path of a directory descriptor: where the directory is now
+    /// (renaming one of its ancestors moves it), else where it was opened.
+    fn dir_path(&self, fd: &Resource<Descriptor>) -> Result<PathBuf, ErrorCode> {
+        let opened = self
+            .files
+            .descriptors
+            .get(&fd.rep())
+            .cloned()
+            .ok_or(ErrorCode::BadDescriptor)?;
+        let now = self.inner.table.get(fd).ok().and_then(descriptor_path);
+        match now {
+            // Removed: nothing can be made in it.
+            Some(now) if now.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {
+                Err(ErrorCode::NoEntry)
+            }
+            Some(now) => Ok(now),
+            None => Ok(opened),
+        }
+    }
+
+    /// Resolves `path` against the descriptor and checks it for `access`,
+    /// following a symlink in the last component (most operations do).
+    fn check(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        access: Access,
+        operation: &'static str,
+    ) -> Result<PathBuf, ErrorCode> {
+        Ok(self.check_with(fd, path, access, operation, true)?.0)
+    }
+
+    /// [`Self::check`], following a final symlink only when `follow`
+    /// (`stat` of a link describes the link itself). Returns the normalised
+    /// path and where the kernel really goes (the normalised path when that
+    /// does not resolve).
+    fn check_with(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        access: Access,
+        operation: &'static str,
+        follow: bool,
+    ) -> Result<(PathBuf, PathBuf), ErrorCode> {
+        // The path as the kernel will walk it: `link/..` is the parent of
+        // where `link` leads, not the directory `link` is in.
+        let written = self.dir_path(fd)?.join(path);
+        let target = paths::normalize(&written);
+        self.check_path(&target, &written, access, operation, follow)?;
+        let real = real_path(&written, follow).unwrap_or_else(|| target.clone());
+        Ok((target, real))
+    }
+
+    /// Checks `target` (the lexically normalised path) and where `written`
+    /// really leads once the kernel resolves it, symlinks and `..` in order.
+    fn check_path(
+        &mut self,
+        target: &Path,
+        written: &Path,
+        access: Access,
+        operation: &'static str,
+        follow: bool,
+    ) -> Result<(), ErrorCode> {
+        let refusal = self.files.refusal(target, access).or_else(|| {
+            // Where the path really leads must be allowed too.
+            let real = real_path(written, follow)?;
+            (real != target)
+                .then(|| self.files.refusal(&real, access))
+                .flatten()
+        });
+        self.refuse(target, operation, refusal)
+    }
+
+    /// Refuses opening one more descriptor past [`MAX_OPEN`], with the
+    /// guest's "too many open files" (`quota`) and an audit record.
+    fn check_open_quota(&mut self, target: &Path) -> Result<(), ErrorCode> {
+        let open = self.files.descriptors.len() + self.files.streams.len();
+        if open < MAX_OPEN {
+            return Ok(());
+        }
+        self.record_refused(
+            "open",
+            target,
+            &format!("the call already holds {MAX_OPEN} open files and directories, the most one call may"),
+        );
+        Err(ErrorCode::Quota)
+    }
+
+    /// Refuses moving `path` when it is, or holds, something `file.deny`
+    /// matches: under the new name no rule would cover it. (A symlink needs
+    /// no such check: paths through it are judged where they lead. A hard
+    /// link is to one file, checked as such.)
+    fn check_carries_nothing_denied(
+        &mut self,
+        path: &Path,
+        operation: &'static str,
+    ) -> Result<(), ErrorCode> {
+        let Some(rules) = self.files.rules() else {
+            return Ok(());
+        };
+        let refusal = match rules.denied_within(path, MAX_RENAME_ENTRIES) {
+            Ok(None) => None,
+            Ok(Some(pattern)) => Some(PathRefusal::Denied {
+                path: path.to_path_buf(),
+                pattern: format!("{pattern} (inside what would be given a new name)"),
+            }),
+            Err(max) => Some(PathRefusal::Denied {
+                path: path.to_path_buf(),
+                pattern: format!(
+                    "{} (more than {max} entries inside, too many to check)",
+                    rules.deny_patterns().next().unwrap_or_default()
+                ),
+            }),
+        };
+        self.refuse(path, operation, refusal)
+    }
+
+    /// Refuses moving `from` to `to` when either is, or holds, a granted
+    /// directory: the call's handles to it would follow it to its new name
+    /// (or to nowhere), while paths through them are judged by the old one.
+    fn check_moves_no_grant(
+        &mut self,
+        from: &[&Path],
+        to: &[&Path],
+        operation: &'static str,
+    ) -> Result<(), ErrorCode> {
+        let granted = self.files.preopens.iter().cloned().chain(
+            self.files
+                .rules()
+                .into_iter()
+                .flat_map(|rules| rules.grants().map(|(dir, _)| dir.to_path_buf())),
+        );
+        let mut held = None;
+        for dir in granted {
+            if let Some(path) = from.iter().chain(to).find(|path| dir.starts_with(path)) {
+                held = Some((path.to_path_buf(), dir));
+                break;
+            }
+        }
+        let Some((path, dir)) = held else {
+            return Ok(());
+        };
+        self.record_refused(
+            operation,
+            &path,
+            &format!(
+                "it is or holds the granted directory {}, which keeps its name in the profile",
+                dir.display()
+            ),
+        );
+        Err(ErrorCode::Access)
+    }
+
+    /// `Err` with the guest's error code for `refusal` (recorded for the
+    /// audit), `Ok` when there is none.
+    fn refuse(
+        &mut self,
+        target: &Path,
+        operation: &'static str,
+        refusal: Option<PathRefusal>,
+    ) -> Result<(), ErrorCode> {
+        match refusal {
+            None => Ok(()),
+            Some(refusal) => {
+                let code = match &refusal {
+                    PathRefusal::Denied { .. } => ErrorCode::Access,
+                    PathRefusal::NotGranted {
+                        access: Access::Write,
+                        ..
+                    } if self.files.refusal(target, Access::Read).is_none() => {
+                        ErrorCode::NotPermitted
+                    }
+                    _ => ErrorCode::NoEntry,
+                };
+                self.record_refused(operation, target, &refusal.to_string());
+                Err(code)
+            }
+        }
+    }
+
+    /// Records a refused file operation and why, for the audit line.
+    fn record_refused(&mut self, operation: &str, path: &Path, reason: &str) {
+        self.call.record(CapabilityUse::refused(
+            FileAccess::INFO.name,
+            format!("{operation} {}", path.display()),
+            reason,
+        ));
+    }
+}
+
+/// Where `written` leads, resolved component by component as the kernel
+/// does (a symlink before `..` is followed first): canonical if it exists
+/// (and `follow`, or it ends in `.` or `..`), else its canonical parent
+/// joined with its name. `None` if neither resolves (the operation then
+/// fails in the kernel too).
+fn real_path(written: &Path, follow: bool) -> Option<PathBuf> {
+    real_path_within(written, follow, MAX_SYMLINKS)
+}
+
+/// Most symlinks followed in a path, as the kernel's `ELOOP` limit.
+const MAX_SYMLINKS: usize = 40;
+
+fn real_path_within(written: &Path, follow: bool, links_left: usize) -> Option<PathBuf> {
+    let names_entry = matches!(written.components().next_back(), Some(Component::Normal(_)));
+    if (follow || !names_entry)
+        && let Ok(real) = std::fs::canonicalize(written)
+    {
+        return Some(real);
+    }
+    if !names_entry {
+        return None;
+    }
+    let parent = std::fs::canonicalize(written.parent()?).ok()?;
+    let entry = parent.join(written.file_name()?);
+    // A dangling symlink, followed: creating through it makes its target.
+    if follow && let Ok(target) = std::fs::read_link(&entry) {
+        return real_path_within(&parent.join(target), follow, links_left.checked_sub(1)?);
+    }
+    Some(entry)
+}
+
+/// The host path an open descriptor really refers to.
+fn descriptor_path(descriptor: &Descriptor) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let fd = match descriptor {
+        Descriptor::File(file) => file.file.as_raw_fd(),
+        Descriptor::Dir(dir) => dir.dir.as_raw_fd(),
+    };
+    std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()
+}
+
+/// Most files and directories one instance may hold open at once (listings
+/// included): a guest cannot run the host out of descriptors.
+pub(crate) const MAX_OPEN: usize = 256;
+
+/// Most entries looked at to find a denied path inside a directory that is
+/// renamed or linked.
+const MAX_RENAME_ENTRIES: usize = 10_000;
+
+fn wants_write(oflags: types::OpenFlags, flags: types::DescriptorFlags) -> bool {
+    oflags.intersects(types::OpenFlags::CREATE | types::OpenFlags::TRUNCATE)
+        || flags
+            .intersects(types::DescriptorFlags::WRITE | types::DescriptorFlags::MUTATE_DIRECTORY)
+}
