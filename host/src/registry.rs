@@ -316,3 +316,6 @@ impl std::fmt::Display for ReloadEvent {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

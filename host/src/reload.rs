@@ -459,3 +459,6 @@ fn recently_modified(path: &Path) -> bool {
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age < Duration::from_secs(2))
 }
+
+#[cfg(test)]
+mod tests;

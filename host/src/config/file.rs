@@ -1,0 +1,230 @@
+//! `toolhost.toml` as written: the serde types of each section.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::units::{ByteSize, Span};
+use crate::policy::{DangerousMode, TerminalNetwork, TerminalSandbox};
+use crate::toolsets::CompositeToolset;
+
+/// `toolhost.toml` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Directory watched for plugin `.wasm` files.
+    #[serde(default)]
+    pub plugins: Option<PathBuf>,
+    /// Also offer the plugins bundled in the binary (default true).
+    #[serde(default)]
+    pub bundled: Option<bool>,
+    /// Profile of callers that are not tenants.
+    #[serde(default)]
+    pub default_profile: Option<String>,
+    /// Where compiled plugins are cached (`"off"` disables the cache).
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+    /// Where audit lines go: `"off"` (default), `"stderr"`, or a file path.
+    #[serde(default)]
+    pub audit: Option<String>,
+    /// How approvals are asked and remembered.
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
+    /// Composite toolsets.
+    #[serde(default)]
+    pub toolsets: BTreeMap<String, CompositeToolset>,
+    /// Permission profiles.
+    #[serde(default)]
+    pub profiles: BTreeMap<String, ProfileConfig>,
+    /// Tenants of the HTTP server.
+    #[serde(default)]
+    pub tenants: BTreeMap<String, TenantConfig>,
+    /// Calls of one batch in flight at once.
+    #[serde(default)]
+    pub batch_concurrency: Option<usize>,
+    /// Idle time before a stateful session is torn down.
+    #[serde(default)]
+    pub session_idle: Option<Span>,
+    /// Memory all stateful sessions may hold together.
+    #[serde(default)]
+    pub sessions_memory: Option<ByteSize>,
+}
+
+/// `[approvals]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// File where `always` answers are kept (default: next to the config,
+    /// `toolhost-approvals.json`).
+    #[serde(default)]
+    pub allowlist: Option<PathBuf>,
+    /// How long to wait for an answer before denying (default 60s).
+    #[serde(default)]
+    pub timeout: Option<Span>,
+}
+
+/// `[profiles.NAME]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileConfig {
+    /// Permission patterns tools may have (`file:*`, `network:fetch`, `*`).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Permission patterns tools may not have; deny wins over allow.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Permission patterns whose calls a human must approve first.
+    #[serde(default)]
+    pub approval_required: Vec<String>,
+    /// Files.
+    #[serde(default)]
+    pub file: FileConfig,
+    /// Outbound HTTP.
+    #[serde(default)]
+    pub network: NetworkConfig,
+    /// Shell commands.
+    #[serde(default)]
+    pub terminal: TerminalConfig,
+    /// Host environment variables.
+    #[serde(default)]
+    pub env: EnvConfig,
+    /// Per-call limits.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+/// `file.*` of a profile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Directories readable (relative to the workspace).
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Directories readable and writable.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// Globs refused inside the grants (`**/.env`, `secrets/**`).
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// `network.*` of a profile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Hosts tools may reach: names, `*.suffix`, `*`, addresses, CIDRs, with
+    /// optional `:port`. Private and loopback addresses need an explicit
+    /// address entry.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+    /// Longest request (default 30s).
+    #[serde(default)]
+    pub timeout: Option<Span>,
+    /// Largest response body (default 10MiB).
+    #[serde(default)]
+    pub max_response: Option<ByteSize>,
+    /// Most redirects followed (default 5).
+    #[serde(default)]
+    pub max_redirects: Option<usize>,
+}
+
+/// `terminal.*` of a profile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalConfig {
+    /// When not empty, every command must match one of these patterns.
+    #[serde(default)]
+    pub allow_commands: Vec<String>,
+    /// Commands refused (`rm -rf /*`).
+    #[serde(default)]
+    pub deny_commands: Vec<String>,
+    /// What to do with dangerous commands: `deny` (default), `approve`, `allow`.
+    #[serde(default)]
+    pub dangerous: Option<DangerousMode>,
+    /// Longest a command may run (default 60s).
+    #[serde(default)]
+    pub timeout: Option<Span>,
+    /// Most output kept per stream (default 256KiB).
+    #[serde(default)]
+    pub max_output: Option<ByteSize>,
+    /// Host environment variables passed to commands.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// What confines commands: `kernel` (default) or `none`.
+    #[serde(default)]
+    pub sandbox: Option<TerminalSandbox>,
+    /// What network commands get: `none`, `proxy` (the allowed hosts through
+    /// the host's proxy) or `host`; by default `proxy` when the profile
+    /// allows any host, else `none`.
+    #[serde(default)]
+    pub network: Option<TerminalNetwork>,
+    /// Directories commands may read besides the file grants.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// Most processes of one command at once (default 256).
+    #[serde(default)]
+    pub max_processes: Option<u64>,
+    /// Most address space of each process (default 4GiB).
+    #[serde(default)]
+    pub memory: Option<ByteSize>,
+    /// Largest file a command may write (default 1GiB).
+    #[serde(default)]
+    pub max_file_size: Option<ByteSize>,
+    /// Size of the private /tmp (default 256MiB).
+    #[serde(default)]
+    pub tmp_size: Option<ByteSize>,
+}
+
+/// `env.*` of a profile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvConfig {
+    /// Host variables (names, `*` wildcards) that tools requiring them receive.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+/// `limits` of a profile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Memory per instance (default 64MiB).
+    #[serde(default)]
+    pub memory: Option<ByteSize>,
+    /// Time per call (default 30s).
+    #[serde(default)]
+    pub timeout: Option<Span>,
+    /// Largest result (default 1MiB).
+    #[serde(default)]
+    pub max_output: Option<ByteSize>,
+    /// Largest arguments (default 1MiB).
+    #[serde(default)]
+    pub max_arguments: Option<ByteSize>,
+    /// Calls at once under this profile (default 16).
+    #[serde(default)]
+    pub concurrency: Option<usize>,
+}
+
+/// `[tenants.NAME]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// SHA-256 of the tenant's bearer token, in hex.
+    #[serde(default)]
+    pub token_sha256: Option<String>,
+    /// Environment variable holding the bearer token.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// The tenant's profile.
+    pub profile: String,
+    /// Directory the profile's file grants are rooted in.
+    #[serde(default)]
+    pub workspace: Option<PathBuf>,
+    /// Calls at once (default: the profile's concurrency).
+    #[serde(default)]
+    pub concurrency: Option<usize>,
+    /// Calls per minute (default unlimited).
+    #[serde(default)]
+    pub calls_per_minute: Option<u32>,
+}

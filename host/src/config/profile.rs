@@ -1,0 +1,212 @@
+//! A profile as written, resolved against a workspace into the policy's
+//! [`Profile`].
+
+use std::path::{Path, PathBuf};
+
+use super::file::ProfileConfig;
+use crate::policy::{
+    CommandRules, HostRules, Limits, NetworkLimits, PathRules, PermissionRules, Profile,
+    TerminalNetwork, TerminalSettings, paths,
+};
+use crate::runtime::MAX_MEMORY;
+
+/// Resolves a written profile against `workspace`, pushing every problem.
+/// Returns a usable (possibly partial) profile either way.
+pub(super) fn resolve_profile(
+    name: &str,
+    written: &ProfileConfig,
+    workspace: &Path,
+    problems: &mut Vec<(String, String)>,
+) -> Profile {
+    let key = |field: &str| format!("profiles.{name}.{field}");
+    let mut profile = Profile::deny_all(name, workspace);
+
+    match PermissionRules::parse(&written.allow, &written.deny, &written.approval_required) {
+        Ok(rules) => {
+            for overlap in rules.overlaps() {
+                problems.push((
+                    key("deny"),
+                    format!("{overlap:?} is both allowed and denied (overlapping rules); keep one"),
+                ));
+            }
+            profile.permissions = rules;
+        }
+        Err(e) => problems.push((key_of_permission(name, written, &e.pattern), e.to_string())),
+    }
+
+    let resolve = |entries: &[String]| -> Vec<PathBuf> {
+        entries
+            .iter()
+            .map(|entry| {
+                let trimmed = entry.strip_suffix("/**").unwrap_or(entry);
+                let trimmed = if trimmed.is_empty() { "/" } else { trimmed };
+                paths::normalize(&workspace.join(trimmed))
+            })
+            .collect()
+    };
+    let deny: Vec<String> = written
+        .file
+        .deny
+        .iter()
+        .map(|pattern| {
+            if pattern.starts_with('/') || pattern.starts_with("**") {
+                pattern.clone()
+            } else {
+                let joined = workspace.join(pattern.trim_start_matches("./"));
+                joined.to_string_lossy().into_owned()
+            }
+        })
+        .collect();
+    for (field, entries) in [
+        ("file.read", &written.file.read),
+        ("file.write", &written.file.write),
+    ] {
+        for (i, entry) in entries.iter().enumerate() {
+            if written.file.deny.contains(entry) {
+                problems.push((
+                    format!("profiles.{name}.{field}[{i}]"),
+                    format!("{entry:?} is both granted and denied (overlapping rules)"),
+                ));
+            }
+        }
+    }
+    match PathRules::new(
+        resolve(&written.file.read),
+        resolve(&written.file.write),
+        &deny,
+    ) {
+        Ok(rules) => profile.paths = rules,
+        Err(e) => problems.push((key("file"), e.to_string())),
+    }
+
+    match HostRules::parse(&written.network.allow_hosts) {
+        Ok(rules) => profile.hosts = rules,
+        Err(e) => problems.push((key("network.allow_hosts"), e.to_string())),
+    }
+    let defaults = NetworkLimits::default();
+    profile.network = NetworkLimits {
+        timeout: written
+            .network
+            .timeout
+            .map(|s| s.0)
+            .unwrap_or(defaults.timeout),
+        max_response: written
+            .network
+            .max_response
+            .map(|s| s.0)
+            .unwrap_or(defaults.max_response),
+        max_redirects: written
+            .network
+            .max_redirects
+            .unwrap_or(defaults.max_redirects),
+    };
+
+    let terminal = &written.terminal;
+    match CommandRules::parse(&terminal.allow_commands, &terminal.deny_commands) {
+        Ok(rules) => profile.commands = rules,
+        Err(e) => problems.push((key("terminal"), e.to_string())),
+    }
+    for command in &terminal.allow_commands {
+        if terminal.deny_commands.contains(command) {
+            problems.push((
+                key("terminal.deny_commands"),
+                format!("{command:?} is both allowed and denied (overlapping rules)"),
+            ));
+        }
+    }
+    let defaults = TerminalSettings::default();
+    profile.terminal = TerminalSettings {
+        dangerous: terminal.dangerous.unwrap_or(defaults.dangerous),
+        timeout: terminal.timeout.map(|s| s.0).unwrap_or(defaults.timeout),
+        max_output: terminal
+            .max_output
+            .map(|s| s.0 as usize)
+            .unwrap_or(defaults.max_output),
+        env: terminal.env.clone(),
+        sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
+        network: terminal
+            .network
+            .unwrap_or(if profile.hosts.allow_hosts.is_empty() {
+                TerminalNetwork::None
+            } else {
+                TerminalNetwork::Proxy
+            }),
+        read: terminal
+            .read
+            .iter()
+            .map(|dir| paths::normalize(&workspace.join(dir)))
+            .collect(),
+        max_processes: terminal.max_processes.unwrap_or(defaults.max_processes),
+        memory: terminal.memory.map_or(defaults.memory, |s| s.0),
+        max_file_size: terminal
+            .max_file_size
+            .map_or(defaults.max_file_size, |s| s.0),
+        tmp_size: terminal.tmp_size.map_or(defaults.tmp_size, |s| s.0),
+    };
+
+    for (i, pattern) in written.env.allow.iter().enumerate() {
+        if pattern.is_empty()
+            || !pattern
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'*')
+        {
+            problems.push((
+                format!("profiles.{name}.env.allow[{i}]"),
+                format!("{pattern:?} is not a variable name or a pattern like \"GITHUB_*\""),
+            ));
+        }
+    }
+    profile.env = written.env.allow.clone();
+
+    let limits = &written.limits;
+    let defaults = Limits::default();
+    profile.limits = Limits {
+        memory: limits
+            .memory
+            .map(|s| s.0 as usize)
+            .unwrap_or(defaults.memory),
+        timeout: limits.timeout.map(|s| s.0).unwrap_or(defaults.timeout),
+        max_output: limits
+            .max_output
+            .map(|s| s.0 as usize)
+            .unwrap_or(defaults.max_output),
+        max_arguments: limits
+            .max_arguments
+            .map(|s| s.0 as usize)
+            .unwrap_or(defaults.max_arguments),
+        concurrency: limits.concurrency.unwrap_or(defaults.concurrency),
+    };
+    if profile.limits.memory > MAX_MEMORY {
+        problems.push((
+            key("limits.memory"),
+            format!(
+                "{} is more than the host's maximum of 4GiB",
+                profile.limits.memory
+            ),
+        ));
+    }
+    if profile.limits.memory < (1 << 20) {
+        problems.push((key("limits.memory"), "must be at least 1MiB".into()));
+    }
+    if profile.limits.concurrency == 0 {
+        problems.push((key("limits.concurrency"), "must be at least 1".into()));
+    }
+    if profile.limits.timeout.is_zero() {
+        problems.push((key("limits.timeout"), "must be more than 0".into()));
+    }
+    profile
+}
+
+/// The key of the list an invalid permission pattern is in.
+fn key_of_permission(name: &str, written: &ProfileConfig, pattern: &str) -> String {
+    for (field, list) in [
+        ("allow", &written.allow),
+        ("deny", &written.deny),
+        ("approval_required", &written.approval_required),
+    ] {
+        if let Some(i) = list.iter().position(|p| p == pattern) {
+            return format!("profiles.{name}.{field}[{i}]");
+        }
+    }
+    format!("profiles.{name}")
+}

@@ -1,0 +1,209 @@
+//! Validation of the file as written into a [`Config`], reporting every
+//! problem with the key it is at and why.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::file::{ConfigFile, ProfileConfig, TenantConfig};
+use super::profile::resolve_profile;
+use super::{AuditTarget, Config, ConfigSource, Tenant};
+use crate::policy::{Limits, paths};
+use crate::toolsets::Toolsets;
+
+pub(super) fn validate(
+    file: ConfigFile,
+    source: ConfigSource,
+    base: &Path,
+    problems: &mut Vec<(String, String)>,
+) -> Config {
+    let mut problem = |key: &str, message: String| problems.push((key.to_string(), message));
+    let default_profile = file
+        .default_profile
+        .unwrap_or_else(|| "default".to_string());
+    if file.profiles.is_empty() {
+        problem(
+            "profiles",
+            "no profiles are defined; define at least the default profile".into(),
+        );
+    } else if !file.profiles.contains_key(&default_profile) {
+        problem(
+            "default_profile",
+            format!(
+                "unknown profile {default_profile:?}; known: {}",
+                file.profiles.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    let mut profile_problems = Vec::new();
+    for (name, written) in &file.profiles {
+        resolve_profile(name, written, base, &mut profile_problems);
+    }
+    problems.append(&mut profile_problems);
+
+    let toolsets = match Toolsets::new(file.toolsets) {
+        Ok(toolsets) => toolsets,
+        Err(errors) => {
+            for error in errors {
+                let (key, message) = error.split_once(": ").unwrap_or(("toolsets", &error));
+                problems.push((key.to_string(), message.to_string()));
+            }
+            Toolsets::default()
+        }
+    };
+
+    let mut tenants = BTreeMap::new();
+    for (name, written) in &file.tenants {
+        if let Some(tenant) = validate_tenant(name, written, &file.profiles, base, problems) {
+            tenants.insert(name.clone(), tenant);
+        }
+    }
+
+    let audit = match file.audit.as_deref() {
+        None | Some("off") => AuditTarget::Off,
+        Some("stderr") => AuditTarget::Stderr,
+        Some(path) => AuditTarget::File(base.join(path)),
+    };
+    let cache_dir = match &file.cache_dir {
+        Some(dir) if dir.as_os_str() == "off" => None,
+        Some(dir) => Some(base.join(dir)),
+        None => crate::runtime::ArtifactCache::default_dir(),
+    };
+    let batch_concurrency = file
+        .batch_concurrency
+        .unwrap_or(crate::DEFAULT_BATCH_CONCURRENCY);
+    if batch_concurrency == 0 {
+        problems.push(("batch_concurrency".into(), "must be at least 1".into()));
+    }
+    Config {
+        source,
+        base_dir: base.to_path_buf(),
+        plugins: file.plugins.map(|p| base.join(p)),
+        bundled: file.bundled.unwrap_or(true),
+        default_profile,
+        pinned_profile: None,
+        cache_dir,
+        audit,
+        allowlist: file
+            .approvals
+            .allowlist
+            .map(|p| base.join(p))
+            .unwrap_or_else(|| base.join("toolhost-approvals.json")),
+        approval_timeout: file
+            .approvals
+            .timeout
+            .map(|s| s.0)
+            .unwrap_or(std::time::Duration::from_secs(60)),
+        toolsets,
+        profiles: file.profiles,
+        tenants,
+        batch_concurrency: batch_concurrency.max(1),
+        session_idle: file
+            .session_idle
+            .map(|s| s.0)
+            .unwrap_or(crate::DEFAULT_SESSION_IDLE),
+        sessions_memory: file
+            .sessions_memory
+            .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
+    }
+}
+
+fn validate_tenant(
+    name: &str,
+    written: &TenantConfig,
+    profiles: &BTreeMap<String, ProfileConfig>,
+    base: &Path,
+    problems: &mut Vec<(String, String)>,
+) -> Option<Tenant> {
+    let key = |field: &str| format!("tenants.{name}.{field}");
+    let before = problems.len();
+    if !profiles.contains_key(&written.profile) {
+        problems.push((
+            key("profile"),
+            format!(
+                "unknown profile {:?}; known: {}",
+                written.profile,
+                profiles.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    let token = match (&written.token_sha256, &written.token_env) {
+        (Some(_), Some(_)) => {
+            problems.push((
+                key("token_sha256"),
+                "give token_sha256 or token_env, not both".into(),
+            ));
+            None
+        }
+        (None, None) => {
+            problems.push((
+                format!("tenants.{name}"),
+                "needs token_sha256 (hex SHA-256 of the bearer token) or token_env (a variable holding it)"
+                    .into(),
+            ));
+            None
+        }
+        (Some(hex), None) => match decode_sha256(hex) {
+            Some(hash) => Some(hash),
+            None => {
+                problems.push((key("token_sha256"), "must be 64 hex digits".into()));
+                None
+            }
+        },
+        (None, Some(var)) => match std::env::var(var) {
+            Ok(token) if !token.is_empty() => {
+                use sha2::Digest;
+                Some(sha2::Sha256::digest(token.as_bytes()).into())
+            }
+            _ => {
+                problems.push((
+                    key("token_env"),
+                    format!("environment variable {var:?} is not set or empty"),
+                ));
+                None
+            }
+        },
+    };
+    if written.concurrency == Some(0) {
+        problems.push((key("concurrency"), "must be at least 1".into()));
+    }
+    if written.calls_per_minute == Some(0) {
+        problems.push((
+            key("calls_per_minute"),
+            "must be at least 1 (omit it for no limit)".into(),
+        ));
+    }
+    let workspace = written
+        .workspace
+        .as_ref()
+        .map(|w| paths::normalize(&base.join(w)))
+        .unwrap_or_else(|| base.to_path_buf());
+    if problems.len() > before {
+        return None;
+    }
+    let concurrency = written.concurrency.unwrap_or_else(|| {
+        profiles
+            .get(&written.profile)
+            .and_then(|p| p.limits.concurrency)
+            .unwrap_or(Limits::default().concurrency)
+    });
+    Some(Tenant {
+        name: name.to_string(),
+        token_sha256: token?,
+        profile: written.profile.clone(),
+        workspace,
+        concurrency,
+        calls_per_minute: written.calls_per_minute,
+    })
+}
+
+fn decode_sha256(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
