@@ -2,7 +2,7 @@
 //! that execute their stdin or a substitution, and the fetchers and decoders
 //! that feed them.
 
-use super::programs::has_flag;
+use super::args::has_flag;
 use crate::policy::shell::{self, Invocation, Token};
 
 /// Programs that fetch content over the network to stdout.

@@ -2,6 +2,7 @@
 //! the machine down or run code from elsewhere, so the terminal can ask for
 //! approval (or refuse) before running them.
 
+mod args;
 mod code;
 mod finding;
 mod programs;

@@ -4,28 +4,10 @@
 //! `systemctl enable`), network shells (`nc -e`, `socat exec:`), password
 //! crackers, cloud metadata addresses, and history wiping.
 
+use super::args::operands;
 use super::finding::{DangerCategory, Finding};
 use super::targets;
 use crate::policy::shell::Invocation;
-
-/// The operands of `args` (the subcommand path and its operands), skipping
-/// options and the values of `with_value` (also as `--opt=value`).
-fn operands<'a>(args: &'a [String], with_value: &[&str]) -> Vec<&'a str> {
-    let mut operands = Vec::new();
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        if arg == "--" {
-            operands.extend(iter.by_ref().map(String::as_str));
-            break;
-        }
-        if !arg.starts_with('-') || arg == "-" {
-            operands.push(arg.as_str());
-        } else if with_value.contains(&arg.as_str()) {
-            iter.next();
-        }
-    }
-    operands
-}
 
 /// True if `args` asks for a dry run (`--dry-run`, `--simulate`, `-s` for apt).
 fn dry_run(args: &[String]) -> bool {
