@@ -21,6 +21,7 @@ mod forward;
 pub(crate) mod pids;
 pub(crate) mod plan;
 mod rlimit;
+mod root;
 mod seccomp;
 mod spec;
 mod sys;

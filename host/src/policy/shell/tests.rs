@@ -1,5 +1,6 @@
 //! Unit tests of `policy/shell`.
 
+use super::words::scan_group;
 use super::*;
 
 fn commands(line: &str) -> Vec<String> {
