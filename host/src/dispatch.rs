@@ -1,13 +1,10 @@
-//! One tool call end to end (resolve, validate, hooks, run, normalize), and
-//! batches of calls in the OpenAI shape run concurrently.
+//! One tool call end to end (resolve, validate, hooks, run, normalize).
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-use std::task::Poll;
+mod batch;
+
+use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt as _;
-use futures::stream::FuturesUnordered;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -363,147 +360,6 @@ impl Host {
             hook.after_call(info, result, elapsed);
         }
     }
-
-    /// Runs a batch in the OpenAI shape,
-    /// `{"tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}`,
-    /// with at most the host's batch concurrency in flight, and returns
-    /// `{"tool_results": [{"tool_call_id", "role": "tool", "name", "content"}]}`
-    /// in request order: one result per call, whatever happens to the others.
-    /// `session` applies to every call of the batch.
-    pub async fn dispatch_batch(&self, batch: &Value, session: Option<&str>) -> Value {
-        let caller = self.caller();
-        self.dispatch_batch_as(&caller, batch, session).await
-    }
-
-    /// [`Host::dispatch_batch`] as `caller`.
-    pub async fn dispatch_batch_as(
-        &self,
-        caller: &Caller,
-        batch: &Value,
-        session: Option<&str>,
-    ) -> Value {
-        let Some(calls) = batch.get("tool_calls").and_then(Value::as_array) else {
-            let error = CallError::new(
-                ErrorKind::InvalidRequest,
-                "a batch is an object with a \"tool_calls\" array",
-            );
-            return json!({ "error": error.model_text() });
-        };
-        // One call (the usual request of an agent's turn) needs no lanes.
-        if let [call] = calls.as_slice() {
-            let content = match batch_request(0, call, session) {
-                Ok(request) => outcome_content(self.dispatch_as(caller, request).await),
-                Err(error) => error_content(&error),
-            };
-            return json!({ "tool_results": [tool_result(call, content)] });
-        }
-        // Every entry is parsed here, once; the lanes only run calls.
-        let mut results: Vec<Option<Value>> = vec![None; calls.len()];
-        let mut queue = VecDeque::with_capacity(calls.len());
-        for (index, call) in calls.iter().enumerate() {
-            match batch_request(index, call, session) {
-                Ok(request) => queue.push_back((index, request)),
-                Err(error) => results[index] = Some(tool_result(call, error_content(&error))),
-            }
-        }
-        let concurrency = self.batch_concurrency().clamp(1, queue.len().max(1));
-        let lanes = lane_count().min(concurrency);
-        // The lanes' widths add up to the batch's concurrency bound.
-        let width = |lane: usize| concurrency / lanes + usize::from(lane < concurrency % lanes);
-        let queue = Arc::new(Mutex::new(queue));
-        // One lane per worker thread: each runs up to `width` calls at once,
-        // taking the next entry from the shared queue as one finishes. Calls
-        // stay on their lane's thread (no task per call handed between
-        // workers), and a lane stuck on slow calls leaves the rest of the
-        // queue to the others. This task runs lane 0.
-        let spawned: Vec<_> = (1..lanes)
-            .map(|lane| {
-                let (host, caller, queue) = (self.clone(), caller.clone(), queue.clone());
-                let width = width(lane);
-                tokio::spawn(async move { host.batch_lane(&caller, &queue, width).await })
-            })
-            .collect();
-        let mut finished = self.batch_lane(caller, &queue, width(0)).await;
-        for lane in spawned {
-            match lane.await {
-                Ok(done) => finished.extend(done),
-                // `dispatch_as` turns every failure into an error, so a lane
-                // cannot fail; if its task is lost all the same, its entries
-                // get an internal error below.
-                Err(e) => tracing::error!(error = %e, "a batch lane failed"),
-            }
-        }
-        for (index, outcome) in finished {
-            results[index] = Some(tool_result(&calls[index], outcome_content(outcome)));
-        }
-        let results: Vec<Value> = results
-            .into_iter()
-            .zip(calls)
-            .map(|(result, call)| {
-                result.unwrap_or_else(|| {
-                    let error = CallError::new(ErrorKind::Internal, "the call's task failed");
-                    tool_result(call, error_content(&error))
-                })
-            })
-            .collect();
-        json!({ "tool_results": results })
-    }
-
-    /// Runs entries from `queue` until it is empty: one call at a time
-    /// while calls keep the thread busy, more (up to `width`) while every
-    /// call in progress is waiting (on the network, a process, a slot). Many
-    /// instances alive at once on one thread only cost cache misses when
-    /// the calls are CPU-bound.
-    async fn batch_lane(
-        &self,
-        caller: &Caller,
-        queue: &Mutex<VecDeque<(usize, CallRequest)>>,
-        width: usize,
-    ) -> Vec<(usize, Result<Box<RawValue>, CallError>)> {
-        let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-        let start = |(index, mut request): (usize, CallRequest)| async move {
-            request.in_lane = true;
-            (index, self.dispatch_as(caller, request).await)
-        };
-        let mut running = FuturesUnordered::new();
-        let mut done = Vec::new();
-        loop {
-            if running.is_empty() {
-                match next() {
-                    Some(entry) => running.push(start(entry)),
-                    None => return done,
-                }
-            }
-            let polled = std::future::poll_fn(|cx| Poll::Ready(running.poll_next_unpin(cx))).await;
-            match polled {
-                Poll::Ready(Some(outcome)) => done.push(outcome),
-                Poll::Ready(None) => {}
-                Poll::Pending => {
-                    let more = (running.len() < width).then(next).flatten();
-                    match more {
-                        Some(entry) => running.push(start(entry)),
-                        None => done.extend(running.next().await),
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// A batch entry's `content`: the tool's result, or its error as JSON.
-fn outcome_content(outcome: Result<Box<RawValue>, CallError>) -> String {
-    match outcome {
-        Ok(result) => result.get().to_string(),
-        Err(error) => error_content(&error),
-    }
-}
-
-/// How many lanes a batch runs on: one per worker thread of the runtime.
-fn lane_count() -> usize {
-    tokio::runtime::Handle::try_current()
-        .map(|handle| handle.metrics().num_workers())
-        .unwrap_or(1)
-        .max(1)
 }
 
 /// Sessions are kept per tenant, so two tenants never share an instance.
@@ -512,50 +368,6 @@ fn session_key(caller: &Caller, session: &str) -> String {
         Some(tenant) => format!("{tenant}\u{0}{session}"),
         None => session.to_string(),
     }
-}
-
-/// A batch entry as a [`CallRequest`] in `session`, or why it is malformed.
-fn batch_request(
-    index: usize,
-    call: &Value,
-    session: Option<&str>,
-) -> Result<CallRequest, CallError> {
-    let malformed = |what: &str| {
-        CallError::new(
-            ErrorKind::InvalidRequest,
-            format!("tool_calls[{index}] {what}"),
-        )
-    };
-    let function = call
-        .get("function")
-        .and_then(Value::as_object)
-        .ok_or_else(|| malformed("has no \"function\" object"))?;
-    let name = function
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| malformed("has no function name"))?;
-    let arguments = match function.get("arguments") {
-        None | Some(Value::Null) => Arguments::Text(String::new()),
-        Some(Value::String(text)) => Arguments::Text(text.clone()),
-        Some(value) => Arguments::Value(value.clone()),
-    };
-    let mut request = CallRequest::new(name, arguments);
-    request.call_id = call.get("id").and_then(Value::as_str).map(String::from);
-    request.session = session.map(String::from);
-    Ok(request)
-}
-
-fn tool_result(call: &Value, content: String) -> Value {
-    json!({
-        "tool_call_id": call.get("id").cloned().unwrap_or(Value::Null),
-        "role": "tool",
-        "name": call.pointer("/function/name").cloned().unwrap_or(Value::Null),
-        "content": content,
-    })
-}
-
-fn error_content(error: &CallError) -> String {
-    error.to_json().to_string()
 }
 
 /// The error for a call of a tool that does not exist. It names the tools

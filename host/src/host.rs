@@ -8,14 +8,12 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use arc_swap::ArcSwap;
-use serde_json::Value;
 
 use crate::approval::{Approvals, Approver, DenyApprover};
 use crate::audit::AuditLog;
 use crate::caller::Caller;
 use crate::config::{AuditTarget, Config};
 use crate::contract::spec::ToolSpec;
-use crate::definitions;
 use crate::hooks::CallHook;
 use crate::policy::Profile;
 use crate::registry::{Generation, Registry};
@@ -569,41 +567,6 @@ impl Host {
                 hidden: crate::availability::check(&entry.spec, caller.profile()).err(),
             })
             .collect())
-    }
-
-    /// The OpenAI `tools` array for a selection; `strict` rewrites schemas for
-    /// strict mode where they allow it.
-    pub fn openai_tools(&self, selection: &Selection, strict: bool) -> Result<Value, String> {
-        self.openai_tools_for(&self.caller(), selection, strict)
-    }
-
-    /// [`Host::openai_tools`] for `caller`.
-    pub fn openai_tools_for(
-        &self,
-        caller: &Caller,
-        selection: &Selection,
-        strict: bool,
-    ) -> Result<Value, String> {
-        let tools = self.select_for(caller, selection)?;
-        Ok(Value::Array(
-            tools
-                .iter()
-                .map(|t| definitions::openai_tool(t, strict))
-                .collect(),
-        ))
-    }
-
-    /// The MCP `tools/list` entries for a selection.
-    pub fn mcp_tools(&self, selection: &Selection) -> Result<Value, String> {
-        self.mcp_tools_for(&self.caller(), selection)
-    }
-
-    /// [`Host::mcp_tools`] for `caller`.
-    pub fn mcp_tools_for(&self, caller: &Caller, selection: &Selection) -> Result<Value, String> {
-        let tools = self.select_for(caller, selection)?;
-        Ok(Value::Array(
-            tools.iter().map(|t| definitions::mcp_tool(t)).collect(),
-        ))
     }
 
     /// Unloads the plugin called `name` now: its tools disappear at once,

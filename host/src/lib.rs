@@ -33,7 +33,6 @@ pub mod config;
 pub mod confine;
 pub mod contract;
 mod declarative;
-pub mod definitions;
 mod dispatch;
 mod error;
 pub mod hooks;

@@ -11,7 +11,8 @@
 //!   know it.
 //! - `stdio`: the stdio transport of MCP, with JSON-RPC error answers,
 //!   backpressure and a drain at shutdown; `jsonrpc`: the checks both use.
-//! - [`api`]: the OpenAI-style routes under `/v1`.
+//! - [`api`]: the OpenAI-style routes under `/v1`; [`openai`]: the OpenAI
+//!   shape of a batch, to and from the host's calls.
 //! - [`tenants`]: bearer tokens to callers, each with its profile, workspace
 //!   and limits.
 
@@ -20,6 +21,7 @@ mod connections;
 pub mod http;
 mod jsonrpc;
 pub mod mcp;
+pub mod openai;
 mod progress;
 mod stdio;
 pub mod tenants;

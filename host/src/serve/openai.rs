@@ -1,9 +1,140 @@
-//! Tool definitions as models see them: the OpenAI function-calling `tools`
-//! array (optionally in strict mode) and the MCP `tools/list` entries.
+//! The OpenAI shapes: a batch `{"tool_calls": [...]}` turned into calls and
+//! their outcomes into `{"tool_results": [...]}`, and tools as the
+//! function-calling `tools` array (optionally in strict mode).
 
 use serde_json::{Map, Value, json};
 
+use crate::caller::Caller;
 use crate::contract::spec::ToolSpec;
+use crate::dispatch::{Arguments, CallRequest};
+use crate::error::{CallError, ErrorKind};
+use crate::host::Host;
+use crate::toolsets::Selection;
+
+impl Host {
+    /// Runs a batch in the OpenAI shape,
+    /// `{"tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}`,
+    /// with at most the host's batch concurrency in flight, and returns
+    /// `{"tool_results": [{"tool_call_id", "role": "tool", "name", "content"}]}`
+    /// in request order: one result per call, whatever happens to the others.
+    /// `session` applies to every call of the batch.
+    pub async fn dispatch_batch(&self, batch: &Value, session: Option<&str>) -> Value {
+        let caller = self.caller();
+        self.dispatch_batch_as(&caller, batch, session).await
+    }
+
+    /// [`Host::dispatch_batch`] as `caller`.
+    pub async fn dispatch_batch_as(
+        &self,
+        caller: &Caller,
+        batch: &Value,
+        session: Option<&str>,
+    ) -> Value {
+        let Some(calls) = batch.get("tool_calls").and_then(Value::as_array) else {
+            let error = CallError::new(
+                ErrorKind::InvalidRequest,
+                "a batch is an object with a \"tool_calls\" array",
+            );
+            return json!({ "error": error.model_text() });
+        };
+        // Every entry is parsed here, once: the well-formed ones run, the
+        // others are answered with why.
+        let mut requests = Vec::with_capacity(calls.len());
+        let mut malformed = Vec::with_capacity(calls.len());
+        for (index, call) in calls.iter().enumerate() {
+            match batch_request(index, call, session) {
+                Ok(request) => {
+                    requests.push(request);
+                    malformed.push(None);
+                }
+                Err(error) => malformed.push(Some(error_content(&error))),
+            }
+        }
+        // `dispatch_many` answers every request, in order.
+        let mut outcomes = self
+            .dispatch_many(caller, requests)
+            .await
+            .into_iter()
+            .map(|outcome| match outcome {
+                Ok(result) => result.get().to_string(),
+                Err(error) => error_content(&error),
+            });
+        let results: Vec<Value> = calls
+            .iter()
+            .zip(malformed)
+            .map(|(call, malformed)| {
+                let content = malformed.or_else(|| outcomes.next()).unwrap_or_default();
+                tool_result(call, content)
+            })
+            .collect();
+        json!({ "tool_results": results })
+    }
+
+    /// The OpenAI `tools` array for a selection; `strict` rewrites schemas for
+    /// strict mode where they allow it.
+    pub fn openai_tools(&self, selection: &Selection, strict: bool) -> Result<Value, String> {
+        self.openai_tools_for(&self.caller(), selection, strict)
+    }
+
+    /// [`Host::openai_tools`] for `caller`.
+    pub fn openai_tools_for(
+        &self,
+        caller: &Caller,
+        selection: &Selection,
+        strict: bool,
+    ) -> Result<Value, String> {
+        let tools = self.select_for(caller, selection)?;
+        Ok(Value::Array(
+            tools.iter().map(|t| openai_tool(t, strict)).collect(),
+        ))
+    }
+}
+
+/// A batch entry as a [`CallRequest`] in `session`, or why it is malformed.
+fn batch_request(
+    index: usize,
+    call: &Value,
+    session: Option<&str>,
+) -> Result<CallRequest, CallError> {
+    let malformed = |what: &str| {
+        CallError::new(
+            ErrorKind::InvalidRequest,
+            format!("tool_calls[{index}] {what}"),
+        )
+    };
+    let function = call
+        .get("function")
+        .and_then(Value::as_object)
+        .ok_or_else(|| malformed("has no \"function\" object"))?;
+    let name = function
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| malformed("has no function name"))?;
+    let arguments = match function.get("arguments") {
+        None | Some(Value::Null) => Arguments::Text(String::new()),
+        Some(Value::String(text)) => Arguments::Text(text.clone()),
+        Some(value) => Arguments::Value(value.clone()),
+    };
+    let mut request = CallRequest::new(name, arguments);
+    request.call_id = call.get("id").and_then(Value::as_str).map(String::from);
+    request.session = session.map(String::from);
+    Ok(request)
+}
+
+/// One entry of `tool_results`, answering the batch entry `call`.
+fn tool_result(call: &Value, content: String) -> Value {
+    json!({
+        "tool_call_id": call.get("id").cloned().unwrap_or(Value::Null),
+        "role": "tool",
+        "name": call.pointer("/function/name").cloned().unwrap_or(Value::Null),
+        "content": content,
+    })
+}
+
+/// A failed call's `content`: its error as JSON text.
+fn error_content(error: &CallError) -> String {
+    error.to_json().to_string()
+}
 
 /// One tool in the OpenAI `tools` shape. With `strict`, the parameters are
 /// rewritten for OpenAI's strict mode when the schema allows it (otherwise the
@@ -22,35 +153,6 @@ pub fn openai_tool(spec: &ToolSpec, strict: bool) -> Value {
         }
     }
     json!({ "type": "function", "function": function })
-}
-
-/// One tool in the MCP `tools/list` shape: its `title` and `outputSchema`
-/// when it declares them, and annotations from the hints (whose `title`,
-/// for clients older than `title`, has the emoji in front).
-pub fn mcp_tool(spec: &ToolSpec) -> Value {
-    let shown = spec.title.as_deref().unwrap_or(&spec.name);
-    let annotated = match &spec.emoji {
-        Some(emoji) => format!("{emoji} {shown}"),
-        None => shown.to_string(),
-    };
-    let mut tool = json!({
-        "name": spec.name,
-        "description": spec.description,
-        "inputSchema": spec.parameters,
-        "annotations": {
-            "title": annotated,
-            "readOnlyHint": spec.read_only,
-            "destructiveHint": spec.destructive,
-            "openWorldHint": spec.permissions.iter().any(|p| p.starts_with("network:")),
-        },
-    });
-    if let Some(title) = &spec.title {
-        tool["title"] = json!(title);
-    }
-    if let Some(schema) = &spec.output_schema {
-        tool["outputSchema"] = schema.clone();
-    }
-    tool
 }
 
 /// Keywords OpenAI strict mode accepts in a schema.
