@@ -51,7 +51,6 @@ fn calls(c: &mut Criterion) {
                     r#"{"text":"hi"}"#,
                     &limits,
                     grants.clone(),
-                    true,
                 )
             })
         },
@@ -71,14 +70,17 @@ fn calls(c: &mut Criterion) {
                 async move {
                     let mut timed = Duration::ZERO;
                     for _ in 0..iterations {
-                        // Untimed: the background work between two calls of
-                        // a lone caller (dropping the last store, making the
-                        // next instance).
-                        if echo_plugin.ready_instances() == 0 {
-                            // The first call makes the first one.
-                            host.call("echo", r#"{"text":"hi"}"#).await.unwrap();
-                        }
+                        // Untimed: a lone caller's pause between two calls,
+                        // in which the last store is dropped and the next
+                        // instance made. When none is being made (before
+                        // the first call), an untimed call after a pause
+                        // makes one.
+                        let mut paused = Instant::now();
                         while echo_plugin.ready_instances() == 0 {
+                            if paused.elapsed() > Duration::from_millis(1) {
+                                host.call("echo", r#"{"text":"hi"}"#).await.unwrap();
+                                paused = Instant::now();
+                            }
                             tokio::task::yield_now().await;
                         }
                         let started = Instant::now();

@@ -59,9 +59,6 @@ pub struct CallRequest {
     pub session: Option<String>,
     /// The model's `tool_call_id`, for hooks and logs.
     pub call_id: Option<String>,
-    /// Set for the calls of a batch's lanes: the lane's next call follows at
-    /// once, so a fresh instance made ahead would only cost CPU.
-    pub(crate) in_lane: bool,
 }
 
 impl CallRequest {
@@ -72,7 +69,6 @@ impl CallRequest {
             arguments: arguments.into(),
             session: None,
             call_id: None,
-            in_lane: false,
         }
     }
 
@@ -300,14 +296,7 @@ impl Host {
                 );
                 entry
                     .plugin
-                    .call(
-                        self.runtime(),
-                        &entry.spec,
-                        &text,
-                        limits,
-                        Arc::new(grants),
-                        !request.in_lane,
-                    )
+                    .call(self.runtime(), &entry.spec, &text, limits, Arc::new(grants))
                     .await
             }
         };

@@ -89,8 +89,7 @@ impl Host {
         width: usize,
     ) -> Vec<(usize, Outcome)> {
         let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-        let start = |(index, mut request): (usize, CallRequest)| async move {
-            request.in_lane = true;
+        let start = |(index, request): (usize, CallRequest)| async move {
             (index, self.dispatch_as(caller, request).await)
         };
         let mut running = FuturesUnordered::new();

@@ -1,10 +1,11 @@
 //! Calls in flight on one plugin version, so that a replaced or removed
 //! version can be drained: no new calls start on it, calls in progress run
-//! to completion up to a grace period, and the rest are cancelled.
+//! to completion up to a grace period, and the rest are cancelled. Also the
+//! pace of its calls: how long the version was idle before the latest began.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 
@@ -24,17 +25,45 @@ pub(crate) struct Flights {
     closed: watch::Sender<bool>,
     cancelled: watch::Sender<bool>,
     idle: Notify,
+    /// Calls begun so far.
+    begun: AtomicU64,
+    /// When the version last became idle (its last call in flight ended), in
+    /// nanoseconds since [`origin`] (0: never).
+    ended: AtomicU64,
+    /// How long the version had been idle when the latest call began, in
+    /// nanoseconds: 0 when other calls were in flight, `u64::MAX` for the
+    /// first call.
+    pause: AtomicU64,
 }
 
 impl Default for Flights {
     fn default() -> Self {
+        // Every instant measured later is after the origin.
+        origin();
         Self {
             count: AtomicUsize::new(0),
             closed: watch::Sender::new(false),
             cancelled: watch::Sender::new(false),
             idle: Notify::new(),
+            begun: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+            pause: AtomicU64::new(u64::MAX),
         }
     }
+}
+
+/// The instant the pace of every version is measured from.
+fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+/// Nanoseconds from [`origin`] to now, at least 1.
+fn since_origin() -> u64 {
+    let nanos = Instant::now()
+        .saturating_duration_since(origin())
+        .as_nanos();
+    u64::try_from(nanos).unwrap_or(u64::MAX).max(1)
 }
 
 /// Held for the duration of one call.
@@ -46,6 +75,7 @@ pub struct Flight {
 impl Drop for Flight {
     fn drop(&mut self) {
         if self.flights.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.flights.ended.store(since_origin(), Ordering::Relaxed);
             self.flights.idle.notify_waiters();
         }
     }
@@ -54,7 +84,16 @@ impl Drop for Flight {
 impl Flights {
     /// Registers a call; `None` once the version is closed.
     pub(crate) fn begin(self: &Arc<Self>) -> Option<Flight> {
-        self.count.fetch_add(1, Ordering::AcqRel);
+        self.begun.fetch_add(1, Ordering::Relaxed);
+        // The clock is read only when the version turns busy or idle.
+        let pause = match self.count.fetch_add(1, Ordering::AcqRel) {
+            0 => match self.ended.load(Ordering::Relaxed) {
+                0 => u64::MAX,
+                ended => since_origin().saturating_sub(ended),
+            },
+            _ => 0,
+        };
+        self.pause.store(pause, Ordering::Relaxed);
         let flight = Flight {
             flights: self.clone(),
         };
@@ -67,6 +106,18 @@ impl Flights {
     /// Calls in flight now.
     pub(crate) fn count(&self) -> usize {
         self.count.load(Ordering::Acquire)
+    }
+
+    /// Calls begun so far.
+    pub(crate) fn begun(&self) -> u64 {
+        self.begun.load(Ordering::Relaxed)
+    }
+
+    /// How long the version had been idle when the latest call began: the
+    /// pause of a caller that makes one call after another (zero when other
+    /// calls were in flight, the longest duration for the first call).
+    pub(crate) fn pause(&self) -> Duration {
+        Duration::from_nanos(self.pause.load(Ordering::Relaxed))
     }
 
     /// Resolves when the version's remaining calls are cancelled.

@@ -2,15 +2,18 @@
 //! instantiates the next instance of that tool in the background (after the
 //! caller has its answer), so that the next call with the same grants skips
 //! instantiation. Each instance still serves exactly one call: nothing of one
-//! call can reach the next.
+//! call can reach the next. Only a caller that pauses between its calls gets
+//! them: one whose next call follows at once would not wait for the instance.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
+use super::flight::Flights;
 use super::grants::Grants;
 use super::sandbox::{Identity, Limits, Linked, Sandbox};
 use crate::contract::bindings::ToolIndices;
@@ -34,6 +37,9 @@ fn same_sandbox(made: &Sandbox, limits: &Limits, grants: &Grants) -> bool {
 pub(crate) struct ReadyInstances {
     slots: Mutex<HashMap<Arc<str>, Slot>>,
     closed: AtomicBool,
+    /// How long the last fresh instance of the version took to
+    /// instantiate, in nanoseconds (0: none was made yet).
+    making: AtomicU64,
 }
 
 enum Slot {
@@ -54,6 +60,21 @@ pub(crate) struct Recipe {
 }
 
 impl ReadyInstances {
+    /// Whether a caller that paused this long before its call will likely
+    /// pause long enough before the next one for an instance made ahead to
+    /// be ready: longer than the last instance took to make. A
+    /// caller whose next call follows at once (a batch's lane, a loop of
+    /// calls) would not wait for it: making it would only cost CPU.
+    pub(crate) fn worth_making(&self, pause: Duration) -> bool {
+        pause.as_nanos() > u128::from(self.making.load(Ordering::Relaxed))
+    }
+
+    /// Notes how long a fresh instance took to instantiate.
+    pub(crate) fn made_in(&self, took: Duration) {
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.making.store(nanos, Ordering::Relaxed);
+    }
+
     /// The instance made for `tool`, if it was made for these limits and
     /// grants; it is then given the call's `grants` (approvals, subject).
     pub(crate) fn take(
@@ -86,12 +107,17 @@ impl ReadyInstances {
     /// Makes the next instance of `tool` in a task of its own, unless one is
     /// ready or being made. `used` (the store of the call that just ended)
     /// is dropped there too, off the caller's path. The task first yields,
-    /// so the caller's answer goes out before this work runs.
+    /// so the caller's answer goes out before this work runs. An instance
+    /// is kept only for a caller that pauses: when another call of the
+    /// version (`flights`, `begun` so far) begins before it is made, that
+    /// call makes its own, and this one is not made or dropped.
     pub(crate) fn make_next(
         self: &Arc<Self>,
         tool: &str,
         recipe: impl FnOnce() -> Recipe,
         used: Store<Sandbox>,
+        flights: &Arc<Flights>,
+        begun: u64,
     ) {
         if self.closed.load(Ordering::Acquire) {
             return;
@@ -112,25 +138,36 @@ impl ReadyInstances {
                 .remove(&tool);
             return;
         };
-        let (this, recipe) = (self.clone(), recipe());
+        let (this, recipe, flights) = (self.clone(), recipe(), flights.clone());
+        let none_since = move || flights.begun() == begun;
         runtime.spawn(async move {
             tokio::task::yield_now().await;
             drop(used);
-            let made = tokio::time::timeout(recipe.limits.timeout, make(&recipe)).await;
+            let made = if none_since() {
+                Some(tokio::time::timeout(recipe.limits.timeout, make(&recipe)).await)
+            } else {
+                None
+            };
             let mut slots = this.slots.lock().unwrap_or_else(|e| e.into_inner());
-            match made {
-                Ok(Ok(ready)) if !this.closed.load(Ordering::Acquire) => {
-                    slots.insert(tool, Slot::Ready(ready));
+            let unused = match made {
+                Some(Ok(Ok((ready, took)))) => {
+                    this.made_in(took);
+                    if none_since() && !this.closed.load(Ordering::Acquire) {
+                        slots.insert(tool, Slot::Ready(ready));
+                        return;
+                    }
+                    Some(ready)
                 }
-                Ok(Err(error)) => {
+                Some(Ok(Err(error))) => {
                     // The call that needs it will instantiate and report.
                     tracing::debug!(tool = %tool, %error, "instance made ahead failed");
-                    slots.remove(&tool);
+                    None
                 }
-                _ => {
-                    slots.remove(&tool);
-                }
-            }
+                _ => None,
+            };
+            slots.remove(&tool);
+            drop(slots);
+            drop(unused);
         });
     }
 
@@ -156,7 +193,8 @@ impl ReadyInstances {
     }
 }
 
-async fn make(recipe: &Recipe) -> wasmtime::Result<ReadyInstance> {
+/// A new instance from `recipe`, and how long instantiating it took.
+async fn make(recipe: &Recipe) -> wasmtime::Result<(ReadyInstance, Duration)> {
     let sandbox = Sandbox::new(
         recipe.capabilities,
         recipe.identity.clone(),
@@ -164,6 +202,7 @@ async fn make(recipe: &Recipe) -> wasmtime::Result<ReadyInstance> {
         recipe.grants.clone(),
     );
     let mut store = super::instance::new_store(&recipe.engine, sandbox);
+    let began = Instant::now();
     let guest = super::instance::instantiate_tool(&recipe.pre, &recipe.indices, &mut store).await?;
-    Ok(ReadyInstance { store, guest })
+    Ok((ReadyInstance { store, guest }, began.elapsed()))
 }

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Instant;
 
 use wasmtime::Store;
 
@@ -49,10 +50,10 @@ impl PluginVersion {
     ///
     /// The instance is the one made ahead for this tool when there is one for
     /// the same limits and grants (never used before), otherwise it is made
-    /// now. With `make_ahead`, and when no other call of this version
-    /// overlapped this one, the next instance is made in the background once
-    /// the call has its result, and this call's store is dropped there.
-    /// Callers that run another call at once (a batch's lane) pass `false`.
+    /// now. When no other call of this version overlapped this one, and its
+    /// caller paused before it (see `runtime/ready`), the next instance is
+    /// made in the background once the call has its result, and this call's
+    /// store is dropped there.
     pub async fn call(
         &self,
         runtime: &Runtime,
@@ -60,14 +61,16 @@ impl PluginVersion {
         arguments: &str,
         limits: &Limits,
         grants: Arc<Grants>,
-        make_ahead: bool,
     ) -> (Result<String, CallError>, Vec<CapabilityUse>) {
         let identity = || Identity {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
         };
-        // Alone when it starts (this call's own flight is counted).
-        let lone = make_ahead && self.flights.count() <= 1;
+        // Alone when it starts (this call's own flight is counted), after a
+        // pause long enough to make an instance: the caller will likely
+        // pause before its next call too.
+        let lone = self.flights.count() <= 1;
+        let paused = lone && self.ready.worth_making(self.flights.pause());
         let (mut store, ready) = match self.ready.take(&tool.name, limits, &grants) {
             Some(ready) => (ready.store, Some(ready.guest)),
             None => {
@@ -79,6 +82,13 @@ impl PluginVersion {
         let run = async {
             let guest = match ready {
                 Some(guest) => guest,
+                // Timed for a lone caller, whose pace decides on making ahead.
+                None if lone => {
+                    let began = Instant::now();
+                    let guest = instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?;
+                    self.ready.made_in(began.elapsed());
+                    guest
+                }
                 None => instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?,
             };
             let (name, arguments) = self.guest_call(tool, arguments);
@@ -92,7 +102,7 @@ impl PluginVersion {
         // version ran when this one started or runs now. Under concurrent
         // load the next call comes at once and would wait for the background
         // work anyway, or take an instance made on another worker thread.
-        if !lone || self.flights.count() > 1 {
+        if !paused || self.flights.count() > 1 {
             return (result, uses);
         }
         self.ready.make_next(
@@ -107,6 +117,8 @@ impl PluginVersion {
                 grants,
             },
             store,
+            &self.flights,
+            self.flights.begun(),
         );
         (result, uses)
     }
@@ -216,7 +228,7 @@ impl PluginVersion {
             // The instance stopped mid-call; its state cannot be trusted.
             slot.live = None;
         }
-        slot.last_used = std::time::Instant::now();
+        slot.last_used = Instant::now();
         Ok((result, uses))
     }
 
