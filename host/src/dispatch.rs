@@ -1,89 +1,27 @@
 //! One tool call end to end (resolve, validate, hooks, run, normalize).
 
 mod batch;
+mod checks;
+mod request;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use crate::approval::{ApprovalRequest, Subject};
 use crate::audit::{AuditRecord, now_rfc3339};
 use crate::caller::Caller;
 use crate::contract::spec::ToolSpec;
-use crate::error::{CallError, ErrorKind, bounded};
+use crate::error::{CallError, ErrorKind};
 use crate::hooks::CallInfo;
 use crate::host::Host;
 use crate::policy::PermissionDecision;
-use crate::registry::{Generation, ToolEntry};
+use crate::registry::ToolEntry;
 use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants};
+use checks::{normalize_output, parse_arguments, schema_error, unknown_tool};
 
-/// A call's arguments: JSON text (as models send them, possibly malformed)
-/// or an already parsed value.
-#[derive(Debug, Clone)]
-pub enum Arguments {
-    /// JSON text; empty text means `{}`.
-    Text(String),
-    /// A parsed JSON value.
-    Value(Value),
-}
-
-impl From<&str> for Arguments {
-    fn from(text: &str) -> Self {
-        Self::Text(text.to_string())
-    }
-}
-
-impl From<String> for Arguments {
-    fn from(text: String) -> Self {
-        Self::Text(text)
-    }
-}
-
-impl From<Value> for Arguments {
-    fn from(value: Value) -> Self {
-        Self::Value(value)
-    }
-}
-
-/// One tool call.
-#[derive(Debug, Clone)]
-pub struct CallRequest {
-    /// The tool's name.
-    pub tool: String,
-    /// Its arguments.
-    pub arguments: Arguments,
-    /// Session (or task) id: calls of a stateful plugin with the same id
-    /// share an instance.
-    pub session: Option<String>,
-    /// The model's `tool_call_id`, for hooks and logs.
-    pub call_id: Option<String>,
-}
-
-impl CallRequest {
-    /// A call of `tool` with `arguments`, without session or call id.
-    pub fn new(tool: impl Into<String>, arguments: impl Into<Arguments>) -> Self {
-        Self {
-            tool: tool.into(),
-            arguments: arguments.into(),
-            session: None,
-            call_id: None,
-        }
-    }
-
-    /// Sets the session id.
-    pub fn session(mut self, session: impl Into<String>) -> Self {
-        self.session = Some(session.into());
-        self
-    }
-
-    /// Sets the call id.
-    pub fn call_id(mut self, call_id: impl Into<String>) -> Self {
-        self.call_id = Some(call_id.into());
-        self
-    }
-}
+pub use request::{Arguments, CallRequest};
 
 impl Host {
     /// Calls `tool` with `arguments` in a fresh sandbox. The result is JSON:
@@ -357,160 +295,4 @@ fn session_key(caller: &Caller, session: &str) -> String {
         Some(tenant) => format!("{tenant}\u{0}{session}"),
         None => session.to_string(),
     }
-}
-
-/// The error for a call of a tool that does not exist. It names the tools
-/// `profile` offers, never those it hides (another tenant's, say).
-pub(crate) fn unknown_tool(
-    name: &str,
-    snapshot: &Generation,
-    profile: &crate::policy::Profile,
-) -> CallError {
-    let mut known: Vec<&str> = snapshot
-        .tools()
-        .filter(|t| crate::availability::check(&t.spec, profile).is_ok())
-        .map(|t| t.spec.name.as_str())
-        .collect();
-    let shown = bounded(name, 80);
-    let hint = if known.is_empty() {
-        "no tools are offered to this caller".to_string()
-    } else {
-        known.truncate(30);
-        format!("available tools: {}", known.join(", "))
-    };
-    CallError::new(
-        ErrorKind::UnknownTool,
-        format!("no tool named {shown:?}; {hint}"),
-    )
-}
-
-/// Parses the arguments into a JSON object within the size limit. Returns
-/// the value (for validation and hooks) and the text to pass to the guest.
-fn parse_arguments(
-    spec: &ToolSpec,
-    arguments: Arguments,
-    max_bytes: usize,
-) -> Result<(Value, String), CallError> {
-    let (value, text) = match arguments {
-        Arguments::Text(text) => {
-            check_size(spec, text.len(), max_bytes)?;
-            if text.trim().is_empty() {
-                (json!({}), "{}".to_string())
-            } else {
-                let value = serde_json::from_str::<Value>(&text).map_err(|e| {
-                    CallError::new(
-                        ErrorKind::InvalidJson,
-                        format!("arguments of tool {:?} are not valid JSON: {e}", spec.name),
-                    )
-                })?;
-                (value, text)
-            }
-        }
-        Arguments::Value(value) => {
-            let text = value.to_string();
-            check_size(spec, text.len(), max_bytes)?;
-            (value, text)
-        }
-    };
-    if !value.is_object() {
-        return Err(CallError::new(
-            ErrorKind::InvalidJson,
-            format!(
-                "arguments of tool {:?} must be a JSON object, got {}",
-                spec.name,
-                json_type_name(&value)
-            ),
-        ));
-    }
-    Ok((value, text))
-}
-
-fn check_size(spec: &ToolSpec, len: usize, max: usize) -> Result<(), CallError> {
-    if len > max {
-        return Err(CallError::new(
-            ErrorKind::InvalidArguments,
-            format!(
-                "arguments of tool {:?} are {len} bytes, more than the limit of {max} bytes",
-                spec.name
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn json_type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn schema_error(spec: &ToolSpec, violations: &[String]) -> CallError {
-    CallError::new(
-        ErrorKind::InvalidArguments,
-        format!(
-            "arguments of tool {:?} do not match its schema {}",
-            spec.name,
-            listed_problems(violations)
-        ),
-    )
-}
-
-/// `(2 problems): a; b`.
-fn listed_problems(violations: &[String]) -> String {
-    let count = violations.len();
-    format!(
-        "({count} problem{}): {}",
-        if count == 1 { "" } else { "s" },
-        violations.join("; ")
-    )
-}
-
-/// A tool's output as JSON: valid JSON passes through; text that does not
-/// start like JSON becomes a JSON string; text that starts like JSON but does
-/// not parse is an error (a broken result, not prose). The result of a tool
-/// with an output schema must match it.
-fn normalize_output(spec: &ToolSpec, output: String) -> Result<Box<RawValue>, CallError> {
-    if spec.output_schema.is_some() {
-        return structured_output(spec, output);
-    }
-    match serde_json::from_str::<Box<RawValue>>(&output) {
-        Ok(raw) => Ok(raw),
-        Err(e) if output.trim_start().starts_with(['{', '[', '"']) => Err(CallError::new(
-            ErrorKind::InvalidOutput,
-            format!(
-                "tool {:?} (plugin {:?}) returned malformed JSON: {e}",
-                spec.name, &*spec.plugin
-            ),
-        )),
-        Err(_) => {
-            let text = serde_json::to_string(&output).expect("strings serialize");
-            Ok(RawValue::from_string(text).expect("a JSON string is valid JSON"))
-        }
-    }
-}
-
-/// The output of a tool with an output schema: JSON that matches it, or an
-/// `invalid_output` error listing every violation.
-fn structured_output(spec: &ToolSpec, output: String) -> Result<Box<RawValue>, CallError> {
-    let mismatch = |problems: String| {
-        CallError::new(
-            ErrorKind::InvalidOutput,
-            format!(
-                "tool {:?} (plugin {:?}) returned a result that does not match its output \
-                 schema {problems}",
-                spec.name, &*spec.plugin
-            ),
-        )
-    };
-    let value = serde_json::from_str::<Value>(&output)
-        .map_err(|e| mismatch(format!("(it is not JSON: {e})")))?;
-    if let Err(violations) = spec.validate_output(&value) {
-        return Err(mismatch(listed_problems(&violations)));
-    }
-    Ok(RawValue::from_string(output).expect("the text parsed as JSON above"))
 }

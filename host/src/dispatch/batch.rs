@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 use serde_json::value::RawValue;
 
-use super::CallRequest;
+use super::request::CallRequest;
 use crate::caller::Caller;
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;

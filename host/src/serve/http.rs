@@ -3,34 +3,33 @@
 //! authentication) before it reaches a route; connections are HTTP/1.1 with a
 //! header timeout and a cap on how many are open; shutdown answers new
 //! requests 503, drains the requests in flight (answering those past the
-//! drain timeout with an error), then closes the MCP sessions.
+//! drain timeout with an error), then closes the MCP sessions. The front
+//! door is `front`; `sessions` keeps each MCP session to its tenant.
+
+mod front;
+mod sessions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::Response;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::api::{self, Api, error_response};
+use super::api::{self, Api};
 use super::connections::Connections;
-use super::mcp::streamable::{self as mcp_http, MCP_SESSION};
 use super::mcp::{self, McpHttp};
 use super::tenants::Tenants;
 use crate::host::Host;
 use crate::registry::ReloadEvent;
+use front::{FrontDoor, front_door};
+use sessions::keep_sessions_to_their_tenant;
 
 /// Limits and policies of the HTTP server. [`ServeOptions::default`] gives
 /// the documented defaults.
@@ -143,30 +142,13 @@ impl HttpServer {
             .local_addr()
             .context("reading the listener's address")?;
         refuse_open_non_loopback(&host, &tenants, addr)?;
-        let loopback = addr.ip().is_loopback();
-        let mut allowed_hosts = options.allowed_hosts.clone();
-        if loopback {
-            allowed_hosts.extend(LOOPBACK_HOSTS.iter().map(|h| h.to_string()));
-        }
-        let mut allowed_origins: Vec<String> =
-            LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
-        allowed_origins.extend(options.allowed_origins.iter().cloned());
-        let front = FrontDoor {
-            tenants: Arc::new(tenants),
-            hosts: allowed_hosts
-                .iter()
-                .filter_map(|h| AllowedHost::parse(h))
-                .collect(),
-            origins: allowed_origins
-                .iter()
-                .filter_map(|o| AllowedOrigin::parse(o))
-                .collect(),
-            allowed_hosts,
-            allowed_origins,
-            max_body: options.max_body,
-            requests: Arc::default(),
-            draining: CancellationToken::new(),
-        };
+        let front = FrontDoor::new(
+            tenants,
+            &options.allowed_hosts,
+            &options.allowed_origins,
+            addr.ip().is_loopback(),
+            options.max_body,
+        );
         Ok(Self {
             host,
             listener,
@@ -380,12 +362,6 @@ async fn answer_while_draining(
     }
 }
 
-/// Host names a loopback server answers to by default.
-const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
-
-/// Browser origins accepted by default: pages served from this machine.
-const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
-
 fn refuse_open_non_loopback(host: &Host, tenants: &Tenants, addr: SocketAddr) -> Result<()> {
     if !tenants.is_empty() || addr.ip().is_loopback() {
         return Ok(());
@@ -445,345 +421,3 @@ impl Drop for AbortOnDrop {
         self.0.abort();
     }
 }
-
-/// The tenant (or `None`, the local caller) that opened each MCP session.
-#[derive(Debug, Default)]
-struct SessionOwners(std::sync::Mutex<std::collections::HashMap<String, Option<String>>>);
-
-/// An MCP session belongs to the tenant that opened it: to any other caller
-/// its id is unknown (404), so no one can post into, listen to or close
-/// another tenant's session.
-async fn keep_sessions_to_their_tenant(
-    State(owners): State<Arc<SessionOwners>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let tenant = request
-        .extensions()
-        .get::<crate::Caller>()
-        .and_then(|caller| caller.tenant_name().map(str::to_owned));
-    let session = request
-        .headers()
-        .get(MCP_SESSION)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    let owned_by_another = session.as_ref().is_some_and(|id| {
-        let owners = owners.0.lock().unwrap_or_else(|e| e.into_inner());
-        owners.get(id).is_some_and(|owner| *owner != tenant)
-    });
-    if owned_by_another {
-        return error_response(StatusCode::NOT_FOUND, "no such MCP session");
-    }
-    let closing = request.method() == Method::DELETE;
-    let response = next.run(request).await;
-    let mut owners = owners.0.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(opened) = response
-        .headers()
-        .get(MCP_SESSION)
-        .and_then(|value| value.to_str().ok())
-    {
-        owners.entry(opened.to_owned()).or_insert(tenant);
-    }
-    if closing
-        && response.status().is_success()
-        && let Some(id) = session
-    {
-        owners.remove(&id);
-    }
-    response
-}
-
-/// What every request passes before a route sees it.
-#[derive(Debug)]
-struct FrontDoor {
-    tenants: Arc<Tenants>,
-    hosts: Vec<AllowedHost>,
-    origins: Vec<AllowedOrigin>,
-    /// The same lists as written, for the MCP transport's own checks.
-    allowed_hosts: Vec<String>,
-    allowed_origins: Vec<String>,
-    max_body: usize,
-    requests: Arc<Requests>,
-    /// Cancelled when shutdown begins: new requests are answered 503.
-    draining: CancellationToken,
-}
-
-/// Checks `Host` and `Origin` (DNS rebinding and cross-site requests), the
-/// declared body size, and the bearer token; puts the [`Caller`] (and the
-/// [`Authenticated`] record) in the request's extensions; counts the request
-/// as in flight until its response body is dropped.
-///
-/// [`Caller`]: crate::Caller
-/// [`Authenticated`]: super::tenants::Authenticated
-async fn front_door(
-    State(front): State<Arc<FrontDoor>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    // The MCP event stream (GET /mcp) lives as long as the session; it is
-    // closed at shutdown rather than waited for.
-    let tracked = !(request.method() == Method::GET && request.uri().path() == "/mcp");
-    let guard = tracked.then(|| front.requests.begin());
-    let mcp = request.uri().path() == "/mcp";
-    if let Err(refusal) = front.check_headers(request.headers(), mcp) {
-        return *refusal;
-    }
-    if front.draining.is_cancelled() && request.uri().path() != "/v1/health" {
-        return if mcp {
-            mcp_http::shutting_down()
-        } else {
-            api::shutting_down()
-        };
-    }
-    if request.uri().path() != "/v1/health" {
-        match front
-            .tenants
-            .authenticate(request.headers().get(header::AUTHORIZATION))
-        {
-            Ok(authenticated) => {
-                request
-                    .extensions_mut()
-                    .insert(authenticated.caller.clone());
-                request.extensions_mut().insert(authenticated);
-            }
-            Err(unauthorized) => {
-                let mut response = error_response(StatusCode::UNAUTHORIZED, unauthorized.message());
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    HeaderValue::from_static(unauthorized.challenge()),
-                );
-                return response;
-            }
-        }
-    }
-    let response = next.run(request).await;
-    match guard {
-        Some(guard) => response.map(|body| {
-            Body::new(Tracked {
-                body,
-                _guard: guard,
-            })
-        }),
-        None => response,
-    }
-}
-
-impl FrontDoor {
-    /// Refuses foreign hosts and origins and declared oversized bodies; the
-    /// refusal is boxed as it is the rare path.
-    fn check_headers(&self, headers: &HeaderMap, mcp: bool) -> Result<(), Box<Response>> {
-        if !self.hosts.is_empty() {
-            let host = headers
-                .get(header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .and_then(|h| h.parse::<axum::http::uri::Authority>().ok())
-                .ok_or_else(|| {
-                    Box::new(error_response(
-                        StatusCode::BAD_REQUEST,
-                        "invalid_request: the Host header is missing or malformed",
-                    ))
-                })?;
-            if !self.hosts.iter().any(|allowed| allowed.matches(&host)) {
-                tracing::warn!(host = %host, "refused a request for a host that is not allowed (DNS rebinding?)");
-                return Err(Box::new(error_response(
-                    StatusCode::FORBIDDEN,
-                    format!(
-                        "forbidden: host {:?} is not served here; the server's operator can allow \
-                         it with --allowed-host",
-                        host.as_str()
-                    ),
-                )));
-            }
-        }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let allowed = origin
-                .to_str()
-                .ok()
-                .and_then(Origin::parse)
-                .is_some_and(|origin| self.origins.iter().any(|a| a.matches(&origin)));
-            if !allowed {
-                tracing::warn!(origin = ?origin, "refused a request from an origin that is not allowed");
-                return Err(Box::new(error_response(
-                    StatusCode::FORBIDDEN,
-                    "forbidden: requests from this web origin are not allowed; the server's \
-                     operator can allow it with --allowed-origin",
-                )));
-            }
-        }
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if let Some(length) = declared
-            && length > self.max_body as u64
-        {
-            return Err(Box::new(if mcp {
-                mcp_http::too_large(self.max_body)
-            } else {
-                api::too_large(self.max_body)
-            }));
-        }
-        Ok(())
-    }
-}
-
-/// An allowed `Host`: a name or address, with or without a port.
-#[derive(Debug)]
-struct AllowedHost {
-    host: String,
-    port: Option<u16>,
-}
-
-impl AllowedHost {
-    fn parse(text: &str) -> Option<Self> {
-        let text = text.trim();
-        if text.is_empty() {
-            return None;
-        }
-        if let Ok(authority) = text.parse::<axum::http::uri::Authority>() {
-            return Some(Self {
-                host: normalize_host(authority.host()),
-                port: authority.port_u16(),
-            });
-        }
-        // A bare IPv6 address (`::1`) is not an authority.
-        Some(Self {
-            host: normalize_host(text),
-            port: None,
-        })
-    }
-
-    fn matches(&self, host: &axum::http::uri::Authority) -> bool {
-        self.host == normalize_host(host.host())
-            && self.port.is_none_or(|port| host.port_u16() == Some(port))
-    }
-}
-
-fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
-}
-
-/// A browser origin: scheme, host and port.
-#[derive(Debug, PartialEq, Eq)]
-struct Origin {
-    scheme: String,
-    host: String,
-    port: Option<u16>,
-}
-
-impl Origin {
-    fn parse(text: &str) -> Option<Self> {
-        let uri = text.trim().parse::<axum::http::Uri>().ok()?;
-        let authority = uri.authority()?;
-        Some(Self {
-            scheme: uri.scheme_str()?.to_ascii_lowercase(),
-            host: normalize_host(authority.host()),
-            port: authority.port_u16(),
-        })
-    }
-
-    fn port_or_default(&self) -> Option<u16> {
-        self.port.or(match self.scheme.as_str() {
-            "http" => Some(80),
-            "https" => Some(443),
-            _ => None,
-        })
-    }
-}
-
-/// An allowed origin; a port of `*` (or none) accepts any port.
-#[derive(Debug)]
-struct AllowedOrigin {
-    origin: Origin,
-    any_port: bool,
-}
-
-impl AllowedOrigin {
-    fn parse(text: &str) -> Option<Self> {
-        let text = text.trim();
-        match text.strip_suffix(":*") {
-            Some(base) => Some(Self {
-                origin: Origin::parse(base).filter(|o| o.port.is_none())?,
-                any_port: true,
-            }),
-            None => {
-                let origin = Origin::parse(text)?;
-                Some(Self {
-                    any_port: origin.port.is_none(),
-                    origin,
-                })
-            }
-        }
-    }
-
-    fn matches(&self, origin: &Origin) -> bool {
-        self.origin.scheme == origin.scheme
-            && self.origin.host == origin.host
-            && (self.any_port || self.origin.port_or_default() == origin.port_or_default())
-    }
-}
-
-/// Requests in flight, and a way to wait until there are none.
-#[derive(Debug, Default)]
-struct Requests {
-    count: AtomicUsize,
-    idle: Notify,
-}
-
-impl Requests {
-    fn begin(self: &Arc<Self>) -> RequestGuard {
-        self.count.fetch_add(1, Ordering::AcqRel);
-        RequestGuard(self.clone())
-    }
-
-    fn count(&self) -> usize {
-        self.count.load(Ordering::Acquire)
-    }
-
-    async fn idle(&self) {
-        super::until_none(&self.idle, || self.count()).await;
-    }
-}
-
-#[derive(Debug)]
-struct RequestGuard(Arc<Requests>);
-
-impl Drop for RequestGuard {
-    fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.idle.notify_waiters();
-        }
-    }
-}
-
-/// A response body that keeps its request counted until it is dropped
-/// (after it was written, or when the client went away).
-struct Tracked {
-    body: Body,
-    _guard: RequestGuard,
-}
-
-impl hyper::body::Body for Tracked {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -1,11 +1,16 @@
-//! MCP: the server (`server`: tools, calls, list changes, elicitation
-//! approvals, served over stdio), its Streamable HTTP transport at `/mcp`
+//! MCP: the server (`server`: tools, calls, list changes; `approve`:
+//! approvals through elicitation; `logs`: guest logs forwarded), served over
+//! stdio (`stdio`) and over its Streamable HTTP transport at `/mcp`
 //! (`streamable`), and tools as `tools/list` entries (`tools`).
 
+mod approve;
+mod logs;
 mod server;
+mod stdio;
 pub(crate) mod streamable;
 mod tools;
 
-pub use server::{McpServer, poll_readable, serve_stdio};
+pub use server::McpServer;
+pub use stdio::{poll_readable, serve_stdio};
 pub use streamable::{McpHttp, http_service};
 pub use tools::mcp_tool;

@@ -1,7 +1,8 @@
 //! The MCP server: `tools/list` with the caller's tools, `tools/call` through
 //! the dispatcher, `notifications/tools/list_changed` after every reload, and
-//! approvals asked through elicitation when the client supports it. Served
-//! over stdio and, as a tower service, over Streamable HTTP at `/mcp`.
+//! approvals asked through elicitation when the client supports it
+//! (`approve`), guest logs forwarded (`logs`). Served over stdio (`stdio`)
+//! and, as a tower service, over Streamable HTTP at `/mcp`.
 
 // rmcp marks MCP logging deprecated (a later revision drops it); the
 // revisions served here define it, and clients use it.
@@ -11,27 +12,28 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, ContentBlock, ErrorData, Implementation,
     ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
     ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
-use rmcp::{Peer, ServerHandler, ServiceExt};
-use serde::Deserialize;
+use rmcp::{Peer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
-use super::super::progress::ProgressForward;
-use crate::approval::{Approval, ApprovalRequest, Approvals, Approver, DenyApprover};
+use super::approve::{ElicitApprover, NoElicitation};
+use super::logs::log_forwarder;
+use crate::approval::{Approvals, Approver};
 use crate::caller::Caller;
 use crate::dispatch::CallRequest;
 use crate::error::ErrorKind;
 use crate::hooks::BoxFuture;
 use crate::host::Host;
+use crate::serve::progress::ProgressForward;
 use crate::toolsets::Selection;
 
 /// Tools per `tools/list` page; `nextCursor` leads to the next.
@@ -369,254 +371,3 @@ impl ServerHandler for McpServer {
         }
     }
 }
-
-/// The answer a client gives to an approval question.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-struct ApprovalAnswer {
-    /// once: allow this call; session: allow for this session; always: allow
-    /// from now on; deny: refuse.
-    decision: Decision,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[schemars(inline)]
-enum Decision {
-    Once,
-    Session,
-    Always,
-    Deny,
-}
-
-rmcp::elicit_safe!(ApprovalAnswer);
-
-/// Asks the MCP client's user through elicitation.
-struct ElicitApprover {
-    peer: Peer<RoleServer>,
-    /// How long the user has to answer (`approvals.timeout`).
-    timeout: Duration,
-}
-
-impl Approver for ElicitApprover {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(async move {
-            let message = format!("Approval needed: {request}");
-            match self
-                .peer
-                .elicit_with_timeout::<ApprovalAnswer>(message, Some(self.timeout))
-                .await
-            {
-                Ok(Some(answer)) => match answer.decision {
-                    Decision::Once => Approval::Once,
-                    Decision::Session => Approval::Session,
-                    Decision::Always => Approval::Always,
-                    Decision::Deny => Approval::Deny,
-                },
-                Ok(None) => Approval::Deny,
-                Err(error) => {
-                    tracing::warn!(%error, "approval through elicitation failed");
-                    Approval::Deny
-                }
-            }
-        })
-    }
-
-    fn how_to_allow(&self) -> &str {
-        "the user declined or did not answer"
-    }
-}
-
-/// For clients that cannot be asked.
-struct NoElicitation;
-
-impl Approver for NoElicitation {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        DenyApprover.approve(request)
-    }
-
-    fn how_to_allow(&self) -> &str {
-        "this MCP client does not support elicitation, so no one can be asked; add the entry to \
-         the approvals allowlist file, remove the permission from approval_required, or set \
-         terminal.dangerous in the profile"
-    }
-}
-
-/// Serves MCP on stdin and stdout until the client disconnects or `stop` is
-/// cancelled. Logs go to stderr; nothing but protocol messages is written to
-/// stdout.
-///
-/// When `stop` is cancelled, stdin is no longer read; the requests already
-/// read are answered, those still running after `drain_timeout` with an
-/// error saying the server is shutting down, and then this returns.
-///
-/// When both are pipes (as MCP clients start servers) they are read and
-/// written on the runtime's IO driver, through descriptors of their own in
-/// non-blocking mode; otherwise (a terminal, a file) through Tokio's blocking
-/// stdio, which hands every read and write to another thread.
-pub async fn serve_stdio(
-    host: Host,
-    stop: CancellationToken,
-    drain_timeout: Duration,
-) -> Result<()> {
-    let abandon = CancellationToken::new();
-    let server = McpServer::with_abandon(host, abandon.clone());
-    let (read, write) = rmcp::transport::stdio_pipes();
-    let transport = super::super::stdio::StdioTransport::new(
-        read,
-        write,
-        super::super::stdio::MAX_PENDING,
-        stop.clone(),
-    );
-    let running = match server.serve(transport).await {
-        Ok(running) => running,
-        // Stopped before the client initialized the session.
-        Err(_) if stop.is_cancelled() => return Ok(()),
-        Err(e) => return Err(e).context("starting the MCP server on stdio"),
-    };
-    let mut waiting = std::pin::pin!(running.waiting());
-    let gave_up = async {
-        stop.cancelled().await;
-        tracing::info!("shutting down: answering the requests in flight");
-        tokio::time::sleep(drain_timeout).await;
-    };
-    tokio::select! {
-        served = &mut waiting => {
-            served.context("serving MCP on stdio")?;
-            return Ok(());
-        }
-        () = gave_up => {}
-    }
-    tracing::warn!(
-        "calls still running after the drain timeout of {drain_timeout:?}; answering them \
-         with an error"
-    );
-    abandon.cancel();
-    match tokio::time::timeout(ABANDON_GRACE, waiting).await {
-        Ok(served) => {
-            served.context("serving MCP on stdio")?;
-        }
-        Err(_) => tracing::warn!("the MCP session did not end in time; exiting anyway"),
-    }
-    Ok(())
-}
-
-/// How long the answers of abandoned calls have to be written.
-const ABANDON_GRACE: Duration = Duration::from_secs(2);
-
-/// Polls `fd` until it is readable (or closed) or `budget` has passed,
-/// without sleeping. `toolhost serve` on stdio runs this each time its
-/// thread is about to sleep with nothing to do, so a client that sends its
-/// next message within the budget does not also pay for waking the thread
-/// (tens of microseconds on a virtual machine, more than the rest of a
-/// round trip). The CPU spent is bounded by the budget per idle period.
-pub fn poll_readable(fd: std::os::fd::BorrowedFd<'_>, budget: Duration) {
-    use std::os::fd::AsRawFd as _;
-    let started = std::time::Instant::now();
-    let mut poll = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one pollfd for a descriptor borrowed for this call; a zero
-    // timeout never blocks.
-    while unsafe { libc::poll(&mut poll, 1, 0) } == 0 && started.elapsed() < budget {
-        std::hint::spin_loop();
-    }
-}
-
-/// The guest log lines of one call on their way to the client: a task that
-/// sends them in order, started by the first line (most calls log nothing
-/// and pay nothing).
-struct LogForward {
-    floor: LoggingLevel,
-    peer: Peer<RoleServer>,
-    #[allow(clippy::type_complexity)]
-    started: std::sync::Mutex<
-        Option<(
-            tokio::sync::mpsc::UnboundedSender<LoggingMessageNotificationParam>,
-            tokio::task::JoinHandle<()>,
-        )>,
-    >,
-}
-
-impl LogForward {
-    fn send(&self, line: LoggingMessageNotificationParam) {
-        let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
-        let (sender, _) = started.get_or_insert_with(|| {
-            let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel();
-            let peer = self.peer.clone();
-            let task = tokio::spawn(async move {
-                while let Some(line) = lines.recv().await {
-                    if peer.notify_logging_message(line).await.is_err() {
-                        return;
-                    }
-                }
-            });
-            (sender, task)
-        });
-        let _ = sender.send(line);
-    }
-
-    /// Waits until every line sent so far has gone to the client.
-    async fn finish(&self) {
-        let started = self
-            .started
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some((sender, task)) = started {
-            drop(sender);
-            let _ = task.await;
-        }
-    }
-}
-
-/// A log sink sending guest log lines at or above `floor` to `peer` as
-/// `notifications/message`, and the forwarding to finish before answering.
-fn log_forwarder(
-    floor: LoggingLevel,
-    peer: Peer<RoleServer>,
-) -> (crate::runtime::LogSink, Arc<LogForward>) {
-    let forward = Arc::new(LogForward {
-        floor,
-        peer,
-        started: std::sync::Mutex::new(None),
-    });
-    let lines = forward.clone();
-    let sink: crate::runtime::LogSink = Arc::new(move |level, plugin, tool, message| {
-        let level = match level {
-            "error" => LoggingLevel::Error,
-            "warn" => LoggingLevel::Warning,
-            "info" => LoggingLevel::Info,
-            _ => LoggingLevel::Debug,
-        };
-        if severity(level) < severity(lines.floor) {
-            return;
-        }
-        let data = serde_json::json!({ "plugin": plugin, "tool": tool, "message": message });
-        // `-`: outside a tool (a stateful plugin's session setup).
-        let logger = match tool {
-            "-" => plugin.to_string(),
-            tool => format!("{plugin}/{tool}"),
-        };
-        lines.send(LoggingMessageNotificationParam::new(level, data).with_logger(logger));
-    });
-    (sink, forward)
-}
-
-/// The order of MCP log levels, least severe first.
-fn severity(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -1,4 +1,4 @@
-//! Unit tests of `serve/mcp`.
+//! Unit tests of `serve/mcp/stdio`.
 
 use std::io::Write as _;
 use std::os::fd::AsFd as _;

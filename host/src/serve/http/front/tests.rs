@@ -1,4 +1,4 @@
-//! Unit tests of `serve/http`.
+//! Unit tests of `serve/http/front`.
 
 use super::*;
 

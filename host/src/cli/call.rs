@@ -1,0 +1,83 @@
+//! `toolhost call`: one call, or a batch in the OpenAI shape, printed as
+//! JSON.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use serde_json::json;
+
+use super::args::Global;
+use super::setup::host;
+use crate::dispatch::CallRequest;
+use crate::host::Host;
+
+/// `toolhost call TOOL [ARGUMENTS]`, or `toolhost call --batch FILE`.
+pub(super) async fn run(
+    global: &Global,
+    tool: Option<String>,
+    arguments: Option<String>,
+    session: Option<String>,
+    batch: Option<String>,
+) -> Result<ExitCode> {
+    if let Some(batch) = batch {
+        let text = read_input(&batch)?;
+        let batch: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("the batch in {batch} is not valid JSON"))?;
+        let host = host(global).await?;
+        let results = host.dispatch_batch(&batch, session.as_deref()).await;
+        println!("{}", serde_json::to_string_pretty(&results)?);
+        return Ok(if results.get("error").is_some() {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    let tool = tool.context("a tool name is required")?;
+    let arguments = match arguments {
+        Some(arguments) => read_input(&arguments)?,
+        None => "{}".to_string(),
+    };
+    let host = host(global).await?;
+    let mut request = CallRequest::new(tool, arguments);
+    request.session = session;
+    Ok(call_one(&host, request).await)
+}
+
+/// `-` reads stdin; anything else is the text itself, or (for a batch) a file.
+fn read_input(arg: &str) -> Result<String> {
+    if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading stdin")?;
+        return Ok(text);
+    }
+    let trimmed = arg.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') || trimmed.is_empty() {
+        return Ok(arg.to_string());
+    }
+    match std::fs::read_to_string(arg) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(arg.to_string()),
+        Err(e) => Err(e).with_context(|| format!("reading {arg}")),
+    }
+}
+
+/// Runs one call and prints its result, or its error as JSON.
+async fn call_one(host: &Host, request: CallRequest) -> ExitCode {
+    match host.dispatch(request).await {
+        Ok(result) => {
+            let pretty = serde_json::from_str::<serde_json::Value>(result.get())
+                .and_then(|v| serde_json::to_string_pretty(&v))
+                .unwrap_or_else(|_| result.get().to_string());
+            println!("{pretty}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "call failed");
+            println!("{}", json!({"error": e.model_text()}));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The commands that report: `list`, `status`, `doctor` and `config`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::json;
+
+use super::args::{ConfigAction, Format, Global};
+use crate::config::{self, Config};
+use crate::host::Host;
+use crate::toolsets::Selection;
+
+pub(super) fn list(
+    host: &Host,
+    format: Format,
+    selection: &Selection,
+    strict: bool,
+    all: bool,
+) -> Result<ExitCode> {
+    let listing = host
+        .listing(&host.caller(), selection)
+        .map_err(anyhow::Error::msg)?;
+    let tools: Vec<_> = listing
+        .iter()
+        .filter(|l| l.hidden.is_none())
+        .map(|l| l.spec.clone())
+        .collect();
+    match format {
+        Format::Table => {}
+        Format::Json => {
+            println!("{}", serde_json::to_string_pretty(&tools)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        Format::Openai => {
+            let tools = host
+                .openai_tools(selection, strict)
+                .map_err(anyhow::Error::msg)?;
+            println!("{}", serde_json::to_string_pretty(&tools)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        Format::Mcp => {
+            let tools = host.mcp_tools(selection).map_err(anyhow::Error::msg)?;
+            println!("{}", serde_json::to_string_pretty(&tools)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let shown: Vec<_> = if all {
+        listing
+    } else {
+        listing.into_iter().filter(|l| l.hidden.is_none()).collect()
+    };
+    if shown.is_empty() {
+        println!(
+            "no tools available under profile {:?}",
+            host.caller().profile().name
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let tools: Vec<_> = shown.iter().map(|l| l.spec.clone()).collect();
+    let name_width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let set_width = tools
+        .iter()
+        .map(|t| t.toolset.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    println!(
+        "{:name_width$}  {:set_width$}  PERMISSIONS  DESCRIPTION",
+        "TOOL", "TOOLSET"
+    );
+    for listed in &shown {
+        let tool = &listed.spec;
+        let permissions = if tool.permissions.is_empty() {
+            "-".to_string()
+        } else {
+            tool.permissions.join(",")
+        };
+        let summary = match &listed.hidden {
+            None => tool
+                .description
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            Some(reason) => format!("(hidden: {reason})"),
+        };
+        println!(
+            "{:name_width$}  {:set_width$}  {permissions:11}  {summary}",
+            tool.name, tool.toolset
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
+    let plugins: Vec<serde_json::Value> = host
+        .plugins()
+        .iter()
+        .map(|p| {
+            json!({
+                "plugin": &**p.name(),
+                "version": p.hash().to_string(),
+                "source": p.source().to_string(),
+                "tools": p.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                "stateful": p.is_stateful(),
+                "compiled": format!("{:?}", p.compiled()).to_lowercase(),
+            })
+        })
+        .collect();
+    let errors: Vec<String> = host.load_errors().iter().map(ToString::to_string).collect();
+    if as_json {
+        let status = json!({ "plugins": plugins, "load_errors": errors });
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        for p in &plugins {
+            println!(
+                "{:12} {}  {:8}  {}",
+                p["plugin"].as_str().unwrap_or_default(),
+                &p["version"].as_str().unwrap_or_default()[..12],
+                p["compiled"].as_str().unwrap_or_default(),
+                p["source"].as_str().unwrap_or_default()
+            );
+        }
+        for error in &errors {
+            println!("✗ {error}");
+        }
+    }
+    Ok(if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `toolhost doctor`: builds a sandbox around `true` and says what worked.
+pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
+    let support = crate::confine::probe().await;
+    let ready = support.namespaces.is_ok();
+    match &support.namespaces {
+        Ok(()) => println!(
+            "✓ terminal sandbox: user, mount, PID, IPC, UTS and network namespaces, \
+             seccomp filter, resource limits"
+        ),
+        Err(reason) => println!("✗ terminal sandbox: {reason}"),
+    }
+    match &support.process_limit {
+        Ok(how) => println!("✓ process limit: {how}"),
+        Err(reason) => println!("✗ process limit: {reason}"),
+    }
+    match support.landlock_abi {
+        Some(abi) => println!("✓ Landlock ABI {abi}: second filesystem layer, signal scoping"),
+        None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),
+    }
+    let config = Config::discover(global.config.as_deref())?;
+    let unconfined = config.unconfined_terminal_profiles();
+    for name in &unconfined {
+        println!(
+            "! profile {name:?} sets terminal.sandbox = \"none\": its commands run \
+             unconfined, with toolhost's own rights"
+        );
+    }
+    let refused = !ready && unconfined.len() < config.profiles.len();
+    if refused {
+        println!(
+            "  terminal commands of the other profiles are refused until the sandbox can be built"
+        );
+    }
+    Ok(if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub(super) fn config_command(global: &Global, action: ConfigAction) -> Result<ExitCode> {
+    match action {
+        ConfigAction::Show => {
+            print!("{}", config::EMBEDDED);
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigAction::Check => match Config::discover(global.config.as_deref()) {
+            Ok(config) => {
+                println!(
+                    "✓ {}: {} profile{}, {} tenant{}, {} composite toolset{}; default profile {:?}",
+                    config.source,
+                    config.profiles.len(),
+                    if config.profiles.len() == 1 { "" } else { "s" },
+                    config.tenants.len(),
+                    if config.tenants.len() == 1 { "" } else { "s" },
+                    config.toolsets.composites().len(),
+                    if config.toolsets.composites().len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    config.default_profile
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(error) => {
+                println!("✗ {error}");
+                Ok(ExitCode::FAILURE)
+            }
+        },
+    }
+}
