@@ -18,7 +18,7 @@ use crate::hooks::CallInfo;
 use crate::host::Host;
 use crate::policy::PermissionDecision;
 use crate::registry::ToolEntry;
-use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants};
+use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants, SessionRef, session_key};
 use checks::{normalize_output, parse_arguments, schema_error, unknown_tool};
 
 pub use request::{Arguments, CallRequest};
@@ -205,12 +205,17 @@ impl Host {
                 // One instance serves every tool of the plugin in the
                 // session; its grants only matter when it is started.
                 let grants = || {
-                    Arc::new(Grants::for_tools(
+                    let mut grants = Grants::for_tools(
                         profile.clone(),
                         entry.plugin.tools().iter().map(|t| &**t),
                         approvals(),
                         entry.plugin.name(),
-                    ))
+                    );
+                    grants.session = Some(SessionRef {
+                        key: session_key(caller.tenant_name(), session),
+                        store: self.terminals().clone(),
+                    });
+                    Arc::new(grants)
                 };
                 entry
                     .plugin
@@ -219,19 +224,23 @@ impl Host {
                         &entry.spec,
                         &text,
                         limits,
-                        &session_key(caller, session),
+                        &session_key(caller.tenant_name(), session),
                         self.sessions_memory(),
                         grants,
                     )
                     .await
             }
             None => {
-                let grants = Grants::for_tools(
+                let mut grants = Grants::for_tools(
                     profile.clone(),
                     [&*entry.spec],
                     approvals(),
                     &entry.spec.name,
                 );
+                grants.session = request.session.as_deref().map(|session| SessionRef {
+                    key: session_key(caller.tenant_name(), session),
+                    store: self.terminals().clone(),
+                });
                 entry
                     .plugin
                     .call(self.runtime(), &entry.spec, &text, limits, Arc::new(grants))
@@ -286,13 +295,5 @@ impl Host {
         for hook in self.hooks() {
             hook.after_call(info, result, elapsed);
         }
-    }
-}
-
-/// Sessions are kept per tenant, so two tenants never share an instance.
-fn session_key(caller: &Caller, session: &str) -> String {
-    match caller.tenant_name() {
-        Some(tenant) => format!("{tenant}\u{0}{session}"),
-        None => session.to_string(),
     }
 }

@@ -18,7 +18,9 @@ use crate::config::Config;
 use crate::contract::spec::ToolSpec;
 use crate::hooks::CallHook;
 use crate::registry::{Generation, Registry};
-use crate::runtime::{ArtifactCache, Limits, LoadError, PluginVersion, Runtime, SessionMemory};
+use crate::runtime::{
+    ArtifactCache, Limits, LoadError, PluginVersion, Runtime, SessionMemory, Terminals,
+};
 use crate::toolsets::{Selection, Toolsets};
 
 pub use builder::{
@@ -59,6 +61,8 @@ struct Inner {
     batch_concurrency: usize,
     session_idle: Duration,
     sessions_memory: Arc<SessionMemory>,
+    /// The terminal sessions of the callers' sessions.
+    terminals: Arc<Terminals>,
     /// True once the plugins found at start are loaded (or failed to).
     loaded: tokio::sync::watch::Sender<bool>,
     cache: Option<ArtifactCache>,
@@ -172,6 +176,19 @@ impl Host {
     /// The memory budget of every stateful session together, and its use.
     pub fn sessions_memory(&self) -> &Arc<SessionMemory> {
         &self.inner.sessions_memory
+    }
+
+    /// The terminal sessions kept for the callers' sessions.
+    pub fn terminals(&self) -> &Arc<Terminals> {
+        &self.inner.terminals
+    }
+
+    /// Ends session `session` of `tenant` (`None`: the local caller): its
+    /// terminal and every process in it. True if it had a terminal.
+    pub fn end_session(&self, tenant: Option<&str>, session: &str) -> bool {
+        self.inner
+            .terminals
+            .end(&crate::runtime::session_key(tenant, session))
     }
 
     /// The tools a selection of toolsets offers the default caller, sorted

@@ -128,3 +128,96 @@ impl fmt::Display for TerminalError {
 }
 
 impl std::error::Error for TerminalError {}
+
+/// A command to start in the background of the caller's session (contract
+/// 0.2.1). It runs on after the call returns, until it ends, is killed, or
+/// its session ends; later calls of the session reach it by [`Process::id`].
+///
+/// ```ignore
+/// let server = Background::new("python3 -m http.server 8000").start()?;
+/// let output = server.wait(Duration::from_secs(1))?;
+/// ```
+#[derive(Debug, Clone)]
+pub struct Background {
+    command_line: String,
+    cwd: Option<String>,
+    pty: Option<(u16, u16)>,
+}
+
+impl Background {
+    /// A command line.
+    pub fn new(command_line: impl Into<String>) -> Self {
+        Self {
+            command_line: command_line.into(),
+            cwd: None,
+            pty: None,
+        }
+    }
+
+    /// Starts in this directory (it must be inside a granted path).
+    pub fn cwd(mut self, dir: impl Into<String>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Runs on a pseudo-terminal of `rows` by `cols` characters (for
+    /// interactive programs); its output then all comes as stdout.
+    pub fn pty(mut self, rows: u16, cols: u16) -> Self {
+        self.pty = Some((rows, cols));
+        self
+    }
+
+    /// Checks and starts the command.
+    pub fn start(self) -> Result<Process, TerminalError> {
+        let command = wit::BackgroundCommand {
+            command_line: self.command_line,
+            cwd: self.cwd,
+            pty: self.pty.map(|(rows, cols)| wit::PtySize { rows, cols }),
+        };
+        wit::spawn(&command).map(Process).map_err(Into::into)
+    }
+}
+
+/// A background process of the session, by id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Process(pub u32);
+
+pub use wit::{ProcessEnd, ProcessInfo, ProcessOutput, Signal};
+
+impl Process {
+    /// Its id in the session.
+    pub fn id(&self) -> u32 {
+        self.0
+    }
+
+    /// Output since the last read, and how it ended if it has.
+    pub fn read(&self) -> Result<ProcessOutput, TerminalError> {
+        wit::read_output(self.0).map_err(Into::into)
+    }
+
+    /// Waits until it ends or `timeout` passes, then reads.
+    pub fn wait(&self, timeout: Duration) -> Result<ProcessOutput, TerminalError> {
+        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+        wit::wait(self.0, ms).map_err(Into::into)
+    }
+
+    /// Writes to its input (a shell's lines are checked as commands).
+    pub fn write(&self, input: impl AsRef<[u8]>) -> Result<(), TerminalError> {
+        wit::write_input(self.0, input.as_ref(), false).map_err(Into::into)
+    }
+
+    /// Ends its input.
+    pub fn close_input(&self) -> Result<(), TerminalError> {
+        wit::write_input(self.0, &[], true).map_err(Into::into)
+    }
+
+    /// Sends `signal` to it and everything it started.
+    pub fn signal(&self, signal: Signal) -> Result<(), TerminalError> {
+        wit::send_signal(self.0, signal).map_err(Into::into)
+    }
+}
+
+/// The session's background processes.
+pub fn processes() -> Vec<ProcessInfo> {
+    wit::list_processes()
+}

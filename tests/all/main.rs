@@ -30,6 +30,7 @@ mod reload;
 mod sandbox;
 mod scaffold;
 mod serve;
+mod sessions;
 mod stateful;
 mod terminal;
 mod toolkit;

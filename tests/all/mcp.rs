@@ -56,7 +56,7 @@ pub(crate) type Client = RunningService<RoleClient, TestClient>;
 
 /// A client connected to an in-process MCP server on `host` through a pipe,
 /// exactly as over stdio.
-async fn connect(
+pub(crate) async fn connect(
     host: Host,
     decision: Option<&'static str>,
 ) -> (Client, mpsc::UnboundedReceiver<()>) {

@@ -151,6 +151,10 @@ pub struct TerminalConfig {
     /// Host environment variables passed to commands.
     #[serde(default)]
     pub env: Vec<String>,
+    /// An argument list every command runs after (a wrapper such as
+    /// `["apptainer", "exec", "image.sif"]`).
+    #[serde(default)]
+    pub wrapper: Vec<String>,
     /// What confines commands: `kernel` (default) or `none`.
     #[serde(default)]
     pub sandbox: Option<TerminalSandbox>,

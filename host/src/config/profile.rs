@@ -114,6 +114,16 @@ pub(super) fn resolve_profile(
             ));
         }
     }
+    if terminal
+        .wrapper
+        .first()
+        .is_some_and(|program| program.trim().is_empty())
+    {
+        problems.push((
+            key("terminal.wrapper"),
+            "the first entry is the wrapper's program and may not be empty".into(),
+        ));
+    }
     let defaults = TerminalSettings::default();
     profile.terminal = TerminalSettings {
         dangerous: terminal.dangerous.unwrap_or(defaults.dangerous),
@@ -123,6 +133,7 @@ pub(super) fn resolve_profile(
             .map(|s| s.0 as usize)
             .unwrap_or(defaults.max_output),
         env: terminal.env.clone(),
+        wrapper: terminal.wrapper.clone(),
         sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
         network: terminal
             .network

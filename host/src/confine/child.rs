@@ -11,44 +11,38 @@
 //!   shell and reaps orphans; when the shell exits it kills every other
 //!   process of the namespace, reports the shell's wait status to the host
 //!   and exits;
-//! - the shell drops every privilege (Landlock, capabilities, `no_new_privs`,
-//!   seccomp, resource limits) and runs the command line.
+//! - the shell ([`super::shell`]) drops every privilege (Landlock,
+//!   capabilities, `no_new_privs`, seccomp, resource limits) and runs the
+//!   command line.
+//!
+//! In a terminal session's sandbox, PID 1 instead serves many commands
+//! until the host closes the channel ([`super::session`]).
 //!
 //! When the sandbox cannot be built or the shell not started, the failing
 //! process sends the host why (which step failed and the OS error) and
 //! exits with [`SETUP_EXIT`](super::SETUP_EXIT).
 
-use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::control::{self, Blocking};
-use super::rlimit::set_limits;
+use super::control;
 use super::root::build_root;
+use super::shell::{CONTROL, check_descriptors, control, drop_capabilities, fork, run_shell};
 use super::spec::{Mount, MountKind, Run, SETUP_EXIT, Spec};
-use super::sys::{check, cstring, os_error};
+use super::sys::{check, os_error};
 
 /// The uid and gid of the command inside the sandbox (mapped to the host's).
 const INSIDE_ID: u32 = 1000;
-
-/// `close_range(2)`: mark the range close-on-exec instead of closing it.
-const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-
-/// The channel to the host, moved off stdin (close-on-exec); -1 before.
-static CONTROL: AtomicI32 = AtomicI32::new(-1);
-
-fn control() -> Blocking {
-    Blocking(CONTROL.load(Ordering::Relaxed))
-}
 
 /// Runs the launcher; never returns.
 pub(crate) fn main() -> ! {
     // SAFETY: moves the channel (stdin) above the standard descriptors,
     // close-on-exec, and puts /dev/null on stdin.
     unsafe {
-        let fd = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
+        // Above 3, which a session's shell gets its state pipe on.
+        let fd = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 10);
         if fd < 0 {
             libc::_exit(SETUP_EXIT);
         }
@@ -158,14 +152,6 @@ fn write_proc(path: &str, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("writing {path}: {e}"))
 }
 
-/// Forks this single-threaded process: 0 in the child, its pid in the parent.
-fn fork() -> Result<libc::pid_t, String> {
-    // SAFETY: the launcher and PID 1 are single-threaded; the child only
-    // continues with this program's own code, then execs or exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 { os_error("fork") } else { Ok(pid) }
-}
-
 fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the two descriptors, which are then owned here.
@@ -237,6 +223,10 @@ fn run_init(
     // it comes, only has to be started.
     let ruleset = landlock(&spec.mounts)?;
     let filters = super::seccomp::filters()?;
+    if spec.session {
+        drop(lifeline);
+        return super::session::serve(spec, pids, ruleset, &filters);
+    }
 
     let (run, stdio) = match control().receive() {
         Ok(Some(frame)) if frame.tag == control::RUN => {
@@ -250,16 +240,11 @@ fn run_init(
         Ok(Some(_)) => return Err("the host sent something other than a command".into()),
         Err(e) => return Err(format!("reading the command: {e}")),
     };
-    if stdio.len() != 2 + usize::from(run.stdin) {
-        return Err(format!(
-            "the command came with {} descriptors instead of its output and input",
-            stdio.len()
-        ));
-    }
+    check_descriptors(&run, &stdio)?;
     let shell = fork()?;
     if shell == 0 {
         drop(lifeline);
-        let message = run_shell(spec, &run, &stdio, pids, ruleset, &filters).unwrap_err();
+        let message = run_shell(spec, &run, &stdio, pids, Some(ruleset), &filters).unwrap_err();
         fail(&message);
     }
     // Only the command holds its output now: the host sees its end when
@@ -277,7 +262,7 @@ fn run_init(
             // ends PID 1, and so the namespace.
             unsafe {
                 libc::kill(-1, libc::SIGKILL);
-                let _ = control().send(control::DONE, &wait_status.to_ne_bytes());
+                let _ = control().send(control::DONE, &control::pair(run.id, wait_status));
                 libc::_exit(0)
             }
         }
@@ -320,140 +305,6 @@ fn loopback_up() -> Result<(), String> {
             "bringing up lo",
         )
     }
-}
-
-/// The shell process: gives up every privilege and runs the command line.
-/// Returns only on failure.
-fn run_shell(
-    spec: &Spec,
-    run: &Run,
-    stdio: &[OwnedFd],
-    pids: Option<&File>,
-    ruleset: landlock::RulesetCreated,
-    filters: &[seccompiler::BpfProgram],
-) -> Result<std::convert::Infallible, String> {
-    // Everything the command starts counts against its process limit.
-    if let Some(mut procs) = pids {
-        use std::io::Write;
-        procs
-            .write_all(b"0")
-            .map_err(|e| format!("joining the command's pids cgroup: {e}"))?;
-    }
-    // stdout, stderr and (when given) stdin; stdin is /dev/null otherwise.
-    for (fd, target) in stdio.iter().zip([1, 2, 0]) {
-        // SAFETY: places a descriptor received from the host.
-        check(
-            unsafe { libc::dup2(fd.as_raw_fd(), target) },
-            "placing the command's output",
-        )?;
-    }
-    std::env::set_current_dir(&run.cwd).map_err(|e| {
-        format!(
-            "the working directory {} is not in the sandbox: {e}",
-            run.cwd.display()
-        )
-    })?;
-    let shell = cstring(&run.shell)?;
-    let argv = [
-        shell.clone(),
-        CString::new("-c").unwrap(),
-        CString::new(run.line.as_bytes()).map_err(|_| "the command line holds a NUL byte")?,
-    ];
-    let env = run
-        .env
-        .iter()
-        .map(|(name, value)| {
-            let mut pair = name.clone();
-            pair.push(b'=');
-            pair.extend_from_slice(value);
-            CString::new(pair).map_err(|_| "an environment variable holds a NUL byte".to_string())
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let argv_ptrs: Vec<*const libc::c_char> = argv
-        .iter()
-        .map(|a| a.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-    let env_ptrs: Vec<*const libc::c_char> = env
-        .iter()
-        .map(|e| e.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-
-    set_limits(spec)?;
-    // SAFETY: plain prctl on this process.
-    check(
-        unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) },
-        "prctl(PR_SET_NO_NEW_PRIVS)",
-    )?;
-    ruleset
-        .restrict_self()
-        .map_err(|e| format!("Landlock: {e}"))?;
-    drop_capabilities()?;
-    // Nothing of the launcher's stays open in the command. The channel
-    // stays until the shell starts, to report a failure before.
-    // SAFETY: marks descriptors 3 and up of this process close-on-exec.
-    check(
-        unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) }
-            as libc::c_int,
-        "closing the launcher's descriptors",
-    )?;
-    for filter in filters {
-        seccompiler::apply_filter(filter)
-            .map_err(|e| format!("installing the seccomp filter: {e}"))?;
-    }
-    // SAFETY: argv and envp are NULL-terminated arrays of C strings that
-    // outlive the call.
-    unsafe {
-        libc::execve(shell.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr());
-    }
-    os_error(format!("running {}", run.shell.display()))
-}
-
-/// `struct __user_cap_header_struct` and `__user_cap_data_struct`.
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-/// Drops every capability: bounding set, ambient, and the three sets.
-fn drop_capabilities() -> Result<(), String> {
-    let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .ok()
-        .and_then(|text| text.trim().parse::<libc::c_ulong>().ok())
-        .unwrap_or(63);
-    // SAFETY: prctl and capset on this process with valid arguments.
-    unsafe {
-        for cap in 0..=last {
-            // Fails only for capabilities the kernel does not know.
-            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
-        }
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        );
-        let header = CapHeader {
-            version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-            pid: 0,
-        };
-        let data = [CapData::default(); 2];
-        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) < 0 {
-            return os_error("dropping capabilities");
-        }
-    }
-    Ok(())
 }
 
 /// The Landlock ABI of the running kernel, if Landlock is enabled.

@@ -7,9 +7,14 @@
 //! - host → PID 1, when the command is known: [`RUN`], the
 //!   [`Run`](super::Run) as JSON, with the command's stdout, stderr and
 //!   (when it has input) stdin;
-//! - sandbox → host: [`DONE`] with the shell's wait status (4 bytes), after
-//!   every other process of the sandbox was killed; or [`FAILED`] with why
+//! - sandbox → host: [`DONE`] with the run's id and the shell's wait status
+//!   (4 + 4 bytes), after every other process of the sandbox was killed
+//!   (in a session, only when the shell has ended); or [`FAILED`] with why
 //!   the sandbox could not be built or the shell not started.
+//! - in a session, host → PID 1: more [`RUN`]s, each with its id, and
+//!   [`KILL`] (id, signal: 4 + 4 bytes) to signal a run's process group;
+//!   sandbox → host: [`REFUSED`] (id, then why) for a run whose shell could
+//!   not start. Closing the channel ends the session and every process in it.
 //!
 //! Passing the descriptors this way lets the host start launchers without
 //! running code between fork and exec, so the standard library spawns them
@@ -18,15 +23,17 @@
 //! down.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 pub(crate) const SPEC: u8 = 1;
 pub(crate) const RUN: u8 = 2;
 pub(crate) const DONE: u8 = 3;
 pub(crate) const FAILED: u8 = 4;
+pub(crate) const KILL: u8 = 5;
+pub(crate) const REFUSED: u8 = 6;
 
 /// Most descriptors one frame carries.
-const MOST_FDS: usize = 3;
+const MOST_FDS: usize = 4;
 
 /// Largest payload accepted.
 const MOST_BYTES: u32 = 64 << 20;
@@ -137,14 +144,15 @@ pub(crate) struct Frame {
 pub(crate) struct Blocking(pub(crate) RawFd);
 
 impl Blocking {
-    /// Sends one frame.
+    /// Sends one frame, in one write: in a session, PID 1 and a shell that
+    /// failed to start may both be sending.
     pub(crate) fn send(&self, tag: u8, payload: &[u8]) -> io::Result<()> {
-        let header = header(tag, payload.len())?;
+        let mut frame = header(tag, payload.len())?.to_vec();
+        frame.extend_from_slice(payload);
         // SAFETY: the descriptor stays open for the life of this process;
         // the `File` is not dropped (so not closed).
         let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(self.0) });
-        file.write_all(&header)?;
-        file.write_all(payload)
+        file.write_all(&frame)
     }
 
     /// Receives one frame and the descriptors that came with it; `None` at
@@ -176,6 +184,35 @@ impl Blocking {
             fds,
         }))
     }
+}
+
+/// Two numbers as a frame's payload.
+pub(crate) fn pair(first: u32, second: i32) -> [u8; 8] {
+    let mut bytes = [0u8; 8];
+    bytes[..4].copy_from_slice(&first.to_le_bytes());
+    bytes[4..].copy_from_slice(&second.to_le_bytes());
+    bytes
+}
+
+/// The two numbers of a [`pair`] payload.
+pub(crate) fn unpair(bytes: &[u8]) -> Option<(u32, i32)> {
+    let first = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
+    let second = i32::from_le_bytes(bytes.get(4..8)?.try_into().ok()?);
+    Some((first, second))
+}
+
+/// One report of a sandbox.
+#[derive(Debug)]
+pub(crate) enum Report {
+    /// Run `id`'s shell ended with this wait status.
+    Done { id: u32, status: libc::c_int },
+    /// Run `id`'s shell could not be started: why.
+    Refused { id: u32, reason: String },
+    /// The sandbox could not be built (or, outside a session, the shell
+    /// not started): why.
+    Failed(String),
+    /// The channel ended: the sandbox is gone.
+    Vanished,
 }
 
 /// How a sandbox reported back.
@@ -228,30 +265,62 @@ impl Control {
         self.send(SPEC, spec, &[]).await
     }
 
-    /// Sends the command and its stdout, stderr and optional stdin.
+    /// Sends the command and its descriptors ([`super::Run::descriptors`]).
     pub(crate) async fn send_run(&mut self, run: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
         self.send(RUN, run, fds).await
     }
 
-    /// Waits for the sandbox's report.
-    pub(crate) async fn outcome(&mut self) -> Outcome {
+    /// Sends `signal` to the process group of a session's run `id`.
+    pub(crate) async fn send_kill(&mut self, id: u32, signal: i32) -> io::Result<()> {
+        self.send(KILL, &pair(id, signal), &[]).await
+    }
+
+    /// A second end on the same channel, so one task reads the reports of
+    /// a session while others send it commands.
+    pub(crate) fn try_clone(&self) -> io::Result<Self> {
+        let fd = self.0.as_fd().try_clone_to_owned()?;
+        let stream = std::os::unix::net::UnixStream::from(fd);
+        Ok(Self(tokio::net::UnixStream::from_std(stream)?))
+    }
+
+    /// Waits for the sandbox's next report. Not cancellation-safe: a
+    /// report half read is lost.
+    pub(crate) async fn report(&mut self) -> Report {
         use tokio::io::AsyncReadExt;
         let mut header = [0u8; 8];
         if self.0.read_exact(&mut header).await.is_err() {
-            return Outcome::Vanished;
+            return Report::Vanished;
         }
         let len = u32::from_le_bytes(header[4..].try_into().unwrap_or_default());
         if len > MOST_BYTES {
-            return Outcome::Failed("the sandbox sent a message too large".into());
+            return Report::Failed("the sandbox sent a message too large".into());
         }
         let mut payload = vec![0u8; len as usize];
         if self.0.read_exact(&mut payload).await.is_err() {
-            return Outcome::Vanished;
+            return Report::Vanished;
         }
-        match (header[0], payload.as_slice()) {
-            (DONE, &[a, b, c, d]) => Outcome::Done(libc::c_int::from_ne_bytes([a, b, c, d])),
-            (FAILED, text) => Outcome::Failed(String::from_utf8_lossy(text).trim().to_string()),
-            (tag, _) => Outcome::Failed(format!("the sandbox sent an unknown message ({tag})")),
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_string();
+        let id = payload
+            .get(..4)
+            .and_then(|bytes| bytes.try_into().ok())
+            .map(u32::from_le_bytes);
+        match (header[0], unpair(&payload), id) {
+            (DONE, Some((id, status)), _) => Report::Done { id, status },
+            (REFUSED, _, Some(id)) => Report::Refused {
+                id,
+                reason: text(&payload[4..]),
+            },
+            (FAILED, ..) => Report::Failed(text(&payload)),
+            (tag, ..) => Report::Failed(format!("the sandbox sent an unknown message ({tag})")),
+        }
+    }
+
+    /// Waits for the report of a sandbox that runs one command.
+    pub(crate) async fn outcome(&mut self) -> Outcome {
+        match self.report().await {
+            Report::Done { status, .. } => Outcome::Done(status),
+            Report::Refused { reason, .. } | Report::Failed(reason) => Outcome::Failed(reason),
+            Report::Vanished => Outcome::Vanished,
         }
     }
 }
@@ -284,10 +353,9 @@ mod tests {
             );
             let mut pipe = std::fs::File::from(frame.fds.into_iter().next().unwrap());
             pipe.write_all(b"through").unwrap();
-            sandbox.send(DONE, &7i32.to_ne_bytes()).unwrap();
+            sandbox.send(DONE, &pair(0, 7)).unwrap();
             sandbox
         });
-        use std::os::fd::AsFd;
         sending.await;
         let sandbox = receiving.await.unwrap();
         drop(write);

@@ -23,6 +23,8 @@ pub(crate) mod plan;
 mod rlimit;
 mod root;
 mod seccomp;
+mod session;
+mod shell;
 mod spec;
 mod sys;
 pub(crate) mod watch;

@@ -104,6 +104,7 @@ pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<S
             tmp_size: settings.tmp_size,
         },
         pids: None,
+        session: false,
     })
 }
 
@@ -111,13 +112,13 @@ pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<S
 pub(crate) fn probe_spec() -> (Spec, Run) {
     let mut mounts = Mounts::default();
     mounts.system();
-    let run = Run {
-        shell: PathBuf::from("/bin/sh"),
-        line: "true".into(),
-        cwd: PathBuf::from("/"),
-        env: vec![(b"PATH".to_vec(), b"/usr/bin:/bin".to_vec())],
-        stdin: false,
-    };
+    let run = Run::new(
+        Path::new("/bin/sh"),
+        "true",
+        Path::new("/"),
+        &[("PATH".into(), "/usr/bin:/bin".into())],
+        false,
+    );
     let spec = Spec {
         mounts: mounts.into_list(),
         host_network: false,
@@ -130,6 +131,7 @@ pub(crate) fn probe_spec() -> (Spec, Run) {
             tmp_size: 1 << 20,
         },
         pids: None,
+        session: false,
     };
     (spec, run)
 }

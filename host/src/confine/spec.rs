@@ -41,6 +41,13 @@ pub struct Spec {
     /// joins (see [`super::pids`]).
     #[serde(default)]
     pub(crate) pids: Option<PathBuf>,
+    /// The sandbox of a terminal session: PID 1 runs every command the
+    /// host sends until the channel closes, each in its own process group,
+    /// and reports each end ([`super::control::DONE`] with the run's id)
+    /// without killing the rest; otherwise it runs one command and ends
+    /// with it.
+    #[serde(default)]
+    pub(crate) session: bool,
 }
 
 /// The command a built sandbox runs, sent to the launcher on descriptor 4.
@@ -56,6 +63,22 @@ pub(crate) struct Run {
     pub(crate) env: Vec<(Vec<u8>, Vec<u8>)>,
     /// The command reads the launcher's stdin; otherwise `/dev/null`.
     pub(crate) stdin: bool,
+    /// When not empty, the whole argument list `shell` is started with
+    /// (a session's script, after a wrapper's prefix); `line` is then unused.
+    #[serde(default)]
+    pub(crate) argv: Vec<String>,
+    /// Which command of a session this is, named in its reports.
+    #[serde(default)]
+    pub(crate) id: u32,
+    /// One descriptor, a pseudo-terminal, is the command's stdin, stdout,
+    /// stderr and controlling terminal (it leads a new session); otherwise
+    /// stdout, stderr and (when `stdin`) stdin come as three.
+    #[serde(default)]
+    pub(crate) pty: bool,
+    /// One more descriptor, last, is placed at 3 for the shell (where a
+    /// session's script writes its working directory and variables).
+    #[serde(default)]
+    pub(crate) state: bool,
 }
 
 impl Run {
@@ -76,7 +99,21 @@ impl Run {
                 .map(|(name, value)| (name.as_bytes().to_vec(), value.as_bytes().to_vec()))
                 .collect(),
             stdin,
+            argv: Vec::new(),
+            id: 0,
+            pty: false,
+            state: false,
         }
+    }
+
+    /// How many descriptors come with this command.
+    pub(crate) fn descriptors(&self) -> usize {
+        let io = if self.pty {
+            1
+        } else {
+            2 + usize::from(self.stdin)
+        };
+        io + usize::from(self.state)
     }
 }
 

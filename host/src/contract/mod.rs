@@ -14,9 +14,9 @@ pub use spec::ToolSpec;
 pub use uses::CapabilityUse;
 
 /// The contract version this host speaks.
-pub const CONTRACT_VERSION: &str = "0.2.0";
+pub const CONTRACT_VERSION: &str = "0.2.1";
 /// The versions it loads: any with the same major and minor (minor releases
 /// only add).
 pub const CONTRACT_SERIES: &str = "0.2.x";
 /// The name of the interface every plugin must export.
-pub const TOOL_INTERFACE: &str = "toolhost:plugin/tool@0.2.0";
+pub const TOOL_INTERFACE: &str = "toolhost:plugin/tool@0.2.1";

@@ -275,6 +275,7 @@ impl HostBuilder {
                 batch_concurrency: self.batch_concurrency,
                 session_idle: self.session_idle,
                 sessions_memory: SessionMemory::new(self.sessions_memory),
+                terminals: Arc::default(),
                 loaded: tokio::sync::watch::channel(false).0,
                 cache: self.cache,
             }),
@@ -362,7 +363,12 @@ fn spawn_session_sweeper(host: Weak<Inner>, idle: Duration) {
                 .filter(|p| p.is_stateful())
                 .cloned()
                 .collect();
+            let terminals = host.terminals.clone();
             drop(host);
+            let ended = terminals.expire_idle(idle);
+            if ended > 0 {
+                tracing::debug!(ended, "idle terminal sessions ended");
+            }
             for plugin in plugins {
                 let expired = plugin.expire_idle_sessions(idle).await;
                 if expired > 0 {

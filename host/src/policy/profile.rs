@@ -130,6 +130,11 @@ pub struct TerminalSettings {
     /// Host environment variables passed to commands (besides a default
     /// `PATH`); everything else is scrubbed.
     pub env: Vec<String>,
+    /// An argument list every command runs after (`["apptainer", "exec",
+    /// "image.sif"]`): the program, found on the commands' `PATH`, gets the
+    /// shell and its arguments. Inside the kernel sandbox unless `sandbox`
+    /// is `none`.
+    pub wrapper: Vec<String>,
 }
 
 impl Default for TerminalSettings {
@@ -149,6 +154,7 @@ impl Default for TerminalSettings {
             timeout: Duration::from_secs(60),
             max_output: 256 << 10,
             env: Vec::new(),
+            wrapper: Vec::new(),
         }
     }
 }

@@ -24,6 +24,27 @@ pub struct Grants {
     pub approvals: Option<ApprovalScope>,
     /// The tool (or, for a stateful session, the plugin) the grants are for.
     pub subject: String,
+    /// The caller's session, whose terminal the call's commands share
+    /// (`None`: the call has a terminal of its own).
+    pub session: Option<SessionRef>,
+}
+
+/// The caller's session: its key (`tenant\0session`) and the host's store
+/// of what sessions keep (the terminal capability's `Terminals`). The store
+/// is typed by the capability that uses it, not here, so that the grants
+/// depend on no capability.
+#[derive(Clone)]
+pub struct SessionRef {
+    pub key: String,
+    pub store: Arc<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for SessionRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRef")
+            .field("key", &self.key)
+            .finish()
+    }
 }
 
 /// The approver and the scope (tenant, session) its `session` answers apply to.
@@ -46,6 +67,7 @@ impl Grants {
             requires_env: Vec::new(),
             approvals: None,
             subject: String::new(),
+            session: None,
         }
     }
 
@@ -77,6 +99,7 @@ impl Grants {
             requires_env,
             approvals,
             subject: subject.to_string(),
+            session: None,
         }
     }
 

@@ -22,14 +22,17 @@ pub use cache::{ArtifactCache, Compiled};
 pub use engine::Runtime;
 pub use epoch::EPOCH_TICK;
 pub use flight::{Drained, Flight};
-pub use grants::{ApprovalScope, Grants};
+pub use grants::{ApprovalScope, Grants, SessionRef};
 pub use memory::{MAX_MEMORY, SessionMemory};
 pub use plugin::{
     LoadError, PluginSource, PluginVersion, human_bytes, is_declarative_file, is_plugin_file,
     plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
-pub use session::MAX_SESSIONS;
+pub use session::{MAX_SESSIONS, session_key};
 
 pub(crate) use host::{ENV_READ, FILE_WRITE, NETWORK_FETCH, kill_commands};
-pub use host::{LogSink, Progress, ProgressSink, with_log_sink, with_progress_sink};
+pub use host::{
+    LogSink, MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Progress, ProgressSink, Terminals,
+    with_log_sink, with_progress_sink,
+};

@@ -23,6 +23,16 @@ pub const MAX_SESSIONS: usize = 256;
 /// tenant cannot take every slot from the others.
 pub(crate) const MAX_SESSIONS_PER_TENANT: usize = MAX_SESSIONS / 4;
 
+/// The key of `session` of `tenant` (`None`: the local caller). Sessions
+/// are kept per tenant, so two tenants never share an instance or a
+/// terminal.
+pub fn session_key(tenant: Option<&str>, session: &str) -> String {
+    match tenant {
+        Some(tenant) => format!("{tenant}\u{0}{session}"),
+        None => session.to_string(),
+    }
+}
+
 /// The tenant part of a session key (`tenant\0session`); empty for the
 /// local caller.
 fn tenant_of(key: &str) -> &str {

@@ -1,13 +1,22 @@
-//! The terminal tool: shell commands through the host's `terminal` import,
+//! The terminal tools: shell commands through the host's `terminal` import,
 //! which checks each command against the caller's profile
 //! (`terminal.allow_commands`, `terminal.deny_commands`, dangerous commands
 //! refused or sent to a human for approval), runs it in a granted directory
-//! with a scrubbed environment, and kills it at its time limit.
+//! with a scrubbed environment, and kills it at its time limit. In a session
+//! the working directory and exported variables carry from one command to
+//! the next, and background processes (`process_*`) live until the session
+//! ends.
+
+mod processes;
 
 use std::time::Duration;
 
 use toolhost_sdk::prelude::*;
 use toolhost_sdk::terminal::{Command, TerminalError};
+
+pub(crate) use processes::{
+    process_kill, process_list, process_output, process_start, process_wait, process_write,
+};
 
 /// Arguments of `run_command`.
 #[derive(Deserialize, JsonSchema)]
@@ -32,8 +41,10 @@ struct RunCommandArgs {
 /// signal), `stdout` and `stderr` (each capped; `truncated` says so). A
 /// non-zero exit is a result, not an error. The command runs without a
 /// terminal or interactive input, with a scrubbed environment, in the
-/// workspace unless `cwd` is given, and is killed with everything it started
-/// at its time limit. The caller's profile decides which commands may run;
+/// workspace unless `cwd` is given, and is killed at its time limit. Within a
+/// session, `cd` and `export` carry over to the next command, and what it
+/// leaves running in the background keeps running until the session ends
+/// (use process_start for a process to come back to). The caller's profile decides which commands may run;
 /// dangerous ones (recursive deletes, force pushes, ...) may be refused or
 /// need a human's approval. A refusal is an error that says which rule
 /// refused it.
@@ -70,15 +81,30 @@ fn run_command(args: RunCommandArgs) -> Result<Value, ToolError> {
             "stderr": output.stderr,
             "truncated": output.truncated,
         })),
-        Err(TerminalError::Denied(message)) => Err(ToolError::denied(message)),
-        Err(TerminalError::Timeout) => Err(ToolError::failed(
-            "the command ran past its time limit and was killed with every process it \
-             started (the limit is timeout_secs, capped by the profile's terminal.timeout)",
-        )),
-        Err(TerminalError::Failed(message)) => Err(ToolError::failed(format!(
-            "the command could not be started: {message}"
-        ))),
+        Err(error) => Err(tool_error(error)),
     }
 }
 
-export_plugin!(run_command);
+/// A terminal error as the tool reports it.
+pub(crate) fn tool_error(error: TerminalError) -> ToolError {
+    match error {
+        TerminalError::Denied(message) => ToolError::denied(message),
+        TerminalError::Timeout => ToolError::failed(
+            "the command ran past its time limit and was killed with every process it \
+             started (the limit is timeout_secs, capped by the profile's terminal.timeout)",
+        ),
+        TerminalError::Failed(message) => {
+            ToolError::failed(format!("the command could not be started: {message}"))
+        }
+    }
+}
+
+export_plugin!(
+    run_command,
+    process_start,
+    process_output,
+    process_wait,
+    process_write,
+    process_kill,
+    process_list
+);

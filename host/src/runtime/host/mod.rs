@@ -8,13 +8,14 @@ mod http;
 mod log;
 mod process_group;
 mod progress;
-mod terminal;
+pub(crate) mod terminal;
 #[cfg(test)]
 mod tests;
 
 pub use log::{LogSink, with_log_sink};
 pub(crate) use process_group::kill_all as kill_commands;
 pub use progress::{Progress, ProgressSink, with_progress_sink};
+pub use terminal::session::{MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Terminals};
 
 use crate::runtime::sandbox::Linked;
 

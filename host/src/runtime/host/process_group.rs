@@ -182,14 +182,18 @@ impl ShellCommand<'_> {
     }
 }
 
-type Reader = Box<dyn AsyncRead + Unpin + Send>;
-type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+pub(crate) type Reader = Box<dyn AsyncRead + Unpin + Send>;
+pub(crate) type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 
-fn boxed_reader(pipe: Option<impl AsyncRead + Unpin + Send + 'static>) -> Option<Reader> {
+pub(crate) fn boxed_reader(
+    pipe: Option<impl AsyncRead + Unpin + Send + 'static>,
+) -> Option<Reader> {
     pipe.map(|pipe| Box::new(pipe) as Reader)
 }
 
-fn boxed_writer(pipe: Option<impl AsyncWrite + Unpin + Send + 'static>) -> Option<Writer> {
+pub(crate) fn boxed_writer(
+    pipe: Option<impl AsyncWrite + Unpin + Send + 'static>,
+) -> Option<Writer> {
     pipe.map(|pipe| Box::new(pipe) as Writer)
 }
 
@@ -204,7 +208,7 @@ struct Started {
 }
 
 /// How a started command ended.
-enum End {
+pub(crate) enum End {
     Exited(std::process::ExitStatus),
     Unbuilt(String),
 }
@@ -250,6 +254,12 @@ impl Launched {
         matches!(self.group.child.try_wait(), Ok(None))
     }
 
+    /// The launcher's group and its channel, for a session that sends it
+    /// many commands.
+    pub(crate) fn into_parts(self) -> (ProcessGroup, Control) {
+        (self.group, self.control)
+    }
+
     /// Sends the sandbox its command with new pipes for its output (and
     /// its input, when it has some).
     async fn run(mut self, run: &crate::confine::Run) -> io::Result<Started> {
@@ -283,25 +293,70 @@ impl Launched {
 
 /// A spawned shell that leads its own process group; the group is killed
 /// with `SIGKILL` by [`ProcessGroup::kill`] or on drop.
-struct ProcessGroup {
-    child: Child,
-    /// The group to kill; `None` once killed.
-    pgid: Option<libc::pid_t>,
+pub(crate) struct ProcessGroup {
+    /// Dropped first, so the group id is still the shell's when it is
+    /// killed (dropping `child` kills and reaps the shell in the background).
+    guard: GroupGuard,
+    pub(crate) child: Child,
 }
 
 impl ProcessGroup {
-    fn spawn(command: &mut tokio::process::Command) -> io::Result<Self> {
+    pub(crate) fn spawn(command: &mut tokio::process::Command) -> io::Result<Self> {
         let child = command.spawn()?;
-        // `process_group(0)` made the shell's pid its group id; the spawn has
-        // returned, so the shell has exec'd and the group exists.
+        // `process_group(0)` (or `setsid`) made the shell's pid its group
+        // id; the spawn has returned, so the shell has exec'd and the group
+        // exists.
         let pgid = child
             .id()
             .and_then(|id| libc::pid_t::try_from(id).ok())
             .filter(|&id| id > 1);
+        Ok(Self {
+            guard: GroupGuard::new(pgid),
+            child,
+        })
+    }
+
+    /// Kills every process still in the group, once.
+    pub(crate) fn kill(&mut self) {
+        self.guard.kill();
+    }
+
+    /// The shell, and the guard that kills its group when dropped.
+    pub(crate) fn split(self) -> (Child, GroupGuard) {
+        (self.child, self.guard)
+    }
+}
+
+/// A process group of a command, killed with `SIGKILL` when dropped.
+pub(crate) struct GroupGuard {
+    /// The group to kill; `None` once killed.
+    pgid: Option<libc::pid_t>,
+}
+
+impl GroupGuard {
+    fn new(pgid: Option<libc::pid_t>) -> Self {
         if let Some(pgid) = pgid {
             live_groups().insert(pgid);
         }
-        Ok(Self { child, pgid })
+        Self { pgid }
+    }
+
+    /// Sends `signal` to the group, if it was not killed.
+    pub(crate) fn signal(&self, signal: libc::c_int) {
+        if let Some(pgid) = self.pgid {
+            // SAFETY: killpg only sends a signal to a positive group id of
+            // ours (never 0, which would mean our own group).
+            unsafe {
+                libc::killpg(pgid, signal);
+            }
+        }
+    }
+
+    /// Some process of the group still runs.
+    pub(crate) fn alive(&self) -> bool {
+        // SAFETY: signal 0 only checks that the group exists.
+        self.pgid
+            .is_some_and(|pgid| unsafe { libc::killpg(pgid, 0) } == 0)
     }
 
     /// Kills every process still in the group, once.
@@ -310,16 +365,21 @@ impl ProcessGroup {
     /// reaping it in the same poll: a group id stays taken while any member
     /// lives, and an empty group's id would have to be handed out again by a
     /// full turn of the pid counter in between for this to hit anyone else.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             let mut live = live_groups();
             live.remove(&pgid);
-            // SAFETY: killpg only sends a signal; `pgid` is a positive group
-            // id (never 0, which would mean our own group).
+            // SAFETY: as in `signal`.
             unsafe {
                 libc::killpg(pgid, libc::SIGKILL);
             }
         }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -343,17 +403,9 @@ pub(crate) fn kill_all() {
     }
 }
 
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        // Runs before `child` is dropped (which kills and reaps the shell in
-        // the background), so the group id is still the shell's.
-        self.kill();
-    }
-}
-
 /// Writes `input` to the command's stdin, then closes it. A command that
 /// does not read its input is not an error.
-async fn feed(stdin: Option<Writer>, input: Option<Vec<u8>>) {
+pub(crate) async fn feed(stdin: Option<Writer>, input: Option<Vec<u8>>) {
     if let (Some(mut stdin), Some(input)) = (stdin, input) {
         let _ = stdin.write_all(&input).await;
         let _ = stdin.shutdown().await;
@@ -361,14 +413,14 @@ async fn feed(stdin: Option<Writer>, input: Option<Vec<u8>>) {
 }
 
 /// Output kept up to a cap; the rest is counted as truncation.
-struct CappedBuffer {
-    bytes: Vec<u8>,
+pub(crate) struct CappedBuffer {
+    pub(crate) bytes: Vec<u8>,
     cap: usize,
-    truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 impl CappedBuffer {
-    fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         Self {
             bytes: Vec::new(),
             cap,
@@ -377,7 +429,7 @@ impl CappedBuffer {
     }
 
     /// Reads `pipe` to its end (or first error), keeping what fits.
-    async fn read_all(&mut self, pipe: Option<Reader>) {
+    pub(crate) async fn read_all(&mut self, pipe: Option<Reader>) {
         let Some(mut pipe) = pipe else {
             return;
         };

@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(contract_version(&exports("0.2.7")).unwrap(), "0.2.7");
         let newer = contract_version(&exports("0.3.0")).unwrap_err();
         assert!(newer.contains("toolhost:plugin@0.3.0"), "{newer}");
-        assert!(newer.contains("toolhost:plugin@0.2.0"), "{newer}");
+        assert!(newer.contains("toolhost:plugin@0.2.1"), "{newer}");
         assert!(newer.contains("any 0.2.x"), "{newer}");
         let older = contract_version(&exports("0.1.0")).unwrap_err();
         assert!(older.contains("toolhost:plugin@0.1.0"), "{older}");

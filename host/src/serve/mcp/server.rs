@@ -61,6 +61,23 @@ pub struct McpServer {
     /// The least severe level of `notifications/message` the client asked
     /// for with `logging/setLevel` (none sent before it asks).
     log_level: Arc<std::sync::Mutex<Option<LoggingLevel>>>,
+    /// Ends the session's terminal (and every process in it) when the last
+    /// clone of this session goes.
+    _terminal: Arc<TerminalOfSession>,
+}
+
+/// The terminal of an MCP session, ended with it.
+struct TerminalOfSession {
+    host: Host,
+    session: Arc<str>,
+}
+
+impl Drop for TerminalOfSession {
+    fn drop(&mut self) {
+        if self.host.terminals().end_session(&self.session) {
+            tracing::debug!(session = %self.session, "the MCP session's terminal ended with it");
+        }
+    }
 }
 
 impl McpServer {
@@ -72,9 +89,14 @@ impl McpServer {
     /// A new session whose calls still running when `abandon` is cancelled
     /// end with an error saying the server is shutting down.
     pub fn with_abandon(host: Host, abandon: CancellationToken) -> Self {
+        let session: Arc<str> = session_id().into();
         Self {
+            _terminal: Arc::new(TerminalOfSession {
+                host: host.clone(),
+                session: session.clone(),
+            }),
             host,
-            session: session_id().into(),
+            session,
             approvals: Arc::default(),
             abandon,
             log_level: Arc::default(),

@@ -128,6 +128,24 @@ pub(super) async fn build(
     launcher: &Path,
     ahead: bool,
 ) -> Result<Built, String> {
+    build_spec(profile, launcher, ahead, false).await
+}
+
+/// Builds the sandbox of a terminal session for `profile`: it runs every
+/// command it is sent until it is dropped.
+pub(super) async fn build_session(
+    profile: &Arc<Profile>,
+    launcher: &Path,
+) -> Result<Built, String> {
+    build_spec(profile, launcher, false, true).await
+}
+
+async fn build_spec(
+    profile: &Arc<Profile>,
+    launcher: &Path,
+    ahead: bool,
+    session: bool,
+) -> Result<Built, String> {
     let proxy = if profile.terminal.network == TerminalNetwork::Proxy {
         let proxy = Proxy::start(profile.hosts.clone())
             .map_err(|e| format!("could not start the network proxy of the command: {e}"))?;
@@ -154,6 +172,7 @@ pub(super) async fn build(
     let spec = confine::Spec {
         proxy: proxy.as_ref().map(Proxy::socket),
         pids: pids.as_ref().map(PidsGroup::procs),
+        session,
         ..spec
     };
     let launched = Launched::start(launcher, &spec).await.map_err(|e| {

@@ -1,0 +1,317 @@
+//! What every command line gets, run alone or in a session: the checks
+//! against the profile ([`authorize`]), its working directory, its
+//! environment, the shell, and its output as the guest receives it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::super::process_group::{self, Captured};
+use super::PERMISSION;
+use super::Terminal;
+use super::session::script::DEFAULT_PATH;
+use crate::approval::{ApprovalRequest, Subject};
+use crate::confine;
+use crate::contract::bindings::toolhost::plugin::terminal::Output;
+use crate::contract::bindings::toolhost::plugin::terminal::TerminalError;
+use crate::policy::{
+    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, dangerous, paths,
+};
+use crate::runtime::grants::{ApprovalScope, Grants};
+use crate::runtime::sandbox::{Identity, Room};
+
+/// The shell that runs command lines where it exists.
+pub(super) const BASH: &str = "/bin/bash";
+
+/// Most characters of a command line quoted in refusals and audit records.
+pub(super) const MAX_QUOTED: usize = 1000;
+
+/// What a command printed and how it ended.
+pub(super) fn output(captured: Captured) -> Output {
+    Output {
+        exit_code: captured.exit_code,
+        stdout: process_group::decode(&captured.stdout, captured.stdout_cut),
+        stderr: process_group::decode(&captured.stderr, captured.stderr_cut),
+        truncated: captured.stdout_cut || captured.stderr_cut,
+    }
+}
+
+/// The shell that runs command lines: bash, whose grammar the command rules
+/// and the detector read, or `/bin/sh` on a system without it.
+pub(super) fn shell_path() -> &'static Path {
+    static SHELL: std::sync::OnceLock<&'static Path> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        [BASH, "/usr/bin/bash"]
+            .into_iter()
+            .map(Path::new)
+            .find(|path| path.is_file())
+            .unwrap_or(Path::new("/bin/sh"))
+    })
+}
+
+/// Points programs at the command's network proxy (under
+/// `terminal.network = "proxy"`), replacing any such variable passed from
+/// the host.
+pub(super) fn proxy_env(env: &mut Vec<(String, OsString)>) {
+    let url = format!("http://127.0.0.1:{}", confine::PROXY_PORT);
+    let names = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
+    env.retain(|(name, _)| {
+        let upper = name.to_ascii_uppercase();
+        !names.contains(&upper.as_str()) && upper != "NO_PROXY"
+    });
+    for name in names {
+        env.push((name.into(), url.clone().into()));
+        env.push((name.to_ascii_lowercase(), url.clone().into()));
+    }
+    // The command's own servers on its loopback are reached directly.
+    let local = "localhost,127.0.0.1,::1";
+    env.push(("NO_PROXY".into(), local.into()));
+    env.push(("no_proxy".into(), local.into()));
+}
+
+/// Where a command runs, and its `HOME`.
+pub(super) struct WorkingDir {
+    /// The working directory, symlinks resolved.
+    pub(super) dir: PathBuf,
+    /// The default working directory, symlinks resolved.
+    pub(super) home: PathBuf,
+}
+
+/// Checks `line` as [`authorize`] does and records it in the audit, under
+/// `label` and the quoted line: where it runs, or the refusal.
+pub(super) async fn admit(
+    room: &mut Room<'_, Terminal>,
+    line: &str,
+    cwd: Option<&str>,
+    label: &str,
+) -> Result<WorkingDir, TerminalError> {
+    // `Sandbox` is not `Sync`: nothing borrowed from it lives across an await.
+    let grants = room.call.grants.clone();
+    let identity = room.call.identity.clone();
+    let granted = room.granted();
+    let quoted = quote(line);
+    match authorize(granted, &grants, &identity, line, cwd).await {
+        Ok(cwd) => {
+            room.allowed(format!("{label}{quoted}"));
+            Ok(cwd)
+        }
+        Err(reason) => {
+            let message = format!("command {quoted:?} refused: {reason}");
+            room.refused(format!("{label}{quoted}"), reason);
+            Err(TerminalError::Denied(message))
+        }
+    }
+}
+
+/// Checks a command line against the grants and the profile, asking the
+/// approver if it is dangerous and the profile says so. `Ok` has where it
+/// runs; `Err` says why it may not run, which setting refused it and how to
+/// allow it.
+pub(super) async fn authorize(
+    granted: bool,
+    grants: &Grants,
+    identity: &Identity,
+    line: &str,
+    cwd: Option<&str>,
+) -> Result<WorkingDir, String> {
+    let profile = &grants.profile;
+    if !granted {
+        return Err(not_granted(identity, profile));
+    }
+    profile
+        .commands
+        .check(line)
+        .map_err(|refusal| format!("profile {:?}: {refusal}", profile.name))?;
+    let dir = working_dir(profile, cwd)?;
+
+    let dangers = dangerous::detect(line);
+    if dangers.is_empty() {
+        return Ok(dir);
+    }
+    let found = dangers
+        .iter()
+        .map(|d| format!("{}: {d}", d.category))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match profile.terminal.dangerous {
+        DangerousMode::Allow => {
+            tracing::info!(
+                plugin = %identity.plugin,
+                dangers = %found,
+                "running a dangerous command: terminal.dangerous = \"allow\""
+            );
+            Ok(dir)
+        }
+        DangerousMode::Deny => Err(format!(
+            "it looks dangerous ({found}) and profile {:?} sets terminal.dangerous = \"deny\"; \
+                 set terminal.dangerous = \"approve\" to have such commands approved case by case \
+                 (or \"allow\" to run them unasked)",
+            profile.name
+        )),
+        DangerousMode::Approve => {
+            let Some(scope) = &grants.approvals else {
+                return Err(format!(
+                    "it looks dangerous ({found}) and profile {:?} sets \
+                         terminal.dangerous = \"approve\", but this call has no approver to ask; \
+                         run it through a host with an approver",
+                    profile.name
+                ));
+            };
+            let request = ApprovalRequest {
+                tool: identity
+                    .tool
+                    .as_deref()
+                    .unwrap_or(&grants.subject)
+                    .to_string(),
+                profile: profile.name.clone(),
+                tenant: scope.tenant.clone(),
+                session: session_of(scope),
+                subject: Subject::DangerousCommand {
+                    command: line.to_string(),
+                    findings: dangers
+                        .iter()
+                        .map(|d| (d.category.as_str().to_string(), d.reason.clone()))
+                        .collect(),
+                },
+            };
+            scope
+                .approvals
+                .check(&scope.scope, &request)
+                .await
+                .map_err(|refusal| {
+                    format!(
+                        "profile {:?} sets terminal.dangerous = \"approve\": {refusal}",
+                        profile.name
+                    )
+                })?;
+            Ok(dir)
+        }
+    }
+}
+
+/// Why a call without the terminal grant may not run commands: the tool did
+/// not declare the permission, or the profile does not allow it.
+pub(super) fn not_granted(identity: &Identity, profile: &Profile) -> String {
+    let refusal = match profile.permissions.decide(PERMISSION) {
+        PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. } => {
+            return format!(
+                "tool {:?} of plugin {:?} did not declare permission {PERMISSION:?}; \
+                     a tool may only use what it declares, so add {PERMISSION:?} to its \
+                     permissions",
+                identity.tool.as_deref().unwrap_or("-"),
+                identity.plugin
+            );
+        }
+        PermissionDecision::Denied { pattern } => PermissionRefusal::Denied {
+            permission: PERMISSION.to_string(),
+            pattern,
+        },
+        PermissionDecision::NotGranted => PermissionRefusal::NotGranted {
+            permission: PERMISSION.to_string(),
+        },
+    };
+    format!("profile {:?}: {refusal}", profile.name)
+}
+
+/// The working directory for `requested` (relative to the workspace) or the
+/// default one, with symlinks resolved; both must lie in a directory the
+/// profile grants for reading.
+pub(super) fn working_dir(
+    profile: &Profile,
+    requested: Option<&str>,
+) -> Result<WorkingDir, String> {
+    let Some(requested) = requested else {
+        let dir = resolve_dir(profile, &default_dir(profile)?)?;
+        return Ok(WorkingDir {
+            home: dir.clone(),
+            dir,
+        });
+    };
+    let dir = resolve_dir(
+        profile,
+        &paths::normalize(&profile.workspace().join(requested)),
+    )?;
+    let home = default_dir(profile)
+        .and_then(|home| resolve_dir(profile, &home))
+        .unwrap_or_else(|_| dir.clone());
+    Ok(WorkingDir { dir, home })
+}
+
+/// The workspace if the profile grants it, else the first granted directory.
+pub(super) fn default_dir(profile: &Profile) -> Result<PathBuf, String> {
+    let workspace = paths::normalize(profile.workspace());
+    if profile.paths.check(&workspace, Access::Read).is_ok() {
+        return Ok(workspace);
+    }
+    profile
+        .paths
+        .grants()
+        .map(|(dir, _)| dir)
+        .find(|dir| profile.paths.check(dir, Access::Read).is_ok())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| {
+            format!(
+                "profile {:?} grants no directory to run commands in; add the workspace \
+                 (\".\") to file.read or file.write",
+                profile.name
+            )
+        })
+}
+
+/// Checks `dir` as written and with symlinks resolved; returns the latter.
+pub(super) fn resolve_dir(profile: &Profile, dir: &Path) -> Result<PathBuf, String> {
+    profile
+        .paths
+        .check(dir, Access::Read)
+        .map_err(|refusal| format!("working directory: {refusal}"))?;
+    let real = std::fs::canonicalize(dir)
+        .map_err(|e| format!("working directory {:?} cannot be used: {e}", dir))?;
+    if real != dir {
+        profile.paths.check(&real, Access::Read).map_err(|refusal| {
+            format!(
+                "working directory {dir:?} leads to {real:?} through a symbolic link, and {refusal}"
+            )
+        })?;
+    }
+    if !real.is_dir() {
+        return Err(format!(
+            "working directory {dir:?} is not a directory; pass a directory as cwd"
+        ));
+    }
+    Ok(real)
+}
+
+/// The whole environment of a command: the variables `terminal.env` names
+/// that the host has, and defaults for `PATH` and `HOME`.
+pub(super) fn environment(profile: &Profile, home: &Path) -> Vec<(String, OsString)> {
+    let mut env: Vec<(String, OsString)> = profile
+        .terminal
+        .env
+        .iter()
+        .filter(|name| !name.is_empty() && !name.contains(['=', '\0']))
+        .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
+        .collect();
+    let has = |env: &[(String, OsString)], name: &str| env.iter().any(|(n, _)| n == name);
+    if !has(&env, "PATH") {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
+    }
+    if !has(&env, "HOME") {
+        env.push(("HOME".into(), home.into()));
+    }
+    env
+}
+
+/// The session of an approval scope (`tenant/session`, `-` for none).
+pub(super) fn session_of(scope: &ApprovalScope) -> Option<String> {
+    let tenant = scope.tenant.as_deref().unwrap_or("-");
+    let session = scope.scope.strip_prefix(tenant)?.strip_prefix('/')?;
+    (session != "-").then(|| session.to_string())
+}
+
+/// A command line for a message or the audit: at most [`MAX_QUOTED`]
+/// characters.
+pub(super) fn quote(line: &str) -> String {
+    match line.char_indices().nth(MAX_QUOTED) {
+        Some((end, _)) => format!("{}...", &line[..end]),
+        None => line.to_string(),
+    }
+}

@@ -1,0 +1,180 @@
+//! The terminal's imports: `run` (alone in a sandbox of its own, built
+//! ahead when it can be, or in the caller's session), and the background
+//! processes of the session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::super::http::proxy::Proxy;
+use super::super::process_group::{Finished, ShellCommand};
+use super::command::{admit, environment, output, proxy_env, quote, shell_path};
+use super::{Terminal, ahead, background};
+use crate::confine;
+use crate::contract::bindings::toolhost::plugin::terminal::{
+    self as wit, Command, Host, Output, TerminalError,
+};
+use crate::policy::{Profile, TerminalSandbox};
+use crate::runtime::sandbox::Room;
+
+impl Host for Room<'_, Terminal> {
+    async fn run(&mut self, command: Command) -> wasmtime::Result<Result<Output, TerminalError>> {
+        let line = command.command_line.as_str();
+        let quoted = quote(line);
+        let cwd = match admit(self, line, command.cwd.as_deref(), "").await {
+            Ok(cwd) => cwd,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let grants = self.call.grants.clone();
+        let identity = self.call.identity.clone();
+
+        let profile = &grants.profile;
+        let settings = &profile.terminal;
+        let timeout = command.timeout_ms.map_or(settings.timeout, |ms| {
+            settings.timeout.min(Duration::from_millis(ms.into()))
+        });
+        // In the caller's session; or, with a wrapper, in one of the call's
+        // own (only sessions run commands after a wrapper).
+        if grants.session.is_some() || !settings.wrapper.is_empty() {
+            let session = match background::session_of(self) {
+                Ok(session) => session,
+                Err(reason) => {
+                    let message = format!("command {quoted:?} refused: {reason}");
+                    return Ok(Err(TerminalError::Failed(message)));
+                }
+            };
+            let (result, uses) = background::run_in_session(
+                &session,
+                line,
+                &quoted,
+                &cwd,
+                command.cwd.is_some(),
+                command.stdin,
+                timeout,
+                settings.max_output,
+            )
+            .await;
+            for used in uses {
+                self.call.record(used);
+            }
+            return Ok(result);
+        }
+        let mut env = environment(profile, &cwd.home);
+        let sandboxed = settings.sandbox == TerminalSandbox::Kernel;
+        let built = if sandboxed {
+            match confinement(&grants.profile).await {
+                Ok(built) => Some(built),
+                Err(reason) => {
+                    let message = format!("command {quoted:?} refused: {reason}");
+                    return Ok(Err(TerminalError::Failed(message)));
+                }
+            }
+        } else {
+            None
+        };
+        // The pids group is held until the command has ended.
+        let (launched, proxy, _pids) = match built {
+            Some(built) => (Some(built.launched), built.proxy, built.pids),
+            None => (None, None, None),
+        };
+        if proxy.is_some() {
+            proxy_env(&mut env);
+        }
+        let shell_path = shell_path();
+        let shell = ShellCommand {
+            shell: shell_path,
+            line,
+            confined: launched,
+            cwd: &cwd.dir,
+            env: &env,
+            stdin: command.stdin,
+            timeout,
+            max_output: settings.max_output,
+        };
+        let finished = shell.run().await;
+        for used in proxy.iter().flat_map(Proxy::take_uses) {
+            self.call.record(used);
+        }
+        // A sandbox that could not be built now would not be built ahead
+        // either: no background attempt after each refusal.
+        let built = !matches!(finished, Ok(Finished::Unbuilt(_)));
+        if sandboxed
+            && built
+            && let Ok(launcher) = confine::launcher()
+        {
+            ahead::build_next(&grants.profile, launcher);
+        }
+        Ok(match finished {
+            Ok(Finished::Unbuilt(reason)) => Err(TerminalError::Failed(format!(
+                "command {quoted:?} refused: its sandbox could not be built: {reason}"
+            ))),
+            Ok(Finished::Exited(captured)) => Ok(output(captured)),
+            Ok(Finished::TimedOut) => {
+                tracing::debug!(
+                    plugin = %identity.plugin,
+                    ?timeout,
+                    "command killed at its time limit"
+                );
+                Err(TerminalError::Timeout)
+            }
+            Err(e) => Err(TerminalError::Failed(format!(
+                "could not run {} in {}: {e}",
+                shell_path.display(),
+                cwd.dir.display()
+            ))),
+        })
+    }
+
+    async fn spawn(
+        &mut self,
+        command: wit::BackgroundCommand,
+    ) -> wasmtime::Result<Result<u32, TerminalError>> {
+        Ok(background::spawn(self, command).await)
+    }
+
+    async fn read_output(
+        &mut self,
+        id: u32,
+    ) -> wasmtime::Result<Result<wit::ProcessOutput, TerminalError>> {
+        Ok(background::read_output(self, id))
+    }
+
+    async fn wait(
+        &mut self,
+        id: u32,
+        timeout_ms: u32,
+    ) -> wasmtime::Result<Result<wit::ProcessOutput, TerminalError>> {
+        let timeout = Duration::from_millis(timeout_ms.into());
+        Ok(background::wait(self, id, timeout).await)
+    }
+
+    async fn write_input(
+        &mut self,
+        id: u32,
+        input: Vec<u8>,
+        close: bool,
+    ) -> wasmtime::Result<Result<(), TerminalError>> {
+        Ok(background::write_input(self, id, input, close).await)
+    }
+
+    async fn send_signal(
+        &mut self,
+        id: u32,
+        signal: wit::Signal,
+    ) -> wasmtime::Result<Result<(), TerminalError>> {
+        Ok(background::send_signal(self, id, signal).await)
+    }
+
+    async fn list_processes(&mut self) -> wasmtime::Result<Vec<wit::ProcessInfo>> {
+        Ok(background::list(self))
+    }
+}
+
+/// The sandbox a command runs in under `profile`: the one built ahead if it
+/// still holds, else one built now. `Err` says why the command may not run.
+async fn confinement(profile: &Arc<Profile>) -> Result<ahead::Built, String> {
+    if let Some(built) = ahead::take(profile).await {
+        return Ok(built);
+    }
+    let launcher = confine::launcher()?;
+    ahead::build(profile, &launcher, false).await
+}

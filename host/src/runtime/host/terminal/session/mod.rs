@@ -1,0 +1,243 @@
+//! Terminal sessions: the terminal of a caller's session (an MCP session, an
+//! HTTP `session`) kept between its calls. A session keeps
+//! - one backend ([`backend`]): under the kernel sandbox, one sandbox built
+//!   at its first command from the profile as it was then, in which every
+//!   later command runs, so background processes, `/tmp` and the loopback
+//!   network are shared by its commands;
+//! - the working directory and exported variables the last command left
+//!   ([`script`]), where the next one starts;
+//! - its background processes ([`process`]).
+//!
+//! A session ends, with every process in it, when its caller ends it, when
+//! it was idle for `session_idle`, when its profile changes (a reloaded
+//! config), or with the host. A call without a session gets a session of
+//! its own that ends with the call.
+
+pub(crate) mod backend;
+pub(crate) mod process;
+mod pty;
+pub(crate) mod script;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use backend::Backend;
+use process::Process;
+use script::ShellState;
+
+use crate::policy::Profile;
+
+/// Most terminal sessions of one host at once.
+pub const MAX_TERMINAL_SESSIONS: usize = 64;
+
+/// Most background processes of one session at once (ended ones count
+/// until they are read or the session ends).
+pub const MAX_PROCESSES: usize = 16;
+
+/// The terminal sessions of one host, by session key (`tenant\0session`).
+#[derive(Default)]
+pub struct Terminals {
+    sessions: Mutex<HashMap<String, Arc<TerminalSession>>>,
+}
+
+impl std::fmt::Debug for Terminals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terminals")
+            .field("sessions", &self.len())
+            .finish()
+    }
+}
+
+impl Terminals {
+    /// The session `key` under `profile`: the open one, or a new one if
+    /// there is none or it was opened under another profile (which ends it).
+    pub(crate) fn session(
+        &self,
+        key: &str,
+        profile: &Arc<Profile>,
+    ) -> Result<Arc<TerminalSession>, String> {
+        let mut sessions = self.lock();
+        if let Some(session) = sessions.get(key)
+            && Arc::ptr_eq(&session.profile, profile)
+        {
+            session.touch();
+            return Ok(session.clone());
+        }
+        let replaced = sessions.remove(key);
+        if replaced.is_none() && sessions.len() >= MAX_TERMINAL_SESSIONS {
+            return Err(format!(
+                "this host holds {MAX_TERMINAL_SESSIONS} terminal sessions, the most it keeps; \
+                 end one, or wait until one is idle for session_idle"
+            ));
+        }
+        let session = Arc::new(TerminalSession::new(profile.clone()));
+        sessions.insert(key.to_string(), session.clone());
+        Ok(session)
+    }
+
+    /// Ends session `key` and every process in it; false if there was none.
+    pub fn end(&self, key: &str) -> bool {
+        self.lock().remove(key).is_some()
+    }
+
+    /// Ends the terminal of session id `session` whatever its tenant;
+    /// false if it had none.
+    pub fn end_session(&self, session: &str) -> bool {
+        let mut sessions = self.lock();
+        let before = sessions.len();
+        sessions.retain(|key, _| key.rsplit('\0').next() != Some(session));
+        sessions.len() < before
+    }
+
+    /// Ends the sessions idle for `idle` or longer; how many.
+    pub fn expire_idle(&self, idle: Duration) -> usize {
+        let mut sessions = self.lock();
+        let before = sessions.len();
+        sessions.retain(|_, session| session.idle() < idle);
+        before - sessions.len()
+    }
+
+    /// Ends every session.
+    pub fn end_all(&self) -> usize {
+        let ended = std::mem::take(&mut *self.lock());
+        ended.len()
+    }
+
+    /// How many sessions are open.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// No session is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TerminalSession>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One terminal session.
+pub(crate) struct TerminalSession {
+    pub(crate) profile: Arc<Profile>,
+    backend: tokio::sync::Mutex<Option<Arc<Backend>>>,
+    state: Mutex<ShellState>,
+    processes: Mutex<BTreeMap<u32, Arc<Process>>>,
+    next_process: AtomicU32,
+    last_used: Mutex<Instant>,
+}
+
+impl TerminalSession {
+    pub(crate) fn new(profile: Arc<Profile>) -> Self {
+        Self {
+            profile,
+            backend: tokio::sync::Mutex::new(None),
+            state: Mutex::new(ShellState::default()),
+            processes: Mutex::new(BTreeMap::new()),
+            next_process: AtomicU32::new(1),
+            last_used: Mutex::new(Instant::now()),
+        }
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// How long since its last call.
+    fn idle(&self) -> Duration {
+        self.last_used
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .elapsed()
+    }
+
+    /// The backend, started at the first command (again if it broke).
+    pub(crate) async fn backend(&self) -> Result<Arc<Backend>, String> {
+        let mut backend = self.backend.lock().await;
+        if let Some(running) = backend.as_ref() {
+            match running.broken() {
+                None => return Ok(running.clone()),
+                Some(reason) => {
+                    tracing::info!(%reason, "a terminal session's sandbox ended; starting another");
+                }
+            }
+        }
+        let started = Arc::new(Backend::start(&self.profile).await?);
+        *backend = Some(started.clone());
+        Ok(started)
+    }
+
+    /// The state the last command left.
+    pub(crate) fn state(&self) -> ShellState {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Keeps `state` for the next command.
+    pub(crate) fn set_state(&self, state: ShellState) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
+    }
+
+    /// A new process id, if the session has room for another process.
+    pub(crate) fn reserve(&self) -> Result<u32, String> {
+        let mut processes = self.processes.lock().unwrap_or_else(|e| e.into_inner());
+        if processes.len() >= MAX_PROCESSES {
+            // Ended processes whose output was read make room.
+            processes.retain(|_, p| p.end().is_none());
+        }
+        if processes.len() >= MAX_PROCESSES {
+            return Err(format!(
+                "the session has {MAX_PROCESSES} background processes, the most it keeps; \
+                 kill one (ended ones are let go once their output is read)"
+            ));
+        }
+        Ok(self.next_process.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Keeps a started background process.
+    pub(crate) fn add(&self, process: Process) -> Arc<Process> {
+        let process = Arc::new(process);
+        self.processes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(process.id, process.clone());
+        process
+    }
+
+    /// Background process `id`.
+    pub(crate) fn process(&self, id: u32) -> Result<Arc<Process>, String> {
+        self.touch();
+        self.processes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "no background process {id} in this session (processes end with their \
+                     session; process_list shows those it has)"
+                )
+            })
+    }
+
+    /// Lets go of process `id` once it has ended and its output was read.
+    pub(crate) fn forget_if_done(&self, id: u32) {
+        let mut processes = self.processes.lock().unwrap_or_else(|e| e.into_inner());
+        if processes.get(&id).is_some_and(|p| p.end().is_some()) {
+            processes.remove(&id);
+        }
+    }
+
+    /// Every background process, by id.
+    pub(crate) fn processes(&self) -> Vec<Arc<Process>> {
+        self.touch();
+        self.processes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+}
