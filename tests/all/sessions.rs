@@ -398,3 +398,80 @@ async fn a_wrapper_that_is_not_there_is_named() {
     assert!(message.contains("terminal.wrapper"), "{message}");
     assert!(message.contains("no-such-wrapper"), "{message}");
 }
+
+#[tokio::test]
+async fn two_tenants_with_the_same_session_id_do_not_share_a_terminal() {
+    let ws = Workspace::new(bundled);
+    ws.mkdir("sub");
+    let host = ws.host(PROFILE).await;
+    let profile = ws.profile(PROFILE);
+    let tenant = |name: &str| {
+        toolhost::Caller::new(
+            profile.clone(),
+            std::sync::Arc::new(toolhost::approval::Approvals::deny_all()),
+        )
+        .tenant(name, 4)
+    };
+    let (a, b) = (tenant("a"), tenant("b"));
+    let run_as = |caller: &toolhost::Caller, line: &str| {
+        let request =
+            CallRequest::new("run_command", json!({ "command": line }).to_string()).session("s");
+        let (host, caller) = (host.clone(), caller.clone());
+        async move {
+            let result = host.dispatch_as(&caller, request).await.unwrap();
+            serde_json::from_str::<Value>(result.get()).unwrap()
+        }
+    };
+    run_as(&a, "cd sub && export SECRET=a-only").await;
+    let seen_by_b = run_as(&b, "pwd; echo \"[$SECRET]\"").await;
+    assert_eq!(seen_by_b["stdout"], format!("{}\n[]\n", ws.path.display()));
+    let seen_by_a = run_as(&a, "echo \"[$SECRET]\"").await;
+    assert_eq!(seen_by_a["stdout"], "[a-only]\n");
+}
+
+#[tokio::test]
+async fn a_command_past_its_time_limit_is_killed_and_the_session_goes_on() {
+    let ws = Workspace::new(bundled);
+    let (client, _) = connect(ws.host(PROFILE).await, None).await;
+    let marker = "161803";
+    run(&client, "export KEPT=yes").await;
+    let timed_out = tool_error(
+        &client,
+        "run_command",
+        json!({ "command": format!("sleep {marker}"), "timeout_secs": 1 }),
+    )
+    .await;
+    assert!(timed_out.contains("time limit"), "{timed_out}");
+    assert_gone(&format!("sleep {marker}")).await;
+    let after = run(&client, "echo $KEPT").await;
+    assert_eq!(after["stdout"], "yes\n");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_session_keeps_the_output_limit() {
+    let ws = Workspace::new(bundled);
+    let profile = format!("{PROFILE}terminal.max_output = \"1KiB\"\n");
+    let (client, _) = connect(ws.host(&profile).await, None).await;
+    let big = run(&client, "head -c 5000 /dev/zero | tr '\\0' x").await;
+    assert_eq!(big["stdout"].as_str().unwrap().len(), 1024);
+    assert_eq!(big["truncated"], true);
+    // A background process keeps the newest output and counts the rest.
+    let id = tool(
+        &client,
+        "process_start",
+        json!({ "command": "head -c 5000 /dev/zero | tr '\\0' y" }),
+    )
+    .await["id"]
+        .as_u64()
+        .unwrap();
+    let ended = tool(
+        &client,
+        "process_wait",
+        json!({ "id": id, "timeout_secs": 5 }),
+    )
+    .await;
+    assert_eq!(ended["stdout"].as_str().unwrap().len(), 1024, "{ended}");
+    assert_eq!(ended["dropped"], 5000 - 1024);
+    client.cancel().await.unwrap();
+}

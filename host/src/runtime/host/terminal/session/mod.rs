@@ -32,6 +32,10 @@ use crate::policy::Profile;
 /// Most terminal sessions of one host at once.
 pub const MAX_TERMINAL_SESSIONS: usize = 64;
 
+/// Most terminal sessions one tenant may hold, so that a tenant cannot take
+/// every one from the others.
+pub const MAX_TERMINAL_SESSIONS_PER_TENANT: usize = MAX_TERMINAL_SESSIONS / 4;
+
 /// Most background processes of one session at once (ended ones count
 /// until they are read or the session ends).
 pub const MAX_PROCESSES: usize = 16;
@@ -66,11 +70,26 @@ impl Terminals {
             return Ok(session.clone());
         }
         let replaced = sessions.remove(key);
-        if replaced.is_none() && sessions.len() >= MAX_TERMINAL_SESSIONS {
-            return Err(format!(
-                "this host holds {MAX_TERMINAL_SESSIONS} terminal sessions, the most it keeps; \
-                 end one, or wait until one is idle for session_idle"
-            ));
+        if replaced.is_none() {
+            if sessions.len() >= MAX_TERMINAL_SESSIONS {
+                return Err(format!(
+                    "this host holds {MAX_TERMINAL_SESSIONS} terminal sessions, the most it \
+                     keeps; end one, or wait until one is idle for session_idle"
+                ));
+            }
+            if let Some((tenant, _)) = key.split_once('\0') {
+                let held = sessions
+                    .keys()
+                    .filter(|other| other.split_once('\0').is_some_and(|(t, _)| t == tenant))
+                    .count();
+                if held >= MAX_TERMINAL_SESSIONS_PER_TENANT {
+                    return Err(format!(
+                        "tenant {tenant:?} holds {MAX_TERMINAL_SESSIONS_PER_TENANT} terminal \
+                         sessions, its share of this host; end one, or wait until one is idle \
+                         for session_idle"
+                    ));
+                }
+            }
         }
         let session = Arc::new(TerminalSession::new(profile.clone()));
         sessions.insert(key.to_string(), session.clone());
@@ -239,5 +258,48 @@ impl TerminalSession {
             .values()
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_holds_at_most_its_share_and_the_local_caller_the_rest() {
+        let terminals = Terminals::default();
+        let profile = Arc::new(Profile::deny_all("p", "/w"));
+        for n in 0..MAX_TERMINAL_SESSIONS_PER_TENANT {
+            terminals.session(&format!("a\0s{n}"), &profile).unwrap();
+        }
+        let refused = terminals.session("a\0one-more", &profile).err().unwrap();
+        assert!(refused.contains("tenant \"a\""), "{refused}");
+        // Another tenant, and an open session of the same tenant, are served.
+        terminals.session("b\0s0", &profile).unwrap();
+        terminals.session("a\0s0", &profile).unwrap();
+        for n in 0..MAX_TERMINAL_SESSIONS - MAX_TERMINAL_SESSIONS_PER_TENANT - 1 {
+            terminals.session(&format!("local-{n}"), &profile).unwrap();
+        }
+        let full = terminals.session("local-last", &profile).err().unwrap();
+        assert!(full.contains("the most it keeps"), "{full}");
+        assert!(terminals.end_session("s0"));
+        assert_eq!(terminals.len(), MAX_TERMINAL_SESSIONS - 2);
+    }
+
+    #[test]
+    fn a_session_opened_under_another_profile_starts_afresh() {
+        let terminals = Terminals::default();
+        let first = Arc::new(Profile::deny_all("p", "/w"));
+        let old = terminals.session("s", &first).unwrap();
+        old.set_state(ShellState {
+            dir: Some("/w".into()),
+            env: None,
+        });
+        assert_eq!(terminals.session("s", &first).unwrap().state(), old.state());
+        let second = Arc::new(Profile::deny_all("p", "/w"));
+        assert_eq!(
+            terminals.session("s", &second).unwrap().state(),
+            ShellState::default()
+        );
     }
 }

@@ -1,0 +1,83 @@
+//! A command in a warm terminal session against a command run alone:
+//! `run_command` of `true` through `Host::dispatch`, in the kernel sandbox,
+//! 101 calls of each kind interleaved, 50 ms apart (as an agent's calls),
+//! and the same back to back:
+//!
+//! - `warm session`: every call in one session, whose sandbox is up: only
+//!   the shell (and its state script) starts;
+//! - `alone`: calls without a session, each in a sandbox of its own (built
+//!   ahead after the call before, when there is time);
+//! - `new session`: each call in a session of its own, which builds its
+//!   sandbox at the call.
+//!
+//! Run: `cargo bench -p toolhost-tests --bench sessions`. Prints medians.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::config::{Config, ConfigSource};
+use toolhost::{CallRequest, Host};
+
+const RUNS: usize = 101;
+
+const PAUSE: Duration = Duration::from_millis(50);
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+async fn run_true(host: &Host, session: Option<String>) -> Duration {
+    let mut request = CallRequest::new("run_command", json!({"command": "true"}).to_string());
+    request.session = session;
+    let started = Instant::now();
+    let result = host.dispatch(request).await.expect("true runs");
+    let took = started.elapsed();
+    assert!(result.get().contains("\"exit_code\":0"), "{}", result.get());
+    took
+}
+
+async fn compare(host: &Host, pause: Duration, label: &str) {
+    let (mut warm, mut alone, mut new) = (Vec::new(), Vec::new(), Vec::new());
+    run_true(host, Some("warm".into())).await;
+    for i in 0..RUNS {
+        tokio::time::sleep(pause).await;
+        warm.push(run_true(host, Some("warm".into())).await);
+        tokio::time::sleep(pause).await;
+        alone.push(run_true(host, None).await);
+        tokio::time::sleep(pause).await;
+        new.push(run_true(host, Some(format!("new-{label}-{i}"))).await);
+        host.end_session(None, &format!("new-{label}-{i}"));
+    }
+    println!(
+        "run_command true, {label}: warm session {}, alone {}, new session {}",
+        ms(median(&mut warm)),
+        ms(median(&mut alone)),
+        ms(median(&mut new)),
+    );
+}
+
+fn main() {
+    toolhost::confine::use_launcher(env!("CARGO_BIN_EXE_toolhost-cli"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let workspace = tempfile::tempdir().unwrap();
+        let text = "default_profile = \"p\"\n[profiles.p]\n\
+             allow = [\"terminal:execute\", \"file:read\", \"file:write\"]\n\
+             file.write = [\".\"]\n";
+        let config = Config::parse(text, ConfigSource::Embedded, workspace.path()).unwrap();
+        let host = Host::builder()
+            .config(&config)
+            .unwrap()
+            .bundled(true)
+            .build()
+            .await
+            .unwrap();
+        compare(&host, PAUSE, "paused").await;
+        compare(&host, Duration::ZERO, "back to back").await;
+    });
+}
