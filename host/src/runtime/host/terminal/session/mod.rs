@@ -34,7 +34,7 @@ pub const MAX_TERMINAL_SESSIONS: usize = 64;
 
 /// Most terminal sessions one tenant may hold, so that a tenant cannot take
 /// every one from the others.
-pub const MAX_TERMINAL_SESSIONS_PER_TENANT: usize = MAX_TERMINAL_SESSIONS / 4;
+pub(crate) const MAX_TERMINAL_SESSIONS_PER_TENANT: usize = MAX_TERMINAL_SESSIONS / 4;
 
 /// Most background processes of one session at once (ended ones count
 /// until they are read or the session ends).
