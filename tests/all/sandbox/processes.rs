@@ -130,3 +130,62 @@ async fn a_command_runs_no_more_processes_at_once_than_the_limit() {
     // The shell and perl count too.
     assert!((15..=20).contains(&started), "{out}");
 }
+
+#[tokio::test]
+async fn threads_count_against_the_process_limit() {
+    let ws = workspace();
+    let host = ws
+        .host(&format!("{SANDBOXED}\nterminal.max_processes = 20"))
+        .await;
+    // Threads are tasks: the pids cgroup and RLIMIT_NPROC count them.
+    let threads = "import threading, time\nstarted = 0\ntry:\n    for _ in range(100):\n        \
+                   threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n        \
+                   started += 1\nexcept RuntimeError:\n    pass\nprint(started)\n";
+    ws.write("threads.py", threads);
+    let out = succeeds(&host, "python3 threads.py").await;
+    let started: u32 = out.trim().parse().unwrap_or_else(|_| panic!("{out}"));
+    assert!((10..20).contains(&started), "{out}");
+}
+
+#[tokio::test]
+async fn the_process_limit_cannot_be_lifted_from_inside() {
+    let ws = workspace();
+    let host = ws
+        .host(&format!("{SANDBOXED}\nterminal.max_processes = 30"))
+        .await;
+    // No cgroup file system to raise pids.max or move out of the group,
+    // and the hard limit holds.
+    let out = ran(
+        &host,
+        "ls /sys/fs/cgroup 2>&1 | head -1; echo max > /sys/fs/cgroup/pids.max; echo wrote=$?; \
+         mkdir -p /tmp/cg && mount -t cgroup2 none /tmp/cg; echo mounted=$?; \
+         ulimit -u unlimited; echo raised=$?; ulimit -u",
+    )
+    .await;
+    let text = out["stdout"].as_str().unwrap();
+    for expected in ["wrote=1", "mounted=", "raised=1\n30\n"] {
+        assert!(text.contains(expected), "{expected}: {text}");
+    }
+    assert!(!text.contains("mounted=0"), "{text}");
+    assert!(printed(&out).contains("Operation not permitted"), "{out}");
+}
+
+#[tokio::test]
+async fn clone3_cannot_make_namespaces() {
+    let ws = workspace();
+    let host = ws.host(SANDBOXED).await;
+    // clone3 takes its flags in memory, which seccomp cannot read: it is
+    // refused outright with ENOSYS (a kernel without the filter would say
+    // EINVAL to these arguments), so libraries fall back to clone, whose
+    // namespace flags are refused.
+    let probe = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n\
+                 r = libc.syscall(435, None, 0)\nprint(r, ctypes.get_errno())\n\
+                 r = libc.unshare(0x10000000)\nprint('unshare', r, ctypes.get_errno())\n";
+    ws.write("clone3.py", probe);
+    let out = succeeds(&host, "python3 clone3.py").await;
+    assert_eq!(
+        out,
+        format!("-1 {}\nunshare -1 {}\n", libc::ENOSYS, libc::EPERM),
+        "{out}"
+    );
+}
