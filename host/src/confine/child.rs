@@ -22,7 +22,6 @@
 //! process sends the host why (which step failed and the OS error) and
 //! exits with [`SETUP_EXIT`](super::SETUP_EXIT).
 
-use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -77,18 +76,20 @@ fn launch() -> Result<std::convert::Infallible, String> {
         Err(e) => return Err(format!("reading the sandbox spec: {e}")),
     };
 
-    // Opened with the host's rights, before the user namespace: the shell
-    // joins the group through it.
-    let pids = spec
-        .pids
-        .as_ref()
-        .map(|procs| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(procs)
-                .map_err(|e| format!("opening the command's pids cgroup {}: {e}", procs.display()))
-        })
-        .transpose()?;
+    // The launcher joins the command's pids cgroup with the host's rights,
+    // before the user namespace, so that everything of the sandbox is in it
+    // from the start. Joining a cgroup waits for a kernel grace period
+    // (around 10 ms after a pause, on cgroup v1): paid here, while the
+    // sandbox is built (ahead, usually; once per session), not by each
+    // command.
+    if let Some(procs) = &spec.pids {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(procs)
+            .and_then(|mut procs| procs.write_all(b"0"))
+            .map_err(|e| format!("joining the command's pids cgroup {}: {e}", procs.display()))?;
+    }
     // SAFETY: plain system calls on this process.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut flags = libc::CLONE_NEWUSER
@@ -119,7 +120,7 @@ fn launch() -> Result<std::convert::Infallible, String> {
     let init = fork()?;
     if init == 0 {
         drop(lifeline_write);
-        match run_init(&spec, lifeline_read, pids.as_ref()) {
+        match run_init(&spec, lifeline_read) {
             Ok(never) => match never {},
             Err(message) => fail(&message),
         }
@@ -163,11 +164,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
 
 /// PID 1: builds the filesystem, starts the shell, reaps, reports the shell's
 /// status and exits (taking every other process of the namespace with it).
-fn run_init(
-    spec: &Spec,
-    lifeline: OwnedFd,
-    pids: Option<&File>,
-) -> Result<std::convert::Infallible, String> {
+fn run_init(spec: &Spec, lifeline: OwnedFd) -> Result<std::convert::Infallible, String> {
     // SAFETY: plain system calls on this process.
     unsafe {
         check(
@@ -225,7 +222,7 @@ fn run_init(
     let filters = super::seccomp::filters()?;
     if spec.session {
         drop(lifeline);
-        return super::session::serve(spec, pids, ruleset, &filters);
+        return super::session::serve(spec, ruleset, &filters);
     }
 
     let (run, stdio) = match control().receive() {
@@ -244,7 +241,7 @@ fn run_init(
     let shell = fork()?;
     if shell == 0 {
         drop(lifeline);
-        let message = run_shell(spec, &run, &stdio, pids, Some(ruleset), &filters).unwrap_err();
+        let message = run_shell(spec, &run, &stdio, Some(ruleset), &filters).unwrap_err();
         fail(&message);
     }
     // Only the command holds its output now: the host sees its end when

@@ -96,7 +96,7 @@ pub async fn probe() -> KernelSupport {
     let landlock_abi = child::landlock_abi();
     let namespaces = async {
         let (spec, run) = plan::probe_spec();
-        let group = pids::PidsGroup::for_command(spec.limits.processes)?;
+        let group = pids::PidsGroup::for_command(spec.limits.processes, false)?;
         let spec = Spec {
             pids: group.as_ref().map(pids::PidsGroup::procs),
             ..spec

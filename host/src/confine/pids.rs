@@ -3,9 +3,12 @@
 //! `RLIMIT_NPROC` alone does not hold it everywhere: the kernel exempts
 //! processes of the global root user, and a host running as root maps the
 //! sandbox's user to root. So every command whose host can make one runs in a
-//! cgroup whose `pids.max` is the profile's `terminal.max_processes`; the
-//! command's shell joins it before it starts, so everything the command runs
-//! counts and nothing of the sandbox's own (PID 1, the proxy relay) does.
+//! cgroup whose `pids.max` is the profile's `terminal.max_processes` plus
+//! the sandbox's own processes (the launcher, PID 1 and, under
+//! `terminal.network = "proxy"`, the relay). The launcher joins it before anything else of the
+//! sandbox exists, so everything counts: joining a cgroup waits for a kernel
+//! grace period after a pause, which a sandbox built ahead (or a session)
+//! pays once, off the command's path.
 //! Where no cgroup can be made, a host running as root refuses to run
 //! commands rather than run them without the limit.
 //!
@@ -17,6 +20,10 @@
 //! a toolhost that died are removed when another starts.
 
 use std::path::{Path, PathBuf};
+
+/// Processes of the sandbox itself in its group: the launcher and PID 1
+/// (and the proxy relay, when there is one).
+const SANDBOX_PROCESSES: u64 = 2;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -44,7 +51,9 @@ impl PidsGroup {
     /// `Ok(None)` when there is no cgroup to make and the kernel's
     /// `RLIMIT_NPROC` holds the limit by itself (toolhost does not run as
     /// root); `Err` says why the limit cannot be held.
-    pub(crate) fn for_command(limit: u64) -> Result<Option<Self>, String> {
+    /// `relay`: the sandbox runs a proxy relay, one more process of its own.
+    pub(crate) fn for_command(limit: u64, relay: bool) -> Result<Option<Self>, String> {
+        let limit = limit.saturating_add(SANDBOX_PROCESSES + u64::from(relay));
         // SAFETY: plain system call.
         Self::under(base(), unsafe { libc::getuid() }, limit)
     }
@@ -79,7 +88,7 @@ impl PidsGroup {
                 base.display()
             )),
             Err(why) => {
-                Self::for_command(1).map(|_| format!("RLIMIT_NPROC (no pids cgroup: {why})"))
+                Self::for_command(1, false).map(|_| format!("RLIMIT_NPROC (no pids cgroup: {why})"))
             }
         }
     }

@@ -11,8 +11,6 @@
 //! the processes of the earlier ones (`kill %1` across calls), and nothing
 //! outside.
 
-use std::fs::File;
-
 use super::control;
 use super::shell::{check_descriptors, control, drop_capabilities, fork, run_shell};
 use super::spec::{Run, SETUP_EXIT, Spec};
@@ -21,7 +19,6 @@ use super::sys::{check, os_error};
 /// Serves the session; returns only when it could not start.
 pub(super) fn serve(
     spec: &Spec,
-    pids: Option<&File>,
     ruleset: landlock::RulesetCreated,
     filters: &[seccompiler::BpfProgram],
 ) -> Result<std::convert::Infallible, String> {
@@ -87,7 +84,7 @@ pub(super) fn serve(
                 if shell == 0 {
                     let reason = children
                         .unblock()
-                        .and_then(|()| run_shell(spec, &run, &frame.fds, pids, None, filters))
+                        .and_then(|()| run_shell(spec, &run, &frame.fds, None, filters))
                         .unwrap_err();
                     refuse(run.id, &reason);
                     // SAFETY: ends the failed shell.

@@ -6,7 +6,6 @@
 //! host, `fork`, and dropping capabilities.
 
 use std::ffi::CString;
-use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -53,17 +52,9 @@ pub(super) fn run_shell(
     spec: &Spec,
     run: &Run,
     stdio: &[OwnedFd],
-    pids: Option<&File>,
     ruleset: Option<landlock::RulesetCreated>,
     filters: &[seccompiler::BpfProgram],
 ) -> Result<std::convert::Infallible, String> {
-    // Everything the command starts counts against its process limit.
-    if let Some(mut procs) = pids {
-        use std::io::Write;
-        procs
-            .write_all(b"0")
-            .map_err(|e| format!("joining the command's pids cgroup: {e}"))?;
-    }
     let (io, state) = stdio.split_at(stdio.len() - usize::from(run.state));
     if run.pty {
         // A new session whose controlling terminal is the pseudo-terminal.

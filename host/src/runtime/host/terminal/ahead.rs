@@ -168,7 +168,8 @@ async fn build_spec(
     })
     .await
     .map_err(|e| format!("planning the sandbox failed: {e}"))??;
-    let pids = PidsGroup::for_command(spec.limits.processes)?;
+    let relay = proxy.is_some() && !spec.host_network;
+    let pids = PidsGroup::for_command(spec.limits.processes, relay)?;
     let spec = confine::Spec {
         proxy: proxy.as_ref().map(Proxy::socket),
         pids: pids.as_ref().map(PidsGroup::procs),
