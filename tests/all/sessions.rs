@@ -71,6 +71,18 @@ async fn read_until(client: &Client, id: u64, wanted: &str) -> String {
     seen
 }
 
+/// Waits up to five seconds for a process whose command line holds `marker`.
+async fn wait_running(marker: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while processes_with(marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{marker} never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test]
 async fn cd_and_export_in_one_call_are_seen_by_the_next() {
     let ws = Workspace::new(bundled);
@@ -474,4 +486,39 @@ async fn a_session_keeps_the_output_limit() {
     assert_eq!(ended["stdout"].as_str().unwrap().len(), 1024, "{ended}");
     assert_eq!(ended["dropped"], 5000 - 1024);
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn sessions_end_with_the_host() {
+    let ws = Workspace::new(bundled);
+    let host = ws.host(PROFILE).await;
+    let marker = "577215";
+    let request = CallRequest::new(
+        "process_start",
+        json!({ "command": format!("sleep {marker}") }).to_string(),
+    )
+    .session("kept");
+    host.dispatch(request).await.unwrap();
+    wait_running(&format!("sleep {marker}")).await;
+    // Idle sessions go at session_idle; this one is fresh.
+    assert_eq!(host.terminals().expire_idle(Duration::from_secs(60)), 0);
+    drop(host);
+    assert_gone(&format!("sleep {marker}")).await;
+}
+
+#[tokio::test]
+async fn idle_sessions_end_with_their_processes() {
+    let ws = Workspace::new(bundled);
+    let host = ws.host(PROFILE).await;
+    let marker = "662607";
+    let request = CallRequest::new(
+        "process_start",
+        json!({ "command": format!("sleep {marker}") }).to_string(),
+    )
+    .session("idle");
+    host.dispatch(request).await.unwrap();
+    wait_running(&format!("sleep {marker}")).await;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(host.terminals().expire_idle(Duration::from_millis(10)), 1);
+    assert_gone(&format!("sleep {marker}")).await;
 }
