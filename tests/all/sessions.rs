@@ -249,13 +249,8 @@ async fn nothing_outlives_the_session() {
         &format!("(setsid sleep {}1 &) ; sleep {}2 &", marker, marker),
     )
     .await;
-    let running = processes_with(&format!("sleep {marker}"));
     for n in ["", "1", "2"] {
-        let name = format!("sleep {marker}{n}");
-        assert!(
-            running.iter().any(|p| p.ends_with(&format!("{name} "))),
-            "{name}: {running:?}"
-        );
+        wait_running(&format!("sleep {marker}{n} ")).await;
     }
     client.cancel().await.unwrap();
     assert_gone(&format!("sleep {marker}")).await;
@@ -364,7 +359,7 @@ async fn without_the_kernel_sandbox_sessions_keep_state_and_end_their_processes(
     )
     .await;
     run(&client, &format!("sleep {marker}1 &")).await;
-    assert_eq!(processes_with(&format!("sleep {marker}1")).len(), 1);
+    wait_running(&format!("sleep {marker}1")).await;
     client.cancel().await.unwrap();
     assert_gone(&format!("sleep {marker}")).await;
 }
