@@ -31,6 +31,7 @@ mod sandbox;
 mod scaffold;
 mod serve;
 mod sessions;
+mod ssh;
 mod stateful;
 mod terminal;
 mod toolkit;

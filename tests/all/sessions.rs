@@ -21,7 +21,7 @@ fn bundled(builder: HostBuilder) -> HostBuilder {
 }
 
 /// Calls `tool` over MCP; the tool's JSON answer, asserting success.
-async fn tool(client: &Client, name: &str, arguments: Value) -> Value {
+pub(crate) async fn tool(client: &Client, name: &str, arguments: Value) -> Value {
     let result = client
         .call_tool(call(name, arguments.clone()))
         .await
@@ -51,7 +51,7 @@ async fn run(client: &Client, line: &str) -> Value {
 }
 
 /// Reads process `id` until its output holds `wanted` (or 10 s pass).
-async fn read_until(client: &Client, id: u64, wanted: &str) -> String {
+pub(crate) async fn read_until(client: &Client, id: u64, wanted: &str) -> String {
     let mut seen = String::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !seen.contains(wanted) {
@@ -71,8 +71,22 @@ async fn read_until(client: &Client, id: u64, wanted: &str) -> String {
     seen
 }
 
+/// Waits for the prompt of the Python REPL `id`, types `1+1` and checks
+/// that it answers `2`.
+pub(crate) async fn the_repl_answers(client: &Client, id: u64) {
+    read_until(client, id, ">>>").await;
+    tool(
+        client,
+        "process_write",
+        json!({ "id": id, "input": "1+1\n" }),
+    )
+    .await;
+    let answer = read_until(client, id, "\n2").await;
+    assert!(answer.lines().any(|line| line.trim() == "2"), "{answer:?}");
+}
+
 /// Waits up to five seconds for a process whose command line holds `marker`.
-async fn wait_running(marker: &str) {
+pub(crate) async fn wait_running(marker: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while processes_with(marker).is_empty() {
         assert!(
@@ -200,15 +214,7 @@ async fn a_repl_on_a_pseudo_terminal_answers() {
     )
     .await;
     let id = started["id"].as_u64().unwrap();
-    read_until(&client, id, ">>>").await;
-    tool(
-        &client,
-        "process_write",
-        json!({ "id": id, "input": "1+1\n" }),
-    )
-    .await;
-    let answer = read_until(&client, id, "\n2").await;
-    assert!(answer.lines().any(|line| line.trim() == "2"), "{answer:?}");
+    the_repl_answers(&client, id).await;
     // It is a terminal: the program sees one.
     tool(
         &client,

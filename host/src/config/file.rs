@@ -155,6 +155,12 @@ pub struct TerminalConfig {
     /// `["apptainer", "exec", "image.sif"]`).
     #[serde(default)]
     pub wrapper: Vec<String>,
+    /// Where commands run: `local` (default) or `ssh`.
+    #[serde(default)]
+    pub backend: Option<crate::policy::TerminalBackend>,
+    /// The remote host of the `ssh` backend.
+    #[serde(default)]
+    pub ssh: Option<crate::policy::SshSettings>,
     /// What confines commands: `kernel` (default) or `none`.
     #[serde(default)]
     pub sandbox: Option<TerminalSandbox>,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::file::ProfileConfig;
 use crate::policy::{
     CommandRules, HostRules, Limits, NetworkLimits, PathRules, PermissionRules, Profile,
-    TerminalNetwork, TerminalSettings, paths,
+    TerminalBackend, TerminalNetwork, TerminalSettings, paths,
 };
 use crate::runtime::MAX_MEMORY;
 
@@ -124,6 +124,38 @@ pub(super) fn resolve_profile(
             "the first entry is the wrapper's program and may not be empty".into(),
         ));
     }
+    match (terminal.backend, &terminal.ssh) {
+        (Some(TerminalBackend::Ssh), None) => problems.push((
+            key("terminal.ssh"),
+            "terminal.backend = \"ssh\" needs a terminal.ssh table (host, user, key_file, \
+             host_key)"
+                .into(),
+        )),
+        (Some(TerminalBackend::Ssh), Some(ssh)) => {
+            if let Err(e) = russh::keys::PublicKey::from_openssh(ssh.host_key.trim()) {
+                problems.push((
+                    key("terminal.ssh.host_key"),
+                    format!(
+                        "{:?} is not an OpenSSH public key (\"ssh-ed25519 AAAA...\"): {e}",
+                        ssh.host_key
+                    ),
+                ));
+            }
+            if !terminal.wrapper.is_empty() {
+                problems.push((
+                    key("terminal.wrapper"),
+                    "a wrapper runs on this machine; it does not go with terminal.backend = \
+                     \"ssh\""
+                        .into(),
+                ));
+            }
+        }
+        (_, Some(_)) => problems.push((
+            key("terminal.ssh"),
+            "is used only with terminal.backend = \"ssh\"".into(),
+        )),
+        _ => {}
+    }
     let defaults = TerminalSettings::default();
     profile.terminal = TerminalSettings {
         dangerous: terminal.dangerous.unwrap_or(defaults.dangerous),
@@ -134,6 +166,8 @@ pub(super) fn resolve_profile(
             .unwrap_or(defaults.max_output),
         env: terminal.env.clone(),
         wrapper: terminal.wrapper.clone(),
+        backend: terminal.backend.unwrap_or_default(),
+        ssh: terminal.ssh.clone(),
         sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
         network: terminal
             .network

@@ -23,6 +23,6 @@ pub use permissions::{
     PermissionRules,
 };
 pub use profile::{
-    DangerousMode, Limits, NetworkLimits, Profile, TerminalNetwork, TerminalSandbox,
-    TerminalSettings,
+    DangerousMode, Limits, NetworkLimits, Profile, SshSettings, TerminalBackend, TerminalNetwork,
+    TerminalSandbox, TerminalSettings,
 };

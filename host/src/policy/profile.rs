@@ -87,6 +87,36 @@ pub enum TerminalSandbox {
     None,
 }
 
+/// Where terminal commands run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalBackend {
+    /// On this machine, per `terminal.sandbox`.
+    #[default]
+    Local,
+    /// On a remote host over SSH (`terminal.ssh`).
+    Ssh,
+}
+
+/// The remote host of `terminal.backend = "ssh"`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SshSettings {
+    /// `host` or `host:port` (port 22 by default).
+    pub host: String,
+    /// The user to log in as.
+    pub user: String,
+    /// The private key file (OpenSSH format, without a passphrase).
+    pub key_file: PathBuf,
+    /// The server's public host key, as in `known_hosts` or a `.pub` file
+    /// (`ssh-ed25519 AAAA...`): any other key is refused.
+    pub host_key: String,
+    /// The remote directory commands start in (default: the login
+    /// directory); a command's relative `cwd` is taken in it.
+    #[serde(default)]
+    pub workdir: Option<String>,
+}
+
 /// What network sandboxed commands get.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -135,6 +165,10 @@ pub struct TerminalSettings {
     /// shell and its arguments. Inside the kernel sandbox unless `sandbox`
     /// is `none`.
     pub wrapper: Vec<String>,
+    /// Where commands run.
+    pub backend: TerminalBackend,
+    /// The remote host when `backend` is `ssh`.
+    pub ssh: Option<SshSettings>,
 }
 
 impl Default for TerminalSettings {
@@ -155,6 +189,8 @@ impl Default for TerminalSettings {
             max_output: 256 << 10,
             env: Vec::new(),
             wrapper: Vec::new(),
+            backend: TerminalBackend::Local,
+            ssh: None,
         }
     }
 }

@@ -11,9 +11,10 @@ use std::time::Duration;
 use super::super::process_group::{self, CappedBuffer, End, Reader};
 use super::Terminal;
 use super::command::{
-    WorkingDir, admit, authorize, environment, output, proxy_env, quote, shell_path,
+    WorkingDir, admit, authorize, environment, output, passed_env, proxy_env, quote, shell_path,
 };
-use super::session::backend::{Backend, Launch, Started};
+use super::session::backend::Backend;
+use super::session::launch::{Launch, Started};
 use super::session::process::{Output as ProcessOutput, Process, ProcessEnd};
 use super::session::script::{MOST_STATE, SCRIPT, ShellState};
 use super::session::{TerminalSession, Terminals};
@@ -44,18 +45,31 @@ pub(super) fn session_of(room: &mut Room<'_, Terminal>) -> Result<Arc<TerminalSe
         .clone())
 }
 
-/// The environment and arguments of a command in `session`.
+/// What a command in `session` is started with: its environment (and
+/// whether that is the profile's rather than a state's) and the shell's
+/// arguments.
+struct Prepared {
+    env: Vec<(String, std::ffi::OsString)>,
+    fresh_env: bool,
+    args: Vec<String>,
+}
+
 fn prepared(
     session: &TerminalSession,
     backend: &Backend,
     line: &str,
     cwd: &WorkingDir,
     requested_cwd: bool,
-) -> (Vec<(String, std::ffi::OsString)>, Vec<String>) {
+) -> Prepared {
     let state = session.state();
-    let mut env = state
-        .env
-        .unwrap_or_else(|| environment(&session.profile, &cwd.home));
+    let fresh_env = state.env.is_none();
+    let mut env = match state.env {
+        Some(env) => env,
+        // The remote login environment stays; only what the profile passes
+        // is added to it.
+        None if matches!(backend, Backend::Ssh(_)) => passed_env(&session.profile),
+        None => environment(&session.profile, &cwd.home),
+    };
     if backend.proxy().is_some() {
         proxy_env(&mut env);
     }
@@ -67,7 +81,11 @@ fn prepared(
         line.to_string(),
         carried.unwrap_or_default(),
     ];
-    (env, args)
+    Prepared {
+        env,
+        fresh_env,
+        args,
+    }
 }
 
 /// Runs `line` in `session` and waits for it; keeps the state it leaves.
@@ -77,7 +95,7 @@ pub(super) async fn run_in_session(
     line: &str,
     quoted: &str,
     cwd: &WorkingDir,
-    requested_cwd: bool,
+    requested_cwd: Option<&str>,
     stdin: Option<Vec<u8>>,
     timeout: Duration,
     max_output: usize,
@@ -89,15 +107,17 @@ pub(super) async fn run_in_session(
             return (Err(TerminalError::Failed(message)), Vec::new());
         }
     };
-    let (env, args) = prepared(session, &backend, line, cwd, requested_cwd);
+    let prepared = prepared(session, &backend, line, cwd, requested_cwd.is_some());
     let launch = Launch {
         shell: shell_path(),
-        args,
+        args: prepared.args,
         dir: &cwd.dir,
-        env: &env,
+        env: &prepared.env,
         stdin: stdin.is_some(),
         pty: None,
         state: true,
+        requested_cwd,
+        fresh_env: prepared.fresh_env,
     };
     let started = backend.launch(launch).await;
     let result = match started {
@@ -110,7 +130,7 @@ pub(super) async fn run_in_session(
     let result = result.map(|(captured, state)| {
         if let Some(mut state) = state {
             // A command given its own directory does not move the session.
-            if requested_cwd {
+            if requested_cwd.is_some() {
                 state.dir = session.state().dir;
             }
             session.set_state(state);
@@ -137,7 +157,7 @@ async fn wait_for(
         signals,
     } = started;
     // Kills the command's group unless it ended on its own.
-    struct KillOnDrop(Option<super::session::backend::Signals>);
+    struct KillOnDrop(Option<super::session::launch::Signals>);
     impl Drop for KillOnDrop {
         fn drop(&mut self) {
             if let Some(signals) = self.0.take() {
@@ -218,19 +238,21 @@ pub(super) async fn spawn(
     let session = session_of(room).map_err(failed)?;
     let id = session.reserve().map_err(failed)?;
     let backend = session.backend().await.map_err(failed)?;
-    let (mut env, args) = prepared(&session, &backend, line, &cwd, command.cwd.is_some());
+    let mut prepared = prepared(&session, &backend, line, &cwd, command.cwd.is_some());
     let pty = command.pty.map(|size| (size.rows, size.cols));
-    if pty.is_some() && !env.iter().any(|(name, _)| name == "TERM") {
-        env.push(("TERM".into(), "xterm-256color".into()));
+    if pty.is_some() && !prepared.env.iter().any(|(name, _)| name == "TERM") {
+        prepared.env.push(("TERM".into(), "xterm-256color".into()));
     }
     let launch = Launch {
         shell: shell_path(),
-        args,
+        args: prepared.args,
         dir: &cwd.dir,
-        env: &env,
+        env: &prepared.env,
         stdin: true,
         pty,
         state: false,
+        requested_cwd: command.cwd.as_deref(),
+        fresh_env: prepared.fresh_env,
     };
     let started = backend
         .launch(launch)

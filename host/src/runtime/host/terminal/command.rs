@@ -14,7 +14,8 @@ use crate::confine;
 use crate::contract::bindings::toolhost::plugin::terminal::Output;
 use crate::contract::bindings::toolhost::plugin::terminal::TerminalError;
 use crate::policy::{
-    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, dangerous, paths,
+    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalBackend,
+    dangerous, paths,
 };
 use crate::runtime::grants::{ApprovalScope, Grants};
 use crate::runtime::sandbox::{Identity, Room};
@@ -121,7 +122,14 @@ pub(super) async fn authorize(
         .commands
         .check(line)
         .map_err(|refusal| format!("profile {:?}: {refusal}", profile.name))?;
-    let dir = working_dir(profile, cwd)?;
+    let dir = match profile.terminal.backend {
+        TerminalBackend::Local => working_dir(profile, cwd)?,
+        // The directory is the remote host's, taken there (terminal.ssh.workdir).
+        TerminalBackend::Ssh => WorkingDir {
+            dir: PathBuf::from("/"),
+            home: PathBuf::from("/"),
+        },
+    };
 
     let dangers = dangerous::detect(line);
     if dangers.is_empty() {
@@ -283,13 +291,7 @@ pub(super) fn resolve_dir(profile: &Profile, dir: &Path) -> Result<PathBuf, Stri
 /// The whole environment of a command: the variables `terminal.env` names
 /// that the host has, and defaults for `PATH` and `HOME`.
 pub(super) fn environment(profile: &Profile, home: &Path) -> Vec<(String, OsString)> {
-    let mut env: Vec<(String, OsString)> = profile
-        .terminal
-        .env
-        .iter()
-        .filter(|name| !name.is_empty() && !name.contains(['=', '\0']))
-        .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
-        .collect();
+    let mut env = passed_env(profile);
     let has = |env: &[(String, OsString)], name: &str| env.iter().any(|(n, _)| n == name);
     if !has(&env, "PATH") {
         env.push(("PATH".into(), DEFAULT_PATH.into()));
@@ -298,6 +300,17 @@ pub(super) fn environment(profile: &Profile, home: &Path) -> Vec<(String, OsStri
         env.push(("HOME".into(), home.into()));
     }
     env
+}
+
+/// The host variables `terminal.env` names that are set.
+pub(super) fn passed_env(profile: &Profile) -> Vec<(String, OsString)> {
+    profile
+        .terminal
+        .env
+        .iter()
+        .filter(|name| !name.is_empty() && !name.contains(['=', '\0']))
+        .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
+        .collect()
 }
 
 /// The session of an approval scope (`tenant/session`, `-` for none).

@@ -13,7 +13,7 @@ use crate::confine;
 use crate::contract::bindings::toolhost::plugin::terminal::{
     self as wit, Command, Host, Output, TerminalError,
 };
-use crate::policy::{Profile, TerminalSandbox};
+use crate::policy::{Profile, TerminalBackend, TerminalSandbox};
 use crate::runtime::sandbox::Room;
 
 impl Host for Room<'_, Terminal> {
@@ -34,7 +34,8 @@ impl Host for Room<'_, Terminal> {
         });
         // In the caller's session; or, with a wrapper, in one of the call's
         // own (only sessions run commands after a wrapper).
-        if grants.session.is_some() || !settings.wrapper.is_empty() {
+        let remote = settings.backend != TerminalBackend::Local;
+        if grants.session.is_some() || !settings.wrapper.is_empty() || remote {
             let session = match background::session_of(self) {
                 Ok(session) => session,
                 Err(reason) => {
@@ -47,7 +48,7 @@ impl Host for Room<'_, Terminal> {
                 line,
                 &quoted,
                 &cwd,
-                command.cwd.is_some(),
+                command.cwd.as_deref(),
                 command.stdin,
                 timeout,
                 settings.max_output,

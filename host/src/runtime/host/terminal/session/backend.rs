@@ -6,7 +6,6 @@
 //! pseudo-terminal) and, for the session's script, its state pipe.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -22,76 +21,29 @@ use super::super::super::process_group::{
     End, GroupGuard, ProcessGroup, Reader, Writer, boxed_reader, boxed_writer,
 };
 use super::super::ahead;
+use super::launch::{Launch, Signals, Started};
 use super::pty::Pty;
+use super::ssh::SshBackend;
 use crate::confine::control::{Control, Report};
 use crate::confine::pids::PidsGroup;
 use crate::confine::{self, Run};
-use crate::policy::{Profile, TerminalSandbox};
-
-/// One command to start.
-pub(crate) struct Launch<'a> {
-    /// The shell that runs the script (bash).
-    pub(crate) shell: &'a Path,
-    /// The shell's arguments: `-c SCRIPT bash LINE DIR`.
-    pub(crate) args: Vec<String>,
-    /// Where the shell starts.
-    pub(crate) dir: &'a Path,
-    /// Its whole environment.
-    pub(crate) env: &'a [(String, OsString)],
-    /// Give it a pipe as stdin (otherwise `/dev/null`).
-    pub(crate) stdin: bool,
-    /// Run it on a pseudo-terminal of this size (rows, columns).
-    pub(crate) pty: Option<(u16, u16)>,
-    /// Give it the state pipe at descriptor 3.
-    pub(crate) state: bool,
-}
-
-/// A command started: its input and output, and how to learn its end and
-/// signal it.
-pub(crate) struct Started {
-    pub(crate) stdin: Option<Writer>,
-    pub(crate) stdout: Option<Reader>,
-    pub(crate) stderr: Option<Reader>,
-    pub(crate) state: Option<Reader>,
-    /// Resolves when the shell has ended.
-    pub(crate) end: BoxFuture<'static, io::Result<End>>,
-    pub(crate) signals: Signals,
-}
-
-/// How a started command is signalled.
-#[derive(Clone)]
-pub(crate) enum Signals {
-    /// Its process group on the host.
-    Group(Arc<GroupGuard>),
-    /// Run `id` of the session's sandbox, through its PID 1.
-    Sandbox {
-        sender: Arc<tokio::sync::Mutex<Control>>,
-        id: u32,
-    },
-}
-
-impl Signals {
-    /// Sends `signal` to the command's process group.
-    pub(crate) async fn send(&self, signal: libc::c_int) {
-        match self {
-            Self::Group(group) => group.signal(signal),
-            Self::Sandbox { sender, id } => {
-                let _ = sender.lock().await.send_kill(*id, signal).await;
-            }
-        }
-    }
-}
+use crate::policy::{Profile, TerminalBackend, TerminalSandbox};
 
 /// The place a session's commands run.
 pub(crate) enum Backend {
     Sandbox(Box<SessionSandbox>),
     Host(HostProcesses),
+    Ssh(Box<SshBackend>),
 }
 
 impl Backend {
     /// The backend of `profile`'s sessions, with `prefix` before every
     /// command (resolved to a program).
     pub(crate) async fn start(profile: &Arc<Profile>) -> Result<Self, String> {
+        if let (TerminalBackend::Ssh, Some(ssh)) = (profile.terminal.backend, &profile.terminal.ssh)
+        {
+            return Ok(Self::Ssh(Box::new(SshBackend::connect(ssh).await?)));
+        }
         let prefix = wrapper(profile)?;
         Ok(match profile.terminal.sandbox {
             TerminalSandbox::Kernel => {
@@ -109,6 +61,7 @@ impl Backend {
         match self {
             Self::Sandbox(sandbox) => sandbox.launch(launch).await,
             Self::Host(host) => host.launch(launch),
+            Self::Ssh(ssh) => ssh.launch(launch).await,
         }
     }
 
@@ -116,7 +69,7 @@ impl Backend {
     pub(crate) fn proxy(&self) -> Option<&Proxy> {
         match self {
             Self::Sandbox(sandbox) => sandbox.proxy.as_ref(),
-            Self::Host(_) => None,
+            Self::Host(_) | Self::Ssh(_) => None,
         }
     }
 
@@ -125,6 +78,7 @@ impl Backend {
         match self {
             Self::Sandbox(sandbox) => sandbox.reports.lock().ok()?.broken.clone(),
             Self::Host(_) => None,
+            Self::Ssh(ssh) => ssh.broken(),
         }
     }
 }

@@ -14,9 +14,11 @@
 //! its own that ends with the call.
 
 pub(crate) mod backend;
+pub(crate) mod launch;
 pub(crate) mod process;
 mod pty;
 pub(crate) mod script;
+mod ssh;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};

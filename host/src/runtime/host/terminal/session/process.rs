@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 use super::super::super::process_group::{End, Reader, Writer};
-use super::backend::{Signals, Started};
+use super::launch::{Signals, Started};
 
 /// How a background process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

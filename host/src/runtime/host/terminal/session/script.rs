@@ -14,8 +14,10 @@ use std::os::unix::ffi::OsStringExt;
 pub(crate) const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The script; `$1` is the line, `$2` the directory to start in (empty:
-/// the one the shell was started in).
+/// the one the shell was started in), `$3` a file to write the state to
+/// instead of descriptor 3 (empty: descriptor 3).
 pub(crate) const SCRIPT: &str = r#"__toolhost_line=$1
+if [ -n "$3" ]; then exec 3>"$3"; fi
 if [ -n "$2" ]; then
   cd -- "$2" 2>/dev/null || printf 'toolhost: the session'"'"'s working directory %s is gone; the command starts in %s\n' "$2" "$PWD" >&2
 fi
