@@ -1,5 +1,5 @@
-//! Declarative HTTP tools: a `*.toml` file in the plugin directory that wraps
-//! an HTTP API without code. The host parses and validates the file here
+//! Declarative HTTP tools: a `*.toml` (or `*.yaml`, see [`yaml`]) file in
+//! the plugin directory that wraps an HTTP API without code. The host parses and validates the file here
 //! (every problem names its key), turns each tool into a [`ToolSpec`] with a
 //! JSON Schema built from its parameters, and runs its calls in the bundled
 //! wrapper plugin (`plugins/declarative`), inside the sandbox and under the
@@ -22,6 +22,7 @@
 mod adapter;
 mod checks;
 mod file;
+mod yaml;
 
 use std::collections::HashMap;
 
@@ -48,16 +49,46 @@ pub(crate) struct Declared {
     pub(crate) definitions: Adapter,
 }
 
+/// The syntax of a declarative file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Syntax {
+    Toml,
+    /// `*.yaml` and `*.yml`.
+    Yaml,
+}
+
+impl Syntax {
+    /// The syntax of the file at `path`, by its extension.
+    pub(crate) fn of(path: &std::path::Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("yaml" | "yml") => Self::Yaml,
+            _ => Self::Toml,
+        }
+    }
+}
+
 /// Parses and validates a declarative file. `plugin` (the file's name) is the
-/// default toolset. Every problem is `key: what is wrong`.
-pub(crate) fn parse(plugin: &str, text: &str) -> Result<Declared, Vec<String>> {
-    let file: File = parse_toml(text).map_err(|(key, message)| {
-        vec![if key.is_empty() {
-            message
-        } else {
-            format!("{key}: {message}")
-        }]
-    })?;
+/// default toolset. Every problem is `key: what is wrong`, in the syntax's
+/// names.
+pub(crate) fn parse(plugin: &str, text: &str, syntax: Syntax) -> Result<Declared, Vec<String>> {
+    match syntax {
+        Syntax::Toml => {
+            let file: File = parse_toml(text).map_err(|(key, message)| {
+                vec![if key.is_empty() {
+                    message
+                } else {
+                    format!("{key}: {message}")
+                }]
+            })?;
+            validate(plugin, &file)
+        }
+        Syntax::Yaml => validate(plugin, &yaml::read(text)?)
+            .map_err(|problems| problems.into_iter().map(yaml::yaml_key).collect()),
+    }
+}
+
+/// Validates a file read in either syntax.
+fn validate(plugin: &str, file: &File) -> Result<Declared, Vec<String>> {
     let mut problems = Vec::new();
     let mut problem = |key: String, message: String| problems.push(format!("{key}: {message}"));
     if file.tools.is_empty() {

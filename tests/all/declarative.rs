@@ -451,3 +451,117 @@ env.allow = ["DECLARATIVE_REDIRECT_*"]
         );
     }
 }
+
+/// The Jira example of the issue, as such runtimes write it, pointed at the
+/// test API.
+fn jira(addr: SocketAddr) -> String {
+    format!(
+        r#"tools:
+  - name: jira_create_ticket
+    type: http_wrapper
+    description: Create a Jira ticket in a project.
+    endpoint: http://{addr}/rest/api/2/issue
+    method: POST
+    auth:
+      type: basic
+      username_env: YAML_TEST_JIRA_USER
+      password_env: YAML_TEST_JIRA_TOKEN
+    parameters:
+      - name: project
+        type: string
+        required: true
+        description: The project key.
+      - name: summary
+        type: string
+        required: true
+        description: One line.
+      - name: priority
+        type: string
+        enum: [low, medium, high]
+        default: medium
+    tags: [jira, tickets]
+    timeout_seconds: 30
+"#
+    )
+}
+
+#[tokio::test]
+async fn a_yaml_tool_file_in_the_runtimes_format_works_end_to_end() {
+    let (addr, log) = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("jira.yaml"), jira(addr)).unwrap();
+    // SAFETY: no other test reads or writes these variables.
+    unsafe {
+        std::env::set_var("YAML_TEST_JIRA_USER", "agent");
+        std::env::set_var("YAML_TEST_JIRA_TOKEN", "s3cret");
+    }
+    let profile = r#"
+allow = ["network:fetch", "env:read"]
+network.allow_hosts = ["127.0.0.1"]
+env.allow = ["YAML_TEST_JIRA_USER", "YAML_TEST_JIRA_TOKEN"]
+"#;
+    let host = host_with(dir.path(), profile).await;
+    let listed = host.mcp_tools(&toolhost::Selection::all()).unwrap();
+    let tool = listed.as_array().unwrap()[0].clone();
+    assert_eq!(tool["name"], "jira_create_ticket");
+    assert_eq!(
+        tool["inputSchema"]["required"],
+        json!(["project", "summary"])
+    );
+    assert_eq!(tool["annotations"]["readOnlyHint"], false);
+
+    let made = crate::call_ok(
+        &host,
+        "jira_create_ticket",
+        r#"{"project": "OPS", "summary": "Disk full"}"#,
+    )
+    .await;
+    assert_eq!(made["data"]["method"], "POST");
+    let seen = log.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.uri, "/rest/api/2/issue");
+    // Basic agent:s3cret
+    assert_eq!(seen.headers["authorization"], "Basic YWdlbnQ6czNjcmV0");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&seen.body).unwrap(),
+        json!({"project": "OPS", "summary": "Disk full", "priority": "medium"})
+    );
+}
+
+#[tokio::test]
+async fn a_broken_yaml_file_is_reported_with_its_line_or_field_and_keeps_the_working_version() {
+    let (addr, _) = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jira.yml");
+    std::fs::write(&path, jira(addr)).unwrap();
+    let host = host_with(dir.path(), ALLOWED).await;
+    assert_eq!(host.plugins().len(), 1);
+
+    // A syntax error: the line is named.
+    std::fs::write(&path, "tools:\n  - name: x\n    endpoint: [unclosed\n").unwrap();
+    let error = host
+        .reload_file(&path, Duration::from_secs(1))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("jira.yml"), "{error}");
+    assert!(error.contains("line 3") || error.contains(":3:"), "{error}");
+    // A wrong value: the field is named as the YAML file names it.
+    let wrong = jira(addr).replace("http://", "ftp://");
+    std::fs::write(&path, wrong).unwrap();
+    let error = host
+        .reload_file(&path, Duration::from_secs(1))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("tools[0].endpoint"), "{error}");
+    let other = jira(addr).replace("type: http_wrapper", "type: python_function");
+    std::fs::write(&path, other).unwrap();
+    let error = host
+        .reload_file(&path, Duration::from_secs(1))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("tools[0].type"), "{error}");
+    // The working version still serves.
+    assert!(host.tools().iter().any(|t| t.name == "jira_create_ticket"));
+}

@@ -3,7 +3,7 @@
 use super::*;
 
 fn problems(text: &str) -> Vec<String> {
-    parse("weather", text).expect_err("should not validate")
+    parse("weather", text, Syntax::Toml).expect_err("should not validate")
 }
 
 const GOOD: &str = r#"
@@ -31,7 +31,7 @@ parameters.tags = { type = "array", items = "string" }
 
 #[test]
 fn a_file_becomes_specs_with_schemas_and_wrapper_definitions() {
-    let declared = parse("weather", GOOD).unwrap();
+    let declared = parse("weather", GOOD, Syntax::Toml).unwrap();
     let [current, report] = declared.specs.as_slice() else {
         panic!("two tools expected");
     };
@@ -161,4 +161,70 @@ parameters.q = { in = "body" }
             .any(|p| p.starts_with("tools[0].parameters.q.in: a GET request has no body")),
         "{found:#?}"
     );
+}
+
+const JIRA: &str = "tools:
+  - name: jira_create_ticket
+    type: http_wrapper
+    description: Create a Jira ticket.
+    endpoint: https://jira.example/rest/api/2/issue
+    method: POST
+    auth: { type: basic, username_env: JIRA_USER, password_env: JIRA_TOKEN }
+    parameters:
+      - { name: summary, type: string, required: true, description: One line. }
+      - { name: labels, type: array, items: string }
+    tags: [jira, tickets]
+    timeout_seconds: 30
+";
+
+#[test]
+fn a_yaml_file_reads_like_the_same_toml_file() {
+    let toml = r#"
+[[tools]]
+name = "jira_create_ticket"
+description = "Create a Jira ticket."
+url = "https://jira.example/rest/api/2/issue"
+method = "POST"
+auth = { type = "basic", username_env = "JIRA_USER", password_env = "JIRA_TOKEN" }
+timeout = "30s"
+parameters.summary = { type = "string", required = true, description = "One line." }
+parameters.labels = { type = "array", items = "string" }
+"#;
+    let from_yaml = parse("jira", JIRA, Syntax::Yaml).unwrap();
+    let from_toml = parse("jira", toml, Syntax::Toml).unwrap();
+    assert_eq!(
+        format!("{:?}", from_yaml.specs),
+        format!("{:?}", from_toml.specs)
+    );
+    let call = |declared: &Declared| declared.definitions.arguments("jira_create_ticket", "{}");
+    assert_eq!(call(&from_yaml), call(&from_toml));
+    assert_eq!(from_yaml.specs[0].requires_env, ["JIRA_USER", "JIRA_TOKEN"]);
+}
+
+#[test]
+fn yaml_problems_name_the_yaml_keys_and_lines() {
+    let problems = |text: &str| parse("jira", text, Syntax::Yaml).unwrap_err().join("\n");
+    let unknown = problems(&JIRA.replace("tags:", "flavour:"));
+    assert!(unknown.contains("flavour"), "{unknown}");
+    let syntax = problems("tools:\n  - name: x\n    endpoint: [\n");
+    assert!(
+        syntax.contains("line 3") || syntax.contains(":3:"),
+        "{syntax}"
+    );
+    let kind = problems(&JIRA.replace("http_wrapper", "python_function"));
+    assert!(kind.contains("tools[0].type"), "{kind}");
+    let url = problems(&JIRA.replace("https://", "ftp://"));
+    assert!(url.contains("tools[0].endpoint"), "{url}");
+    let timeout = problems(&JIRA.replace("timeout_seconds: 30", "timeout_seconds: -1"));
+    assert!(timeout.contains("tools[0].timeout_seconds"), "{timeout}");
+    let twice = problems(&JIRA.replace("name: labels", "name: summary"));
+    assert!(twice.contains("listed twice"), "{twice}");
+}
+
+#[test]
+fn the_syntax_comes_from_the_extension() {
+    use std::path::Path;
+    assert_eq!(Syntax::of(Path::new("a/jira.yaml")), Syntax::Yaml);
+    assert_eq!(Syntax::of(Path::new("jira.yml")), Syntax::Yaml);
+    assert_eq!(Syntax::of(Path::new("jira.toml")), Syntax::Toml);
 }

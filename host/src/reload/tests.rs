@@ -35,6 +35,8 @@ fn a_path_is_the_config_the_directory_or_a_plugin_directly_in_it() {
     assert_eq!(kind("/p"), Some(Kind::Directory));
     assert_eq!(kind("/p/echo.wasm"), Some(Kind::Plugin));
     assert_eq!(kind("/p/api.toml"), Some(Kind::Plugin));
+    assert_eq!(kind("/p/jira.yaml"), Some(Kind::Plugin));
+    assert_eq!(kind("/p/jira.yml"), Some(Kind::Plugin));
     assert_eq!(kind("/p/notes.txt"), None);
     assert_eq!(kind("/p/sub/echo.wasm"), None, "only the directory itself");
     assert_eq!(kind("/elsewhere/echo.wasm"), None);

@@ -91,11 +91,16 @@ impl PluginVersion {
         text: &str,
         cache: Option<&ArtifactCache>,
     ) -> Result<PluginVersion, LoadError> {
-        let declared = crate::declarative::parse(name, text).map_err(|problems| LoadError {
-            plugin: name.to_string(),
-            source: source.clone(),
-            problems,
-        })?;
+        let syntax = match &source {
+            PluginSource::File(path) => crate::declarative::Syntax::of(path),
+            _ => crate::declarative::Syntax::Toml,
+        };
+        let declared =
+            crate::declarative::parse(name, text, syntax).map_err(|problems| LoadError {
+                plugin: name.to_string(),
+                source: source.clone(),
+                problems,
+            })?;
         // Compiled once per process, and only once a file is valid.
         let wrapper = runtime
             .declarative_wrapper(cache)

@@ -67,14 +67,16 @@ impl fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 /// Whether a file in the plugin directory is a plugin: a `*.wasm` component
-/// or a declarative `*.toml` tool file (but not a `toolhost.toml` config).
+/// or a declarative tool file (`*.toml` but not a `toolhost.toml` config,
+/// `*.yaml`, `*.yml`).
 pub fn is_plugin_file(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "wasm") || is_declarative_file(path)
 }
 
-/// Whether a plugin file is a declarative `*.toml` tool file.
+/// Whether a plugin file is a declarative tool file (TOML or YAML).
 pub fn is_declarative_file(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "toml")
+    path.extension()
+        .is_some_and(|e| e == "toml" || e == "yaml" || e == "yml")
         && path.file_name().is_some_and(|n| n != "toolhost.toml")
 }
 
