@@ -8,6 +8,13 @@ use crate::runtime::ENV_READ;
 
 /// `Ok` when the tool is offered under `profile`; otherwise why it is hidden.
 pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {
+    if let Some(key) = profile.disabled(&spec.name) {
+        return Err(format!(
+            "it is switched off by {key} (profile {:?})",
+            profile.name
+        ));
+    }
+    let profile = profile.applied(&spec.name);
     if let Err(refusal) = profile.permissions.check_all(&spec.permissions) {
         return Err(format!("{refusal} (profile {:?})", profile.name));
     }

@@ -4,6 +4,7 @@
 
 mod args;
 mod call;
+mod layers;
 mod serve;
 mod setup;
 mod show;
@@ -166,7 +167,29 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let host = setup::host(&cli.global).await?;
             show::status(&host, json)
         }
-        Command::Check { file } => {
+        Command::Check { file: None, tool } => {
+            let host = setup::host(&cli.global).await?;
+            let config = host
+                .config()
+                .ok_or_else(|| anyhow::anyhow!("no configuration is loaded"))?;
+            let profile = config
+                .profile(&config.default_profile, None)
+                .map_err(|e| anyhow::anyhow!(e))?;
+            let specs: Vec<_> = host.tools().iter().map(|t| (**t).clone()).collect();
+            if let Some(tool) = &tool
+                && !specs.iter().any(|t| &t.name == tool)
+            {
+                anyhow::bail!("no tool named {tool:?} is loaded");
+            }
+            print!(
+                "{}",
+                layers::report(&config, &profile, &specs, tool.as_deref())
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check {
+            file: Some(file), ..
+        } => {
             let report = check::check_file(&file).await?;
             print!("{report}");
             Ok(if report.is_ok() {

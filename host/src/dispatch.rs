@@ -134,14 +134,15 @@ impl Host {
         arguments: Arguments,
         started: Instant,
     ) -> (Result<Box<RawValue>, CallError>, Vec<CapabilityUse>) {
-        let profile = caller.profile();
-        if let Err(reason) = crate::availability::check(&entry.spec, profile) {
+        if let Err(reason) = crate::availability::check(&entry.spec, caller.profile()) {
             let error = CallError::new(
                 ErrorKind::Unavailable,
                 format!("tool {:?} is not available: {reason}", entry.spec.name),
             );
             return (Err(error), Vec::new());
         }
+        // The profile as it applies to this tool (the tool layer on top).
+        let profile = &caller.profile().for_tool(&entry.spec.name);
         let limits = &profile.limits;
         let (arguments, text) = match parse_arguments(&entry.spec, arguments, limits.max_arguments)
         {
@@ -150,6 +151,16 @@ impl Host {
         };
         if let Err(violations) = entry.spec.validate_arguments(&arguments) {
             return (Err(schema_error(&entry.spec, &violations)), Vec::new());
+        }
+        if let Some(refusal) = caller
+            .profile()
+            .refuse_arguments(&entry.spec.name, &arguments)
+        {
+            let error = CallError::new(
+                ErrorKind::Denied,
+                format!("tool {:?}: {refusal}", entry.spec.name),
+            );
+            return (Err(error), Vec::new());
         }
         let info = CallInfo {
             tool: &entry.spec,
@@ -176,7 +187,7 @@ impl Host {
             )
         };
         if let Err(error) = self
-            .approve_permissions(caller, &entry.spec, request, &scope)
+            .approve_permissions(caller, profile, &entry.spec, request, &scope)
             .await
         {
             self.after_call(&info, Err(&error), started);
@@ -257,11 +268,11 @@ impl Host {
     async fn approve_permissions(
         &self,
         caller: &Caller,
+        profile: &crate::policy::Profile,
         spec: &ToolSpec,
         request: &CallRequest,
         scope: &(dyn Fn() -> String + Sync),
     ) -> Result<(), CallError> {
-        let profile = caller.profile();
         for permission in &spec.permissions {
             if !matches!(
                 profile.permissions.decide(permission),

@@ -223,3 +223,70 @@ fn check_validates_declarative_tool_files() {
         "{text}"
     );
 }
+
+#[test]
+fn check_prints_a_profiles_permissions_layer_by_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        r#"
+default_profile = "reader"
+[global]
+deny = ["terminal:*"]
+file.deny = ["**/*.pem"]
+[profiles.reader]
+allow = ["file:read"]
+[profiles.dev]
+allow = ["file:*", "network:fetch"]
+approval_required = ["file:write"]
+[profiles.dev.tools.http_request]
+approval_required = ["network:fetch"]
+[profiles.dev.tools.http_request.arguments]
+"/url" = ["https://api.github.com/*"]
+"#,
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let output = toolhost(&[
+        "--config",
+        config,
+        "--profile",
+        "dev",
+        "check",
+        "--tool",
+        "http_request",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let text = stdout(&output);
+    for expected in [
+        "profile \"dev\"",
+        "1. global",
+        "   deny: terminal:*",
+        "   file.deny: **/*.pem",
+        "2. session",
+        "3. profile \"dev\"",
+        "   allow: file:*, network:fetch",
+        "   tool http_request (profiles.dev.tools.http_request)",
+        "4. parameters",
+        "   http_request /url: one of the globs [\"https://api.github.com/*\"] \
+         (profiles.dev.tools.http_request.arguments./url)",
+        "   http_request: offered",
+        "     network:fetch: needs approval (approval_required \"network:fetch\")",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+    assert!(
+        !text.contains("read_file"),
+        "only the tool asked for:\n{text}"
+    );
+
+    // Without --tool: every tool, each with its decisions.
+    let output = toolhost(&["--config", config, "check"]);
+    let text = stdout(&output);
+    assert!(text.contains("   read_file: offered"), "{text}");
+    assert!(text.contains("   write_file: hidden"), "{text}");
+    assert!(text.contains("   run_command: hidden"), "{text}");
+    let output = toolhost(&["--config", config, "check", "--tool", "nope"]);
+    assert!(!output.status.success());
+}

@@ -13,6 +13,7 @@ mod dialect;
 mod dispatch;
 mod files;
 mod http_api;
+mod layers;
 mod layout;
 mod limits;
 mod loading;

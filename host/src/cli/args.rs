@@ -74,10 +74,15 @@ pub(super) enum Command {
         batch: Option<String>,
     },
     /// Check a plugin file: format, world, tool specs and schemas (or a
-    /// declarative `*.toml` tool file)
+    /// declarative `*.toml`/`*.yaml` tool file); without a file, print the
+    /// profile's effective permissions layer by layer (global, session,
+    /// profile, tool, parameters)
     Check {
-        /// The `.wasm` or `.toml` file
-        file: PathBuf,
+        /// The `.wasm`, `.toml` or `.yaml` file
+        file: Option<PathBuf>,
+        /// With no file: only this tool's layers and decisions
+        #[arg(long, value_name = "TOOL", conflicts_with = "file")]
+        tool: Option<String>,
     },
     /// Create a plugin project with one example tool that builds and loads
     /// as created

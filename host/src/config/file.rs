@@ -31,6 +31,9 @@ pub struct ConfigFile {
     /// How approvals are asked and remembered.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// Rules every profile gets on top of its own.
+    #[serde(default)]
+    pub global: GlobalConfig,
     /// Composite toolsets.
     #[serde(default)]
     pub toolsets: BTreeMap<String, CompositeToolset>,
@@ -92,6 +95,71 @@ pub struct ProfileConfig {
     /// Per-call limits.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// The tool and parameter layers: rules for single tools, by name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolConfig>,
+}
+
+/// `[global]`: the layer under every profile. It can only take away: deny
+/// patterns, approvals, file deny globs, denied commands, and tool rules.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobalConfig {
+    /// Permission patterns no profile may grant.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Permission patterns every profile asks approval for.
+    #[serde(default)]
+    pub approval_required: Vec<String>,
+    /// `file.deny` globs of every profile.
+    #[serde(default)]
+    pub file: GlobalFileConfig,
+    /// `terminal.deny_commands` of every profile.
+    #[serde(default)]
+    pub terminal: GlobalTerminalConfig,
+    /// Rules for single tools under every profile.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolConfig>,
+}
+
+/// `[global.file]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobalFileConfig {
+    /// Globs refused inside every profile's grants.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// `[global.terminal]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobalTerminalConfig {
+    /// Commands every profile refuses.
+    #[serde(default)]
+    pub deny_commands: Vec<String>,
+}
+
+/// `[profiles.P.tools.T]` or `[global.tools.T]`: one tool's rules.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// `false` hides and refuses the tool.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Permission patterns granted to this tool only.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Permission patterns refused to this tool.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Permission patterns this tool asks approval for.
+    #[serde(default)]
+    pub approval_required: Vec<String>,
+    /// Restrictions by JSON pointer: a list of globs, or a table with one of
+    /// `glob`, `regex`, `enum`, `min`/`max`.
+    #[serde(default)]
+    pub arguments: BTreeMap<String, serde_json::Value>,
 }
 
 /// `file.*` of a profile.

@@ -84,7 +84,7 @@ impl Config {
             .ok_or_else(|| format!("unknown profile {name:?}; known: {}", self.profile_names()))?;
         let workspace = workspace.unwrap_or(&self.base_dir);
         let mut problems = Vec::new();
-        let profile = resolve_profile(name, written, workspace, &mut problems);
+        let profile = resolve_profile(name, written, &self.global, workspace, &mut problems);
         match problems.first() {
             None => Ok(Arc::new(profile)),
             Some((key, problem)) => Err(format!("{key}: {problem}")),

@@ -5,6 +5,7 @@ mod file;
 mod load;
 mod parse;
 mod profile;
+mod tools;
 mod units;
 mod validate;
 
@@ -13,8 +14,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use file::{
-    ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, LimitsConfig, NetworkConfig, ProfileConfig,
-    TenantConfig, TerminalConfig,
+    ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
+    GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantConfig, TerminalConfig,
+    ToolConfig,
 };
 pub(crate) use parse::parse_toml;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
@@ -122,6 +124,8 @@ pub struct Config {
     pub toolsets: Toolsets,
     /// The profiles as written, by name (resolve them with [`Config::profile`]).
     pub profiles: BTreeMap<String, ProfileConfig>,
+    /// The global layer, on top of every profile.
+    pub global: GlobalConfig,
     /// Tenants, by name.
     pub tenants: BTreeMap<String, Tenant>,
     /// Calls of one batch in flight at once.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::file::ProfileConfig;
+use super::file::{GlobalConfig, ProfileConfig};
 use crate::policy::{
     CommandRules, HostRules, Limits, NetworkLimits, PathRules, PermissionRules, Profile,
     TerminalBackend, TerminalNetwork, TerminalSettings, paths,
@@ -15,6 +15,7 @@ use crate::runtime::MAX_MEMORY;
 pub(super) fn resolve_profile(
     name: &str,
     written: &ProfileConfig,
+    global: &GlobalConfig,
     workspace: &Path,
     problems: &mut Vec<(String, String)>,
 ) -> Profile {
@@ -33,6 +34,13 @@ pub(super) fn resolve_profile(
         }
         Err(e) => problems.push((key_of_permission(name, written, &e.pattern), e.to_string())),
     }
+    // The global layer's denies and approvals go on top (its patterns are
+    // checked where it is validated).
+    let none: [String; 0] = [];
+    if let Ok(global_rules) = PermissionRules::parse(&none, &global.deny, &global.approval_required)
+    {
+        profile.permissions = profile.permissions.layered(&global_rules);
+    }
 
     let resolve = |entries: &[String]| -> Vec<PathBuf> {
         entries
@@ -48,6 +56,7 @@ pub(super) fn resolve_profile(
         .file
         .deny
         .iter()
+        .chain(&global.file.deny)
         .map(|pattern| {
             if pattern.starts_with('/') || pattern.starts_with("**") {
                 pattern.clone()
@@ -102,7 +111,13 @@ pub(super) fn resolve_profile(
     };
 
     let terminal = &written.terminal;
-    match CommandRules::parse(&terminal.allow_commands, &terminal.deny_commands) {
+    let deny_commands: Vec<String> = terminal
+        .deny_commands
+        .iter()
+        .chain(&global.terminal.deny_commands)
+        .cloned()
+        .collect();
+    match CommandRules::parse(&terminal.allow_commands, &deny_commands) {
         Ok(rules) => profile.commands = rules,
         Err(e) => problems.push((key("terminal"), e.to_string())),
     }
@@ -239,6 +254,7 @@ pub(super) fn resolve_profile(
     if profile.limits.timeout.is_zero() {
         problems.push((key("limits.timeout"), "must be more than 0".into()));
     }
+    profile.tools = super::tools::resolve_tools(name, &written.tools, global, &profile, problems);
     profile
 }
 

@@ -35,9 +35,20 @@ pub(super) fn validate(
         );
     }
     let mut profile_problems = Vec::new();
-    for (name, written) in &file.profiles {
-        resolve_profile(name, written, base, &mut profile_problems);
+    let none: [String; 0] = [];
+    if let Err(e) = crate::policy::PermissionRules::parse(
+        &none,
+        &file.global.deny,
+        &file.global.approval_required,
+    ) {
+        profile_problems.push(("global".to_string(), e.to_string()));
     }
+    for (name, written) in &file.profiles {
+        resolve_profile(name, written, &file.global, base, &mut profile_problems);
+    }
+    // The global layer's problems come once, not once per profile.
+    let mut seen = std::collections::HashSet::new();
+    profile_problems.retain(|problem| seen.insert(problem.clone()));
     problems.append(&mut profile_problems);
 
     let toolsets = match Toolsets::new(file.toolsets) {
@@ -95,6 +106,7 @@ pub(super) fn validate(
             .unwrap_or(std::time::Duration::from_secs(60)),
         toolsets,
         profiles: file.profiles,
+        global: file.global,
         tenants,
         batch_concurrency: batch_concurrency.max(1),
         session_idle: file

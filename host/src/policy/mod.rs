@@ -5,6 +5,7 @@
 pub mod commands;
 pub mod dangerous;
 pub mod hosts;
+pub mod layers;
 pub mod paths;
 pub mod permissions;
 pub mod profile;
@@ -17,12 +18,13 @@ mod robustness_tests;
 pub use commands::{CommandPattern, CommandPatternError, CommandRefusal, CommandRules};
 pub use dangerous::{Danger, DangerCategory};
 pub use hosts::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
+pub use layers::{ArgumentRule, Matcher};
 pub use paths::{Access, PathRefusal, PathRuleError, PathRules};
 pub use permissions::{
-    PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
+    Narrowing, PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
     PermissionRules,
 };
 pub use profile::{
     DangerousMode, Limits, NetworkLimits, Profile, SshSettings, TerminalBackend, TerminalNetwork,
-    TerminalSandbox, TerminalSettings,
+    TerminalSandbox, TerminalSettings, ToolRules,
 };

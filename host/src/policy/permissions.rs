@@ -91,6 +91,11 @@ pub enum PermissionDecision {
     },
     /// No `allow` pattern matches.
     NotGranted,
+    /// The profile grants it, but the caller's session narrowed it away.
+    Narrowed {
+        /// Which narrowing rule refused it, in words.
+        rule: String,
+    },
 }
 
 /// A profile's permission rules. Defaults deny: with no `allow` pattern nothing
@@ -108,6 +113,52 @@ pub struct PermissionRules {
     pub deny: Vec<PermissionPattern>,
     /// Patterns whose permissions need a human's approval.
     pub approval_required: Vec<PermissionPattern>,
+    /// Narrowings a session applied on top, each of which must let a
+    /// permission through (they only take away).
+    pub narrowed: Vec<Narrowing>,
+}
+
+/// A session's narrowing of its profile: only permissions matching `allow`
+/// (when given) and none matching `deny`. It never grants anything.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Narrowing {
+    /// When given, the session keeps only the permissions matching these.
+    #[serde(default, deserialize_with = "patterns_opt")]
+    pub allow: Option<Vec<PermissionPattern>>,
+    /// Permissions the session gives up.
+    #[serde(default, deserialize_with = "patterns")]
+    pub deny: Vec<PermissionPattern>,
+}
+
+impl Narrowing {
+    /// Why this narrowing refuses `permission`, if it does.
+    pub fn refuses(&self, permission: &str) -> Option<String> {
+        if let Some(pattern) = first_match(&self.deny, permission) {
+            return Some(format!("the session denied \"{pattern}\""));
+        }
+        match &self.allow {
+            Some(allow) if first_match(allow, permission).is_none() => {
+                let kept: Vec<&str> = allow.iter().map(PermissionPattern::as_str).collect();
+                Some(format!("the session keeps only [{}]", kept.join(", ")))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn patterns<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<PermissionPattern>, D::Error> {
+    let texts = <Vec<String> as serde::Deserialize>::deserialize(d)?;
+    texts
+        .iter()
+        .map(|t| PermissionPattern::parse(t).map_err(serde::de::Error::custom))
+        .collect()
+}
+
+fn patterns_opt<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<PermissionPattern>>, D::Error> {
+    patterns(d).map(Some)
 }
 
 impl PermissionRules {
@@ -127,10 +178,32 @@ impl PermissionRules {
             allow: parse_all(allow)?,
             deny: parse_all(deny)?,
             approval_required: parse_all(approval_required)?,
+            narrowed: Vec::new(),
         })
     }
 
-    /// Decides one permission (deny, then allow, then approval).
+    /// These rules with a session's narrowing on top.
+    pub fn narrowed(&self, narrowing: &Narrowing) -> Self {
+        let mut rules = self.clone();
+        rules.narrowed.push(narrowing.clone());
+        rules
+    }
+
+    /// These rules with `other`'s on top: its denies first, its allows and
+    /// approvals added (a tool's or the global layer's rules).
+    pub fn layered(&self, other: &PermissionRules) -> Self {
+        let mut rules = self.clone();
+        rules.deny.splice(0..0, other.deny.iter().cloned());
+        rules.allow.extend(other.allow.iter().cloned());
+        rules
+            .approval_required
+            .extend(other.approval_required.iter().cloned());
+        rules.narrowed.extend(other.narrowed.iter().cloned());
+        rules
+    }
+
+    /// Decides one permission (deny, then allow, then a session's
+    /// narrowing, then approval).
     pub fn decide(&self, permission: &str) -> PermissionDecision {
         if let Some(pattern) = first_match(&self.deny, permission) {
             return PermissionDecision::Denied {
@@ -139,6 +212,9 @@ impl PermissionRules {
         }
         if first_match(&self.allow, permission).is_none() {
             return PermissionDecision::NotGranted;
+        }
+        if let Some(rule) = self.narrowed.iter().find_map(|n| n.refuses(permission)) {
+            return PermissionDecision::Narrowed { rule };
         }
         match first_match(&self.approval_required, permission) {
             Some(pattern) => PermissionDecision::NeedsApproval {
@@ -173,6 +249,12 @@ impl PermissionRules {
                 PermissionDecision::NotGranted => {
                     return Err(PermissionRefusal::NotGranted {
                         permission: permission.to_owned(),
+                    });
+                }
+                PermissionDecision::Narrowed { rule } => {
+                    return Err(PermissionRefusal::Narrowed {
+                        permission: permission.to_owned(),
+                        rule,
                     });
                 }
             }
@@ -223,6 +305,14 @@ pub enum PermissionRefusal {
     NotGranted {
         /// The permission that was refused.
         permission: String,
+    },
+    /// The caller's session narrowed it away.
+    #[error("permission {permission:?} is not available in this session: {rule}")]
+    Narrowed {
+        /// The permission that was refused.
+        permission: String,
+        /// The narrowing rule, in words.
+        rule: String,
     },
 }
 

@@ -1,15 +1,18 @@
 //! A permission profile, resolved against a workspace: every rule a call is
 //! checked against, and the limits it runs under.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::commands::CommandRules;
 use super::hosts::HostRules;
+use super::layers::ArgumentRule;
 use super::paths::PathRules;
-use super::permissions::PermissionRules;
+use super::permissions::{Narrowing, PermissionRules};
 use super::wildcard;
 
 /// What to do with a command the dangerous-command detector flags.
@@ -218,6 +221,26 @@ pub struct Profile {
     pub env: Vec<String>,
     /// Limits of each call.
     pub limits: Limits,
+    /// What the tool and parameter layers say of single tools, by name.
+    pub tools: BTreeMap<String, Arc<ToolRules>>,
+}
+
+/// What a profile says of one tool, beyond its permission rules.
+#[derive(Debug, Clone)]
+pub struct ToolRules {
+    /// The tool.
+    pub tool: String,
+    /// Where each part was written (`global.tools.T`, `profiles.P.tools.T`).
+    pub keys: Vec<String>,
+    /// `Some(key)` when a layer switched the tool off (`enabled = false`).
+    pub disabled_by: Option<String>,
+    /// The tool's own permission patterns (allow, deny, approval), as written.
+    pub permissions: PermissionRules,
+    /// Restrictions on its arguments.
+    pub arguments: Vec<ArgumentRule>,
+    /// The profile as it applies to this tool: its permission rules with
+    /// the tool's on top (the tool's denies win; its allows add).
+    pub profile: Arc<Profile>,
 }
 
 impl Profile {
@@ -237,7 +260,56 @@ impl Profile {
             network: NetworkLimits::default(),
             env: Vec::new(),
             limits: Limits::default(),
+            tools: BTreeMap::new(),
         }
+    }
+
+    /// The profile as it applies to `tool`: with the tool layer's
+    /// permission rules on top, if it has any.
+    pub fn for_tool(self: &Arc<Self>, tool: &str) -> Arc<Profile> {
+        match self.tools.get(tool) {
+            Some(rules) => rules.profile.clone(),
+            None => self.clone(),
+        }
+    }
+
+    /// [`Profile::for_tool`] by reference.
+    pub fn applied(&self, tool: &str) -> &Profile {
+        match self.tools.get(tool) {
+            Some(rules) => &rules.profile,
+            None => self,
+        }
+    }
+
+    /// Why `tool` is switched off, if a layer did.
+    pub fn disabled(&self, tool: &str) -> Option<&str> {
+        self.tools.get(tool)?.disabled_by.as_deref()
+    }
+
+    /// Why `arguments` of `tool` break a parameter restriction, if they do.
+    pub fn refuse_arguments(&self, tool: &str, arguments: &serde_json::Value) -> Option<String> {
+        self.tools
+            .get(tool)?
+            .arguments
+            .iter()
+            .find_map(|rule| rule.refuses(arguments))
+    }
+
+    /// This profile narrowed by a session: the same rules, and a permission
+    /// must also pass `narrowing` (for every tool).
+    pub fn narrowed(&self, narrowing: &Narrowing) -> Profile {
+        let mut narrowed = self.clone();
+        narrowed.permissions = self.permissions.narrowed(narrowing);
+        narrowed.tools = self
+            .tools
+            .iter()
+            .map(|(name, rules)| {
+                let mut rules = (**rules).clone();
+                rules.profile = Arc::new(rules.profile.narrowed(narrowing));
+                (name.clone(), Arc::new(rules))
+            })
+            .collect();
+        narrowed
     }
 
     /// Whether the profile lets tools receive the host variable `name`.

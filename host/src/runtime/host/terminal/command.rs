@@ -216,6 +216,10 @@ pub(super) fn not_granted(identity: &Identity, profile: &Profile) -> String {
         PermissionDecision::NotGranted => PermissionRefusal::NotGranted {
             permission: PERMISSION.to_string(),
         },
+        PermissionDecision::Narrowed { rule } => PermissionRefusal::Narrowed {
+            permission: PERMISSION.to_string(),
+            rule,
+        },
     };
     format!("profile {:?}: {refusal}", profile.name)
 }

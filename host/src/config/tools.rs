@@ -1,0 +1,169 @@
+//! The tool and parameter layers as written (`[global.tools.T]`,
+//! `[profiles.P.tools.T]`), resolved into each profile's [`ToolRules`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::file::{GlobalConfig, ToolConfig};
+use crate::policy::layers::check_pointer;
+use crate::policy::{ArgumentRule, Matcher, PermissionRules, Profile, ToolRules};
+
+/// The rules of every tool the global layer or the profile names, each with
+/// the profile as it applies to that tool. `profile` is complete but for
+/// its tools.
+pub(super) fn resolve_tools(
+    name: &str,
+    written: &BTreeMap<String, ToolConfig>,
+    global: &GlobalConfig,
+    profile: &Profile,
+    problems: &mut Vec<(String, String)>,
+) -> BTreeMap<String, Arc<ToolRules>> {
+    let tools: BTreeSet<&String> = global.tools.keys().chain(written.keys()).collect();
+    let mut resolved = BTreeMap::new();
+    for tool in tools {
+        let layers = [
+            (format!("global.tools.{tool}"), global.tools.get(tool)),
+            (format!("profiles.{name}.tools.{tool}"), written.get(tool)),
+        ];
+        let mut rules = ToolRules {
+            tool: tool.clone(),
+            keys: Vec::new(),
+            disabled_by: None,
+            permissions: PermissionRules::default(),
+            arguments: Vec::new(),
+            profile: Arc::new(Profile::deny_all(name, &profile.workspace)),
+        };
+        for (key, layer) in layers {
+            let Some(layer) = layer else { continue };
+            if layer.enabled == Some(false) && rules.disabled_by.is_none() {
+                rules.disabled_by = Some(format!("{key}.enabled = false"));
+            }
+            match PermissionRules::parse(&layer.allow, &layer.deny, &layer.approval_required) {
+                Ok(own) => rules.permissions = rules.permissions.layered(&own),
+                Err(e) => problems.push((key.clone(), e.to_string())),
+            }
+            for (pointer, value) in &layer.arguments {
+                let at = format!("{key}.arguments.{pointer}");
+                match argument_rule(pointer, value) {
+                    Ok(matcher) => rules.arguments.push(ArgumentRule {
+                        key: at,
+                        pointer: pointer.clone(),
+                        matcher,
+                    }),
+                    Err(problem) => problems.push((at, problem)),
+                }
+            }
+            rules.keys.push(key);
+        }
+        let mut applied = profile.clone();
+        applied.permissions = profile.permissions.layered(&rules.permissions);
+        applied.tools = BTreeMap::new();
+        rules.profile = Arc::new(applied);
+        resolved.insert(tool.clone(), Arc::new(rules));
+    }
+    resolved
+}
+
+/// One restriction: a list of globs, or a table with exactly one of
+/// `glob`, `regex`, `enum`, or `min`/`max`.
+fn argument_rule(pointer: &str, value: &Value) -> Result<Matcher, String> {
+    check_pointer(pointer)?;
+    let globs = |value: &Value| -> Result<Matcher, String> {
+        let items = value.as_array().ok_or("glob takes a list of strings")?;
+        items
+            .iter()
+            .map(|g| g.as_str().map(String::from))
+            .collect::<Option<Vec<_>>>()
+            .map(Matcher::Globs)
+            .ok_or_else(|| "glob takes a list of strings".to_string())
+    };
+    let table = match value {
+        Value::Array(_) => return globs(value),
+        Value::Object(table) => table,
+        _ => {
+            return Err(
+                "write a list of globs, or a table with one of glob, regex, enum, min/max".into(),
+            );
+        }
+    };
+    let kinds: Vec<&str> = table.keys().map(String::as_str).collect();
+    match kinds.as_slice() {
+        ["glob"] => globs(&table["glob"]),
+        ["regex"] => Matcher::regex(table["regex"].as_str().ok_or("regex takes a string")?),
+        ["enum"] => match &table["enum"] {
+            Value::Array(values) if !values.is_empty() => Ok(Matcher::OneOf(values.clone())),
+            _ => Err("enum takes a non-empty list of values".into()),
+        },
+        bounds if !bounds.is_empty() && bounds.iter().all(|k| *k == "min" || *k == "max") => {
+            let bound = |k: &str| -> Result<Option<f64>, String> {
+                match table.get(k) {
+                    None => Ok(None),
+                    Some(v) => v.as_f64().map(Some).ok_or(format!("{k} takes a number")),
+                }
+            };
+            let (min, max) = (bound("min")?, bound("max")?);
+            if let (Some(lo), Some(hi)) = (min, max)
+                && lo > hi
+            {
+                return Err(format!("min ({lo}) is above max ({hi})"));
+            }
+            Ok(Matcher::Range { min, max })
+        }
+        _ => Err(format!(
+            "has keys [{}]; use one of glob, regex, enum, or min and/or max",
+            kinds.join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn restrictions_are_read_in_every_form_and_bad_ones_say_why() {
+        assert!(matches!(
+            argument_rule("/u", &json!(["a*"])),
+            Ok(Matcher::Globs(_))
+        ));
+        assert!(matches!(
+            argument_rule("/u", &json!({"glob": ["a*"]})),
+            Ok(Matcher::Globs(_))
+        ));
+        assert!(matches!(
+            argument_rule("/u", &json!({"regex": "a+"})),
+            Ok(Matcher::Regex(_))
+        ));
+        assert!(matches!(
+            argument_rule("/u", &json!({"enum": [1, "x"]})),
+            Ok(Matcher::OneOf(_))
+        ));
+        assert!(matches!(
+            argument_rule("/n", &json!({"min": 1})),
+            Ok(Matcher::Range {
+                min: Some(_),
+                max: None
+            })
+        ));
+        for (bad, says) in [
+            (json!("a*"), "list of globs"),
+            (json!({"regex": "("}), "invalid regular expression"),
+            (json!({"enum": []}), "non-empty"),
+            (json!({"min": 5, "max": 1}), "above max"),
+            (json!({"glob": ["a"], "regex": "b"}), "use one of"),
+            (json!([1]), "list of strings"),
+        ] {
+            let problem = argument_rule("/u", &bad).unwrap_err();
+            assert!(problem.contains(says), "{bad}: {problem}");
+        }
+        assert!(
+            argument_rule("u", &json!(["a"]))
+                .unwrap_err()
+                .contains("JSON pointer")
+        );
+    }
+}
