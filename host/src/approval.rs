@@ -4,7 +4,7 @@
 //! tenant and session), `always` (kept in an allowlist file, written
 //! atomically) or `deny`; no answer in time is `deny`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -15,90 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use futures::future::BoxFuture;
 
-/// What is being asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Subject {
-    /// A tool with a permission the profile marks `approval_required`.
-    Permission(String),
-    /// A command the dangerous-command detector flagged.
-    DangerousCommand {
-        /// The command line.
-        command: String,
-        /// What the detector found: `(category, reason)`.
-        findings: Vec<(String, String)>,
-    },
-}
+pub mod auto;
+pub mod pending;
+mod request;
+pub mod webhook;
 
-/// A question for the approver.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovalRequest {
-    /// The tool asking.
-    pub tool: String,
-    /// The profile it runs under.
-    pub profile: String,
-    /// The tenant, if any.
-    pub tenant: Option<String>,
-    /// The session, if any.
-    pub session: Option<String>,
-    /// What needs approval.
-    pub subject: Subject,
-}
-
-impl ApprovalRequest {
-    /// What an answer is remembered under: the tool and permission, or the
-    /// exact command line.
-    pub fn key(&self) -> String {
-        match &self.subject {
-            Subject::Permission(permission) => format!("tool {} {permission}", self.tool),
-            Subject::DangerousCommand { command, .. } => format!("command {command}"),
-        }
-    }
-}
-
-impl fmt::Display for ApprovalRequest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.subject {
-            Subject::Permission(permission) => write!(
-                f,
-                "tool {:?} wants {permission} (profile {:?} requires approval)",
-                self.tool, self.profile
-            ),
-            Subject::DangerousCommand { command, findings } => {
-                let reasons: Vec<&str> = findings.iter().map(|(_, r)| r.as_str()).collect();
-                write!(
-                    f,
-                    "tool {:?} wants to run a dangerous command ({}): {command}",
-                    self.tool,
-                    reasons.join(", ")
-                )
-            }
-        }
-    }
-}
-
-/// An answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approval {
-    /// Allow this one call.
-    Once,
-    /// Allow for the rest of this session (or tenant).
-    Session,
-    /// Allow from now on; kept in the allowlist file.
-    Always,
-    /// Refuse.
-    Deny,
-}
-
-/// Decides approval requests.
-pub trait Approver: Send + Sync + 'static {
-    /// Answers `request`. Taking longer than the configured timeout is a deny.
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
-
-    /// Says, in a refusal, how the caller could get this approved.
-    fn how_to_allow(&self) -> &str {
-        "approve it when asked"
-    }
-}
+pub use request::{Approval, ApprovalRequest, Approver, Subject, parse_answer};
 
 /// Denies everything: for servers with no channel to a human, and for
 /// non-interactive use.
@@ -163,20 +85,11 @@ fn ask_tty(prompt: &str) -> Approval {
     parse_answer(&line)
 }
 
-/// `o`/`once`, `s`/`session`, `a`/`always`; anything else denies.
-pub fn parse_answer(answer: &str) -> Approval {
-    match answer.trim().to_ascii_lowercase().as_str() {
-        "o" | "once" | "y" | "yes" => Approval::Once,
-        "s" | "session" => Approval::Session,
-        "a" | "always" => Approval::Always,
-        _ => Approval::Deny,
-    }
-}
-
 /// The approvals of one host: the approver, answers remembered per scope, and
 /// the allowlist file.
 pub struct Approvals {
     approver: std::sync::Arc<dyn Approver>,
+    auto: Vec<std::sync::Arc<dyn auto::AutoRule>>,
     timeout: Duration,
     remembered: Mutex<HashSet<(String, String)>>,
     allowlist: Allowlist,
@@ -201,6 +114,7 @@ impl Approvals {
     ) -> Self {
         Self {
             approver,
+            auto: Vec::new(),
             timeout,
             remembered: Mutex::default(),
             allowlist: Allowlist::load(allowlist),
@@ -216,37 +130,72 @@ impl Approvals {
         )
     }
 
-    /// `Ok` when `request` is approved (now or earlier in `scope`, or always);
-    /// otherwise the refusal message.
-    pub async fn check(&self, scope: &str, request: &ApprovalRequest) -> Result<(), String> {
+    /// The same approvals, with `rules` answering before anyone is asked.
+    pub fn with_auto(mut self, rules: Vec<std::sync::Arc<dyn auto::AutoRule>>) -> Self {
+        self.auto = rules;
+        self
+    }
+
+    /// `Ok` when `request` is approved (now or earlier in `scope`, or always),
+    /// with the automatic rule that approved it, if one did; otherwise the
+    /// refusal message.
+    pub async fn check(
+        &self,
+        scope: &str,
+        request: &ApprovalRequest,
+    ) -> Result<Option<String>, String> {
         let key = request.key();
-        if self.allowlist.contains(&key) {
-            return Ok(());
+        let tenant = request.tenant.as_deref();
+        if self.allowlist.contains(tenant, &key) {
+            return Ok(None);
         }
         {
             let remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
             if remembered.contains(&(scope.to_string(), key.clone())) {
-                return Ok(());
+                return Ok(None);
             }
         }
-        let answer = tokio::time::timeout(self.timeout, self.approver.approve(request))
-            .await
-            .unwrap_or(Approval::Deny);
+        for rule in &self.auto {
+            match rule.judge(request) {
+                auto::AutoAnswer::Ask => {}
+                auto::AutoAnswer::Approve => {
+                    tracing::info!(%request, rule = rule.name(), "approved by an automatic rule");
+                    return Ok(Some(format!(
+                        "approved by approvals.auto rule {}",
+                        rule.name()
+                    )));
+                }
+                auto::AutoAnswer::Deny => {
+                    return Err(format!(
+                        "{request} and approvals.auto rule {} denied it",
+                        rule.name()
+                    ));
+                }
+            }
+        }
+        let Ok(answer) = tokio::time::timeout(self.timeout, self.approver.approve(request)).await
+        else {
+            tracing::info!(%request, "approval timed out");
+            return Err(format!(
+                "{request} and no answer came within {:?} (approvals.timeout), so it was denied",
+                self.timeout
+            ));
+        };
         tracing::info!(%request, ?answer, "approval");
         match answer {
-            Approval::Once => Ok(()),
+            Approval::Once => Ok(None),
             Approval::Session => {
                 self.remembered
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert((scope.to_string(), key));
-                Ok(())
+                Ok(None)
             }
             Approval::Always => {
-                if let Err(e) = self.allowlist.add(&key) {
+                if let Err(e) = self.allowlist.add(tenant, &key) {
                     tracing::warn!(error = %e, "could not save the approval to the allowlist file");
                 }
-                Ok(())
+                Ok(None)
             }
             Approval::Deny => Err(format!(
                 "{request} and was not approved: {}",
@@ -261,60 +210,118 @@ impl Approvals {
     }
 }
 
-/// `always` answers, kept in a JSON file written atomically.
+/// `always` answers, kept in a JSON file: the local caller's under
+/// `approved`, each tenant's under `tenants.NAME` (never shared). Writes
+/// hold a lock on `FILE.lock`, merge with what is on disk (another process
+/// may have added entries) and replace the file atomically; a lookup that
+/// misses re-reads the file when it changed.
 struct Allowlist {
     path: Option<PathBuf>,
-    entries: Mutex<BTreeSet<String>>,
+    state: Mutex<(AllowlistFile, Option<std::time::SystemTime>)>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct AllowlistFile {
+    #[serde(default)]
     approved: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    tenants: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl AllowlistFile {
+    fn entries(&mut self, tenant: Option<&str>) -> &mut BTreeSet<String> {
+        match tenant {
+            None => &mut self.approved,
+            Some(tenant) => self.tenants.entry(tenant.to_string()).or_default(),
+        }
+    }
+
+    fn contains(&self, tenant: Option<&str>, key: &str) -> bool {
+        match tenant {
+            None => self.approved.contains(key),
+            Some(tenant) => self
+                .tenants
+                .get(tenant)
+                .is_some_and(|keys| keys.contains(key)),
+        }
+    }
+
+    fn merge(&mut self, other: AllowlistFile) {
+        self.approved.extend(other.approved);
+        for (tenant, keys) in other.tenants {
+            self.tenants.entry(tenant).or_default().extend(keys);
+        }
+    }
 }
 
 impl Allowlist {
     fn load(path: Option<PathBuf>) -> Self {
-        let entries = path
-            .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|text| match serde_json::from_str::<AllowlistFile>(&text) {
-                Ok(file) => Some(file.approved),
-                Err(e) => {
-                    tracing::warn!(error = %e, "ignoring a malformed approvals allowlist file");
-                    None
-                }
-            })
-            .unwrap_or_default();
+        let (file, modified) = path.as_deref().map(read_allowlist).unwrap_or_default();
         Self {
             path,
-            entries: Mutex::new(entries),
+            state: Mutex::new((file, modified)),
         }
     }
 
-    fn contains(&self, key: &str) -> bool {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(key)
+    fn contains(&self, tenant: Option<&str>, key: &str) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.0.contains(tenant, key) {
+            return true;
+        }
+        let Some(path) = &self.path else { return false };
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        if modified.is_some() && modified != state.1 {
+            let (on_disk, modified) = read_allowlist(path);
+            state.0.merge(on_disk);
+            state.1 = modified;
+        }
+        state.0.contains(tenant, key)
     }
 
-    fn add(&self, key: &str) -> std::io::Result<()> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.insert(key.to_string());
+    fn add(&self, tenant: Option<&str>, key: &str) -> std::io::Result<()> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0.entries(tenant).insert(key.to_string());
         let Some(path) = &self.path else {
             return Ok(());
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
+        let mut lock_path = path.clone().into_os_string();
+        lock_path.push(".lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)?;
+        // Held until `lock` is closed at the end of this function.
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let (on_disk, _) = read_allowlist(path);
+        state.0.merge(on_disk);
         let mut file = tempfile::NamedTempFile::new_in(dir)?;
-        let body = AllowlistFile {
-            approved: entries.clone(),
-        };
-        serde_json::to_writer_pretty(&mut file, &body)?;
+        serde_json::to_writer_pretty(&mut file, &state.0)?;
         file.write_all(b"\n")?;
         file.as_file().sync_data()?;
         file.persist(path).map_err(|e| e.error)?;
+        state.1 = std::fs::metadata(path).and_then(|m| m.modified()).ok();
         Ok(())
+    }
+}
+
+/// The file's entries and modification time; a missing file is empty, a
+/// malformed one is ignored with a warning.
+fn read_allowlist(path: &Path) -> (AllowlistFile, Option<std::time::SystemTime>) {
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (AllowlistFile::default(), modified);
+    };
+    match serde_json::from_str::<AllowlistFile>(&text) {
+        Ok(file) => (file, modified),
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path.display(), "ignoring a malformed approvals allowlist file");
+            (AllowlistFile::default(), modified)
+        }
     }
 }
 
@@ -377,6 +384,8 @@ mod tests {
             subject: Subject::DangerousCommand {
                 command: command.into(),
                 findings: vec![("recursive_delete".into(), "recursive delete".into())],
+                workdir: None,
+                writable: Vec::new(),
             },
         }
     }

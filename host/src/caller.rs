@@ -64,6 +64,14 @@ impl Caller {
         self
     }
 
+    /// The same caller (same slots and rate) with its profile narrowed by a
+    /// session: never wider.
+    pub fn narrowed(&self, narrowing: &crate::policy::Narrowing) -> Self {
+        let mut caller = self.clone();
+        caller.profile = Arc::new(self.profile.narrowed(narrowing));
+        caller
+    }
+
     /// Also limits the caller to `per_minute` calls per minute.
     pub fn rate_limited(mut self, per_minute: u32) -> Self {
         self.rate = Some(Arc::new(RateLimit {

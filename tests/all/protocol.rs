@@ -577,3 +577,39 @@ fn guest_log_lines_reach_the_client_at_its_level() {
     assert!(log_lines_of_first_todo(None).is_empty());
     assert!(log_lines_of_first_todo(Some("error")).is_empty());
 }
+
+#[test]
+fn a_session_narrowed_in_initialize_cannot_write_although_its_profile_can() {
+    let (_dir, root) = workspace(
+        "default_profile = \"dev\"\n[profiles.dev]\nallow = [\"file:*\"]\nfile.write = [\".\"]\n",
+    );
+    let mut server = Stdio::start(&root, &[]);
+    server.send(&json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"experimental": {"toolhost": {"narrow": {"deny": ["file:write"]}}}},
+            "clientInfo": { "name": "test", "version": "0" },
+        },
+    }));
+    assert_eq!(server.answer()["id"], json!(0));
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let listed = server.answer();
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"read_file"), "{names:?}");
+    assert!(!names.contains(&"write_file"), "{names:?}");
+    server.send(&json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}},
+    }));
+    let answer = server.answer();
+    let text = answer.to_string();
+    assert!(text.contains("not available in this session"), "{text}");
+    assert!(!root.join("x.txt").exists());
+}

@@ -65,6 +65,29 @@ pub struct ApprovalsConfig {
     /// How long to wait for an answer before denying (default 60s).
     #[serde(default)]
     pub timeout: Option<Span>,
+    /// SHA-256 (hex) of a token that may list and answer every tenant's
+    /// pending approvals.
+    #[serde(default)]
+    pub approver_token_sha256: Option<String>,
+    /// Environment variable holding that token.
+    #[serde(default)]
+    pub approver_token_env: Option<String>,
+    /// Rule sets that answer approvals before anyone is asked
+    /// (`"build-dirs"`).
+    #[serde(default)]
+    pub auto: Vec<String>,
+}
+
+/// `[tenants.NAME.approvals]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantApprovalsConfig {
+    /// URL every pending approval of the tenant is POSTed to.
+    #[serde(default)]
+    pub webhook: Option<String>,
+    /// Environment variable holding the webhook's HMAC secret.
+    #[serde(default)]
+    pub secret_env: Option<String>,
 }
 
 /// `[profiles.NAME]` as written.
@@ -305,4 +328,7 @@ pub struct TenantConfig {
     /// Calls per minute (default unlimited).
     #[serde(default)]
     pub calls_per_minute: Option<u32>,
+    /// Where the tenant's pending approvals are sent.
+    #[serde(default)]
+    pub approvals: TenantApprovalsConfig,
 }

@@ -15,8 +15,8 @@ use std::path::PathBuf;
 
 pub use file::{
     ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
-    GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantConfig, TerminalConfig,
-    ToolConfig,
+    GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,
+    TenantConfig, TerminalConfig, ToolConfig,
 };
 pub(crate) use parse::parse_toml;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
@@ -94,6 +94,8 @@ pub struct Tenant {
     pub concurrency: usize,
     /// Calls per minute, if limited.
     pub calls_per_minute: Option<u32>,
+    /// Its approvals webhook: URL and HMAC secret.
+    pub webhook: Option<(String, Vec<u8>)>,
 }
 
 /// A validated configuration.
@@ -120,6 +122,10 @@ pub struct Config {
     pub allowlist: PathBuf,
     /// How long a human has to answer an approval.
     pub approval_timeout: std::time::Duration,
+    /// SHA-256 of the token that may answer every tenant's approvals.
+    pub approver_token_sha256: Option<[u8; 32]>,
+    /// Rule sets answering approvals before anyone is asked.
+    pub approvals_auto: Vec<String>,
     /// Composite toolsets.
     pub toolsets: Toolsets,
     /// The profiles as written, by name (resolve them with [`Config::profile`]).

@@ -85,6 +85,10 @@ pub(super) fn validate(
     if batch_concurrency == 0 {
         problems.push(("batch_concurrency".into(), "must be at least 1".into()));
     }
+    if let Err(e) = crate::approval::auto::rules(&file.approvals.auto) {
+        let message = e.trim_start_matches("approvals.auto: ").to_string();
+        problems.push(("approvals.auto".into(), message));
+    }
     Config {
         source,
         base_dir: base.to_path_buf(),
@@ -104,6 +108,14 @@ pub(super) fn validate(
             .timeout
             .map(|s| s.0)
             .unwrap_or(std::time::Duration::from_secs(60)),
+        approver_token_sha256: token_hash(
+            file.approvals.approver_token_sha256.as_deref(),
+            file.approvals.approver_token_env.as_deref(),
+            "approvals.approver_token_sha256",
+            "approvals.approver_token_env",
+            problems,
+        ),
+        approvals_auto: file.approvals.auto.clone(),
         toolsets,
         profiles: file.profiles,
         global: file.global,
@@ -139,13 +151,6 @@ fn validate_tenant(
         ));
     }
     let token = match (&written.token_sha256, &written.token_env) {
-        (Some(_), Some(_)) => {
-            problems.push((
-                key("token_sha256"),
-                "give token_sha256 or token_env, not both".into(),
-            ));
-            None
-        }
         (None, None) => {
             problems.push((
                 format!("tenants.{name}"),
@@ -154,26 +159,50 @@ fn validate_tenant(
             ));
             None
         }
-        (Some(hex), None) => match decode_sha256(hex) {
-            Some(hash) => Some(hash),
-            None => {
-                problems.push((key("token_sha256"), "must be 64 hex digits".into()));
-                None
-            }
-        },
-        (None, Some(var)) => match std::env::var(var) {
-            Ok(token) if !token.is_empty() => {
-                use sha2::Digest;
-                Some(sha2::Sha256::digest(token.as_bytes()).into())
-            }
-            _ => {
+        (hex, var) => token_hash(
+            hex.as_deref(),
+            var.as_deref(),
+            &key("token_sha256"),
+            &key("token_env"),
+            problems,
+        ),
+    };
+    let webhook = match (&written.approvals.webhook, &written.approvals.secret_env) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            problems.push((
+                key("approvals.secret_env"),
+                "is used only with approvals.webhook".into(),
+            ));
+            None
+        }
+        (Some(_), None) => {
+            problems.push((
+                key("approvals.secret_env"),
+                "approvals.webhook needs secret_env, the variable holding the HMAC secret its \
+                 requests are signed with"
+                    .into(),
+            ));
+            None
+        }
+        (Some(url), Some(var)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
                 problems.push((
-                    key("token_env"),
-                    format!("environment variable {var:?} is not set or empty"),
+                    key("approvals.webhook"),
+                    format!("{url:?} is not an http(s) URL"),
                 ));
-                None
             }
-        },
+            match std::env::var(var) {
+                Ok(secret) if !secret.is_empty() => Some((url.clone(), secret.into_bytes())),
+                _ => {
+                    problems.push((
+                        key("approvals.secret_env"),
+                        format!("environment variable {var:?} is not set or empty"),
+                    ));
+                    None
+                }
+            }
+        }
     };
     if written.concurrency == Some(0) {
         problems.push((key("concurrency"), "must be at least 1".into()));
@@ -205,7 +234,49 @@ fn validate_tenant(
         workspace,
         concurrency,
         calls_per_minute: written.calls_per_minute,
+        webhook,
     })
+}
+
+/// SHA-256 of a token given as hex (`hex`) or in an environment variable.
+pub(super) fn token_hash(
+    hex: Option<&str>,
+    var: Option<&str>,
+    hex_key: &str,
+    var_key: &str,
+    problems: &mut Vec<(String, String)>,
+) -> Option<[u8; 32]> {
+    match (hex, var) {
+        (Some(_), Some(_)) => {
+            let field = |key: &str| key.rsplit('.').next().unwrap_or(key).to_string();
+            problems.push((
+                hex_key.into(),
+                format!("give {} or {}, not both", field(hex_key), field(var_key)),
+            ));
+            None
+        }
+        (None, None) => None,
+        (Some(hex), None) => match decode_sha256(hex) {
+            Some(hash) => Some(hash),
+            None => {
+                problems.push((hex_key.into(), "must be 64 hex digits".into()));
+                None
+            }
+        },
+        (None, Some(var)) => match std::env::var(var) {
+            Ok(token) if !token.is_empty() => {
+                use sha2::Digest;
+                Some(sha2::Sha256::digest(token.as_bytes()).into())
+            }
+            _ => {
+                problems.push((
+                    var_key.into(),
+                    format!("environment variable {var:?} is not set or empty"),
+                ));
+                None
+            }
+        },
+    }
 }
 
 fn decode_sha256(hex: &str) -> Option<[u8; 32]> {

@@ -44,6 +44,7 @@ pub struct HostBuilder {
     approver: Arc<dyn Approver>,
     approval_timeout: Duration,
     allowlist: Option<PathBuf>,
+    approvals_auto: Vec<String>,
     audit: Option<Arc<AuditLog>>,
     config: Option<Arc<Config>>,
     toolsets: BTreeMap<String, CompositeToolset>,
@@ -66,6 +67,7 @@ impl Default for HostBuilder {
             approver: Arc::new(DenyApprover),
             approval_timeout: Duration::from_secs(60),
             allowlist: None,
+            approvals_auto: Vec::new(),
             audit: None,
             config: None,
             toolsets: BTreeMap::new(),
@@ -136,6 +138,13 @@ impl HostBuilder {
         self
     }
 
+    /// Rule sets that answer approvals before the approver is asked
+    /// (`approvals.auto`, e.g. `"build-dirs"`).
+    pub fn approvals_auto(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.approvals_auto = names.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// File where `always` approvals are kept (default: none, memory only).
     pub fn allowlist(mut self, path: impl Into<PathBuf>) -> Self {
         self.allowlist = Some(path.into());
@@ -172,6 +181,7 @@ impl HostBuilder {
             }
         };
         self.allowlist = Some(config.allowlist.clone());
+        self.approvals_auto = config.approvals_auto.clone();
         self.approval_timeout = config.approval_timeout;
         self.batch_concurrency = config.batch_concurrency;
         self.session_idle = config.session_idle;
@@ -250,11 +260,11 @@ impl HostBuilder {
         if let Some(limits) = self.limits {
             Arc::make_mut(&mut profile).limits = limits;
         }
-        let approvals = Arc::new(Approvals::new(
-            self.approver,
-            self.approval_timeout,
-            self.allowlist,
-        ));
+        let auto =
+            crate::approval::auto::rules(&self.approvals_auto).map_err(anyhow::Error::msg)?;
+        let approvals = Arc::new(
+            Approvals::new(self.approver, self.approval_timeout, self.allowlist).with_auto(auto),
+        );
         let caller = Caller::new(profile, approvals);
         let toolsets = Toolsets::new(self.toolsets).map_err(|problems| {
             anyhow::anyhow!("invalid toolsets:\n  {}", problems.join("\n  "))

@@ -36,6 +36,10 @@ pub(crate) struct Api {
     pub(crate) draining: CancellationToken,
     /// Cancelled when shutdown stops waiting for the requests in flight.
     pub(crate) abandon: CancellationToken,
+    /// The tenants' approvals waiting for an answer.
+    pub(crate) pending: std::sync::Arc<crate::approval::pending::Pending>,
+    /// Sessions' narrowings, by tenant and session.
+    pub(crate) narrowings: super::narrowings::Narrowings,
 }
 
 /// `/tools`, `/tool_calls`, `/health` and `/status`, to nest under `/v1`.
@@ -212,11 +216,15 @@ async fn tool_calls(
         );
     }
     api.host.loaded().await;
+    let caller = match &session {
+        Some(session) => api.narrowings.apply(&auth.caller, session),
+        None => auth.caller.clone(),
+    };
     let dispatched = tokio::select! {
         dispatched = tokio::time::timeout(
             api.request_timeout,
             api.host
-                .dispatch_batch_as(&auth.caller, &batch, session.as_deref()),
+                .dispatch_batch_as(&caller, &batch, session.as_deref()),
         ) => dispatched,
         () = api.abandon.cancelled() => return shutting_down(),
     };

@@ -196,6 +196,8 @@ impl HttpServer {
             request_timeout: self.options.request_timeout,
             draining: self.draining.clone(),
             abandon: self.abandon.clone(),
+            pending: self.tenants.pending().clone(),
+            narrowings: Default::default(),
         };
         let mcp = Router::new()
             .route("/mcp", mcp)
@@ -204,7 +206,10 @@ impl HttpServer {
                 keep_sessions_to_their_tenant,
             ));
         Router::new()
-            .nest("/v1", api::routes(api))
+            .nest(
+                "/v1",
+                api::routes(api.clone()).merge(super::approvals::routes().with_state(api)),
+            )
             .merge(mcp)
             .fallback(api::not_found)
             .method_not_allowed_fallback(api::method_not_allowed)

@@ -17,10 +17,12 @@
 //!   and limits.
 
 pub mod api;
+mod approvals;
 mod connections;
 pub mod http;
 mod jsonrpc;
 pub mod mcp;
+mod narrowings;
 pub mod openai;
 mod progress;
 mod stdio;

@@ -8,10 +8,11 @@ use arc_swap::ArcSwap;
 use axum::http::HeaderValue;
 use sha2::{Digest, Sha256};
 
-use crate::approval::{Approval, ApprovalRequest, Approvals, Approver};
+use crate::approval::Approvals;
+use crate::approval::pending::{Pending, PendingApprover};
+use crate::approval::webhook::Webhook;
 use crate::caller::Caller;
 use crate::config::Config;
-use crate::hooks::BoxFuture;
 use crate::host::Host;
 
 /// The tenants of an HTTP server, and who a request is.
@@ -22,6 +23,10 @@ pub struct Tenants {
     /// Started without tenants (so on loopback): while there are still none,
     /// requests run as the host's default caller without a token.
     open: bool,
+    /// The approvals waiting for an answer, of every tenant.
+    pending: Arc<Pending>,
+    /// SHA-256 of the token that may answer every tenant's approvals.
+    approver: ArcSwap<Option<[u8; 32]>>,
 }
 
 #[derive(Debug)]
@@ -39,6 +44,9 @@ pub struct Authenticated {
     pub caller: Caller,
     /// Seconds a refused (busy) client should wait before retrying.
     pub retry_after: u64,
+    /// The approver's token: it may list and answer every tenant's
+    /// approvals, and its calls have no permission.
+    pub approver: bool,
 }
 
 /// Why a request is not authenticated. The messages never say which tenants
@@ -82,15 +90,24 @@ impl Unauthorized {
 impl Tenants {
     /// The tenants of `host`'s config (none when it has no config).
     pub fn new(host: &Host) -> Result<Self, String> {
-        let table = match host.config() {
-            Some(config) => build(&config)?,
+        let pending = Arc::new(Pending::default());
+        let config = host.config();
+        let table = match &config {
+            Some(config) => build(config, &pending)?,
             None => Vec::new(),
         };
         Ok(Self {
             host: host.clone(),
             open: table.is_empty(),
             table: ArcSwap::from_pointee(table),
+            pending,
+            approver: ArcSwap::from_pointee(config.and_then(|c| c.approver_token_sha256)),
         })
+    }
+
+    /// The approvals waiting for an answer.
+    pub fn pending(&self) -> &Arc<Pending> {
+        &self.pending
     }
 
     /// Whether no tenant is configured now.
@@ -113,7 +130,8 @@ impl Tenants {
     /// error the running tenants stay. Each tenant starts with fresh
     /// concurrency and rate counters; calls in flight keep their old ones.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
-        let table = build(config)?;
+        let table = build(config, &self.pending)?;
+        self.approver.store(Arc::new(config.approver_token_sha256));
         if table.is_empty() && !self.open {
             tracing::warn!(
                 "the config no longer defines any tenant; every HTTP request is refused until \
@@ -134,10 +152,21 @@ impl Tenants {
             return Ok(Authenticated {
                 caller: self.host.caller(),
                 retry_after: 1,
+                approver: false,
             });
         }
         let token = bearer_token(authorization.ok_or(Unauthorized::Missing)?)?;
         let presented: [u8; 32] = Sha256::digest(token).into();
+        if let Some(approver) = &**self.approver.load()
+            && constant_time_eq(&presented, approver)
+        {
+            let nothing = crate::policy::Profile::deny_all("approver", "/");
+            return Ok(Authenticated {
+                caller: Caller::new(Arc::new(nothing), Arc::new(Approvals::deny_all())),
+                retry_after: 1,
+                approver: true,
+            });
+        }
         // Every entry is compared, in constant time, whatever matches.
         let mut found = None;
         for entry in table.iter() {
@@ -149,6 +178,7 @@ impl Tenants {
             .map(|entry| Authenticated {
                 caller: entry.caller.clone(),
                 retry_after: entry.retry_after,
+                approver: false,
             })
             .ok_or(Unauthorized::Invalid)
     }
@@ -178,13 +208,10 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     std::hint::black_box(difference) == 0
 }
 
-/// One caller per tenant of `config`.
-fn build(config: &Config) -> Result<Vec<Entry>, String> {
-    let approvals = Arc::new(Approvals::new(
-        Arc::new(TenantApprover),
-        std::time::Duration::from_secs(1),
-        None,
-    ));
+/// One caller per tenant of `config`. A tenant's approvals are published
+/// on `pending` (and its webhook) and wait up to `approvals.timeout`; its
+/// `always` answers are kept under its name in the allowlist file.
+fn build(config: &Config, pending: &Arc<Pending>) -> Result<Vec<Entry>, String> {
     let mut table = Vec::with_capacity(config.tenants.len());
     for tenant in config.tenants.values() {
         let profile = config
@@ -196,8 +223,26 @@ fn build(config: &Config) -> Result<Vec<Entry>, String> {
                 "the tenant's workspace is not a directory; its file grants will find nothing"
             );
         }
-        let mut caller =
-            Caller::new(profile, approvals.clone()).tenant(&tenant.name, tenant.concurrency);
+        let approver = PendingApprover {
+            pending: pending.clone(),
+            webhook: match &tenant.webhook {
+                Some((url, secret)) => Some(Arc::new(
+                    Webhook::new(url.clone(), secret.clone())
+                        .map_err(|e| format!("tenant {:?}: {e}", tenant.name))?,
+                )),
+                None => None,
+            },
+            timeout: config.approval_timeout,
+        };
+        let approvals = Arc::new(
+            Approvals::new(
+                Arc::new(approver),
+                config.approval_timeout,
+                Some(config.allowlist.clone()),
+            )
+            .with_auto(crate::approval::auto::rules(&config.approvals_auto)?),
+        );
+        let mut caller = Caller::new(profile, approvals).tenant(&tenant.name, tenant.concurrency);
         let mut retry_after = 1;
         if let Some(per_minute) = tenant.calls_per_minute {
             caller = caller.rate_limited(per_minute);
@@ -210,22 +255,6 @@ fn build(config: &Config) -> Result<Vec<Entry>, String> {
         });
     }
     Ok(table)
-}
-
-/// Tenants over the OpenAI-style API have no one to ask: approval-required
-/// calls are refused, saying what the operator can change. (Over MCP, the
-/// MCP server asks the client through elicitation instead.)
-struct TenantApprover;
-
-impl Approver for TenantApprover {
-    fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(async { Approval::Deny })
-    }
-
-    fn how_to_allow(&self) -> &str {
-        "a tenant of the HTTP API cannot be asked for approval; use MCP with a client that \
-         supports elicitation, or ask the operator to change the tenant's profile"
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! authentication, isolation of files and tools, limits, and the safety of
 //! the HTTP surface (Host/Origin checks, body size, timeouts, connections).
 
+mod approvals;
 mod limits;
 mod requests;
 mod safety;

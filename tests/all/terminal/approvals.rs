@@ -58,7 +58,10 @@ async fn approve_mode_asks_and_a_deny_refuses() {
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].tool, "run");
     assert_eq!(asked[0].profile, "p");
-    let Subject::DangerousCommand { command, findings } = &asked[0].subject else {
+    let Subject::DangerousCommand {
+        command, findings, ..
+    } = &asked[0].subject
+    else {
         panic!("asked about {:?}", asked[0].subject);
     };
     assert_eq!(command, DELETE_SCRATCH);
@@ -101,7 +104,7 @@ async fn approve_mode_without_an_answer_denies() {
         })
         .await;
     let message = denied(&run_line(&host, DELETE_SCRATCH).await);
-    assert!(message.contains("was not approved"), "{message}");
+    assert!(message.contains("no answer came within 100ms"), "{message}");
     assert!(scratch.exists());
 }
 
@@ -185,4 +188,31 @@ async fn an_approval_always_is_kept_in_the_allowlist_file() {
     ws.mkdir("scratch");
     denied(&run_line(&restarted, "rm -rf ./scratch/").await);
     assert!(scratch.exists());
+}
+
+#[tokio::test]
+async fn the_build_dirs_rules_approve_deleting_node_modules_and_ask_for_src() {
+    let ws = Workspace::new(shell);
+    let modules = ws.mkdir("node_modules/left-pad");
+    let src = ws.mkdir("src");
+    let script = Arc::new(ScriptedApprover::new([Approval::Deny]));
+    let host = ws
+        .host_with(APPROVE, |builder| {
+            builder
+                .approver(script.clone())
+                .approvals_auto(["build-dirs"])
+        })
+        .await;
+
+    ok_stdout(&run_line(&host, "rm -rf node_modules").await);
+    assert!(!modules.exists() && !ws.join("node_modules").exists());
+    assert!(
+        script.asked().is_empty(),
+        "approved by the rule, no one asked"
+    );
+
+    let message = denied(&run_line(&host, "rm -rf src").await);
+    assert!(message.contains("was not approved"), "{message}");
+    assert!(src.exists());
+    assert_eq!(script.asked().len(), 1, "src is asked about");
 }

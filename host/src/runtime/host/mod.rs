@@ -34,4 +34,4 @@ pub(crate) static CAPABILITIES: &[Linked] = &[
 /// environment variables, making HTTP requests.
 pub(crate) use env::ENV_READ;
 pub(crate) use filesystem::FILE_WRITE;
-pub(crate) use http::NETWORK_FETCH;
+pub(crate) use http::{NETWORK_FETCH, tls_config};

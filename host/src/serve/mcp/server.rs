@@ -121,7 +121,31 @@ impl McpServer {
             .approvals
             .get_or_init(|| Arc::new(self.session_approvals(&context.peer, &caller)))
             .clone();
-        caller.with_approvals(approvals)
+        let caller = caller.with_approvals(approvals);
+        // A client narrows its own session in `initialize`:
+        // `capabilities.experimental.toolhost.narrow = {"allow": [...], "deny": [...]}`.
+        let narrow = context.peer.peer_info().and_then(|info| {
+            info.capabilities
+                .experimental
+                .as_ref()?
+                .get("toolhost")?
+                .get("narrow")
+                .cloned()
+        });
+        match narrow {
+            None => caller,
+            Some(value) => match serde_json::from_value::<crate::policy::Narrowing>(value) {
+                Ok(narrowing) => caller.narrowed(&narrowing),
+                // Fail closed: a narrowing that cannot be read keeps nothing.
+                Err(error) => {
+                    tracing::warn!(%error, "an unreadable session narrowing keeps no permission");
+                    caller.narrowed(&crate::policy::Narrowing {
+                        allow: Some(Vec::new()),
+                        deny: Vec::new(),
+                    })
+                }
+            },
+        }
     }
 
     /// Approvals asked of the client through elicitation when it supports
@@ -142,9 +166,13 @@ impl McpServer {
         } else {
             Arc::new(NoElicitation)
         };
-        let allowlist = config.map(|c| c.allowlist.clone());
+        let allowlist = config.as_ref().map(|c| c.allowlist.clone());
+        let auto = config
+            .as_ref()
+            .and_then(|c| crate::approval::auto::rules(&c.approvals_auto).ok())
+            .unwrap_or_default();
         let _ = caller;
-        Approvals::new(approver, timeout, allowlist)
+        Approvals::new(approver, timeout, allowlist).with_auto(auto)
     }
 
     /// The answer to a successful call: the result as text, and for a tool

@@ -174,7 +174,7 @@ static VERIFIED_TLS: LazyLock<Result<rustls::ClientConfig, String>> = LazyLock::
 /// TLS settings for a client. Without usable root certificates, https
 /// requests fail with the reason, and plain http ones still work (their
 /// client gets settings that trust nothing).
-fn tls_config(https: bool) -> Result<rustls::ClientConfig, String> {
+pub(crate) fn tls_config(https: bool) -> Result<rustls::ClientConfig, String> {
     match &*VERIFIED_TLS {
         Ok(config) => Ok(config.clone()),
         Err(problem) if https => Err(format!("https is unavailable on this host: {problem}")),

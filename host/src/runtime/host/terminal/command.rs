@@ -75,6 +75,26 @@ pub(super) struct WorkingDir {
     pub(super) dir: PathBuf,
     /// The default working directory, symlinks resolved.
     pub(super) home: PathBuf,
+    /// The automatic approval rule that let a dangerous command run.
+    pub(super) auto: Option<String>,
+}
+
+/// The directories commands under `profile` may write (none when the
+/// profile does not allow `file:write`).
+fn writable_dirs(profile: &Profile) -> Vec<PathBuf> {
+    let may_write = matches!(
+        profile.permissions.decide(crate::runtime::FILE_WRITE),
+        PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
+    );
+    if !may_write {
+        return Vec::new();
+    }
+    profile
+        .paths
+        .grants()
+        .filter(|(_, access)| *access == Access::Write)
+        .filter_map(|(dir, _)| dir.canonicalize().ok())
+        .collect()
 }
 
 /// Checks `line` as [`authorize`] does and records it in the audit, under
@@ -92,7 +112,10 @@ pub(super) async fn admit(
     let quoted = quote(line);
     match authorize(granted, &grants, &identity, line, cwd).await {
         Ok(cwd) => {
-            room.allowed(format!("{label}{quoted}"));
+            match &cwd.auto {
+                Some(rule) => room.allowed(format!("{label}{quoted} ({rule})")),
+                None => room.allowed(format!("{label}{quoted}")),
+            }
             Ok(cwd)
         }
         Err(reason) => {
@@ -128,6 +151,7 @@ pub(super) async fn authorize(
         TerminalBackend::Ssh => WorkingDir {
             dir: PathBuf::from("/"),
             home: PathBuf::from("/"),
+            auto: None,
         },
     };
 
@@ -179,9 +203,12 @@ pub(super) async fn authorize(
                         .iter()
                         .map(|d| (d.category.as_str().to_string(), d.reason.clone()))
                         .collect(),
+                    workdir: (profile.terminal.backend == TerminalBackend::Local)
+                        .then(|| dir.dir.clone()),
+                    writable: writable_dirs(profile),
                 },
             };
-            scope
+            let auto = scope
                 .approvals
                 .check(&scope.scope, &request)
                 .await
@@ -191,7 +218,7 @@ pub(super) async fn authorize(
                         profile.name
                     )
                 })?;
-            Ok(dir)
+            Ok(WorkingDir { auto, ..dir })
         }
     }
 }
@@ -236,6 +263,7 @@ pub(super) fn working_dir(
         return Ok(WorkingDir {
             home: dir.clone(),
             dir,
+            auto: None,
         });
     };
     let dir = resolve_dir(
@@ -245,7 +273,11 @@ pub(super) fn working_dir(
     let home = default_dir(profile)
         .and_then(|home| resolve_dir(profile, &home))
         .unwrap_or_else(|_| dir.clone());
-    Ok(WorkingDir { dir, home })
+    Ok(WorkingDir {
+        dir,
+        home,
+        auto: None,
+    })
 }
 
 /// The workspace if the profile grants it, else the first granted directory.

@@ -1,0 +1,224 @@
+//! Automatic answers (`approvals.auto`): rules that see an approval request
+//! before anyone is asked and approve, deny, or leave it to the approver.
+//!
+//! The one rule set shipped, `build-dirs`, approves recursive deletes of
+//! well-known build and cache directories (`node_modules`, `target`, `dist`,
+//! `build`, `__pycache__`, `.venv`, ...) inside a writable grant: a line that
+//! is one `rm` with only recursive/force flags and such operands, nothing a
+//! shell would expand (no variables, globs, quotes, substitutions,
+//! redirections or `..`), each operand resolving (symlinks followed) into a
+//! directory the command may write. Everything else is left to the approver.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use super::request::{ApprovalRequest, Subject};
+
+/// What a rule says of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoAnswer {
+    /// Approve this once.
+    Approve,
+    /// Refuse it.
+    Deny,
+    /// Leave it to the approver.
+    Ask,
+}
+
+/// A rule that may answer approval requests itself.
+pub trait AutoRule: Send + Sync + std::fmt::Debug {
+    /// Its name, in the audit record and the config (`approvals.auto`).
+    fn name(&self) -> &str;
+    /// Its answer to `request`.
+    fn judge(&self, request: &ApprovalRequest) -> AutoAnswer;
+}
+
+/// The rule sets named in `approvals.auto`.
+pub fn rules(names: &[String]) -> Result<Vec<Arc<dyn AutoRule>>, String> {
+    names
+        .iter()
+        .map(|name| match name.as_str() {
+            "build-dirs" => Ok(Arc::new(BuildDirs) as Arc<dyn AutoRule>),
+            other => Err(format!(
+                "approvals.auto: unknown rule set {other:?}; known: build-dirs"
+            )),
+        })
+        .collect()
+}
+
+/// Directories every build or package tool recreates.
+const BUILD_DIRS: &[&str] = &[
+    "node_modules",
+    "target",
+    "dist",
+    "build",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".next",
+    ".turbo",
+    ".gradle",
+    "coverage",
+];
+
+/// See the module's documentation.
+#[derive(Debug, Clone, Copy)]
+pub struct BuildDirs;
+
+impl AutoRule for BuildDirs {
+    fn name(&self) -> &str {
+        "build-dirs"
+    }
+
+    fn judge(&self, request: &ApprovalRequest) -> AutoAnswer {
+        let Subject::DangerousCommand {
+            command,
+            findings,
+            workdir: Some(workdir),
+            writable,
+        } = &request.subject
+        else {
+            return AutoAnswer::Ask;
+        };
+        let only_deletes = findings
+            .iter()
+            .all(|(category, _)| category == "recursive_delete" || category == "forced_delete");
+        if only_deletes && removes_only_build_dirs(command, workdir, writable) {
+            AutoAnswer::Approve
+        } else {
+            AutoAnswer::Ask
+        }
+    }
+}
+
+fn removes_only_build_dirs(line: &str, workdir: &Path, writable: &[PathBuf]) -> bool {
+    // Nothing a shell would read as more than words.
+    if !line
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b" _-./".contains(&b))
+    {
+        return false;
+    }
+    let mut words = line.split_ascii_whitespace();
+    if words.next() != Some("rm") {
+        return false;
+    }
+    let mut operands = Vec::new();
+    let mut recursive = false;
+    for word in words {
+        match word {
+            "-r" | "-R" | "-rf" | "-fr" | "-Rf" | "-fR" | "--recursive" => recursive = true,
+            "-f" | "--force" => {}
+            flag if flag.starts_with('-') => return false,
+            operand => operands.push(operand),
+        }
+    }
+    recursive
+        && !operands.is_empty()
+        && operands
+            .iter()
+            .all(|operand| is_build_dir_inside(operand, workdir, writable))
+}
+
+fn is_build_dir_inside(operand: &str, workdir: &Path, writable: &[PathBuf]) -> bool {
+    let path = Path::new(operand.trim_end_matches('/'));
+    if path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::RootDir))
+        || !path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|name| BUILD_DIRS.contains(&name))
+    {
+        return false;
+    }
+    let joined = workdir.join(path);
+    // Where it really is: a symlinked `node_modules -> /elsewhere` is judged
+    // by `/elsewhere`. A path that does not exist deletes nothing.
+    let real = match joined.canonicalize() {
+        Ok(real) => real,
+        Err(_) => return true,
+    };
+    writable
+        .iter()
+        .any(|grant| real.starts_with(grant) && real != *grant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(command: &str, workdir: &Path, writable: &[PathBuf]) -> ApprovalRequest {
+        ApprovalRequest {
+            tool: "run_command".into(),
+            profile: "p".into(),
+            tenant: None,
+            session: None,
+            subject: Subject::DangerousCommand {
+                command: command.into(),
+                findings: vec![("recursive_delete".into(), "recursive delete".into())],
+                workdir: Some(workdir.to_path_buf()),
+                writable: writable.to_vec(),
+            },
+        }
+    }
+
+    #[test]
+    fn build_dirs_inside_a_writable_grant_are_approved_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(ws.join("node_modules/x")).unwrap();
+        std::fs::create_dir_all(ws.join("web/dist")).unwrap();
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("outside/node_modules")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), ws.join("target")).unwrap();
+        let writable = [ws.clone()];
+        let judge = |line: &str| BuildDirs.judge(&request(line, &ws, &writable));
+
+        for approved in [
+            "rm -rf node_modules",
+            "rm -rf node_modules/",
+            "rm -r -f ./node_modules web/dist",
+            "rm --recursive --force __pycache__",
+        ] {
+            assert_eq!(judge(approved), AutoAnswer::Approve, "{approved}");
+        }
+        for asked in [
+            "rm -rf src",
+            "rm -rf node_modules src",
+            "rm -rf ../outside/node_modules",
+            "rm -rf /tmp/node_modules",
+            "rm -rf target", // a symlink out of the grant
+            "rm -rf node_modules; rm -rf src",
+            "rm -rf $HOME/node_modules",
+            "rm -rf node_*",
+            "rm -rf 'node_modules'",
+            "rm -rf --no-preserve-root node_modules",
+            "rm node_modules",
+            "sudo rm -rf node_modules",
+            "rm -rf node_modules > /dev/null",
+        ] {
+            assert_eq!(judge(asked), AutoAnswer::Ask, "{asked}");
+        }
+        // The same line where the directory is not writable asks.
+        let read_only = BuildDirs.judge(&request("rm -rf node_modules", &ws, &[]));
+        assert_eq!(read_only, AutoAnswer::Ask);
+        // Permissions are not commands: asked.
+        let mut permission = request("x", &ws, &writable);
+        permission.subject = Subject::Permission("file:write".into());
+        assert_eq!(BuildDirs.judge(&permission), AutoAnswer::Ask);
+    }
+
+    #[test]
+    fn unknown_rule_sets_are_refused_by_name() {
+        assert!(rules(&["build-dirs".into()]).is_ok());
+        let error = rules(&["yolo".into()]).unwrap_err();
+        assert!(
+            error.contains("\"yolo\"") && error.contains("build-dirs"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,119 @@
+//! The vocabulary of approvals: what is asked, the answers, and who answers.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use futures::future::BoxFuture;
+
+/// What is being asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// A tool with a permission the profile marks `approval_required`.
+    Permission(String),
+    /// A command the dangerous-command detector flagged.
+    DangerousCommand {
+        /// The command line.
+        command: String,
+        /// What the detector found: `(category, reason)`.
+        findings: Vec<(String, String)>,
+        /// Where it would run (for automatic rules), when known.
+        workdir: Option<PathBuf>,
+        /// The directories it may write, for automatic rules.
+        writable: Vec<PathBuf>,
+    },
+}
+
+/// A question for the approver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The tool asking.
+    pub tool: String,
+    /// The profile it runs under.
+    pub profile: String,
+    /// The tenant, if any.
+    pub tenant: Option<String>,
+    /// The session, if any.
+    pub session: Option<String>,
+    /// What needs approval.
+    pub subject: Subject,
+}
+
+impl ApprovalRequest {
+    /// What an answer is remembered under: the tool and permission, or the
+    /// exact command line.
+    pub fn key(&self) -> String {
+        match &self.subject {
+            Subject::Permission(permission) => format!("tool {} {permission}", self.tool),
+            Subject::DangerousCommand { command, .. } => format!("command {command}"),
+        }
+    }
+}
+
+impl fmt::Display for ApprovalRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.subject {
+            Subject::Permission(permission) => write!(
+                f,
+                "tool {:?} wants {permission} (profile {:?} requires approval)",
+                self.tool, self.profile
+            ),
+            Subject::DangerousCommand {
+                command, findings, ..
+            } => {
+                let reasons: Vec<&str> = findings.iter().map(|(_, r)| r.as_str()).collect();
+                write!(
+                    f,
+                    "tool {:?} wants to run a dangerous command ({}): {command}",
+                    self.tool,
+                    reasons.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// An answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Allow this one call.
+    Once,
+    /// Allow for the rest of this session (or tenant).
+    Session,
+    /// Allow from now on; kept in the allowlist file.
+    Always,
+    /// Refuse.
+    Deny,
+}
+
+impl Approval {
+    /// `once`, `session`, `always` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Once => "once",
+            Self::Session => "session",
+            Self::Always => "always",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// Decides approval requests.
+pub trait Approver: Send + Sync + 'static {
+    /// Answers `request`. Taking longer than the configured timeout is a deny.
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+
+    /// Says, in a refusal, how the caller could get this approved.
+    fn how_to_allow(&self) -> &str {
+        "approve it when asked"
+    }
+}
+
+/// `o`/`once`, `s`/`session`, `a`/`always`; anything else denies.
+pub fn parse_answer(answer: &str) -> Approval {
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "o" | "once" | "y" | "yes" => Approval::Once,
+        "s" | "session" => Approval::Session,
+        "a" | "always" => Approval::Always,
+        _ => Approval::Deny,
+    }
+}

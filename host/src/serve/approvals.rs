@@ -1,0 +1,184 @@
+//! The approvals API under `/v1`: a tenant's pending approvals listed
+//! (`GET /approvals`), answered (`POST /approvals/{id}` with `{"decision":
+//! "once" | "session" | "always" | "deny"}`) and watched as server-sent
+//! events (`GET /approvals/events`). A tenant's token sees its own; the
+//! approver token (`approvals.approver_token_sha256`) sees every tenant's.
+//! Also `POST /sessions`: a client narrows its own session's permissions.
+
+use std::convert::Infallible;
+
+use axum::Router;
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+
+use super::api::{Api, error_response};
+use super::narrowings::MAX_NARROWED;
+use super::tenants::Authenticated;
+use crate::approval::Approval;
+use crate::approval::pending::AnswerError;
+use crate::policy::Narrowing;
+
+/// `/approvals`, `/approvals/events` and `/approvals/{id}`.
+pub(crate) fn routes() -> Router<Api> {
+    Router::new()
+        .route("/approvals", get(list))
+        .route("/approvals/events", get(events))
+        .route("/approvals/{id}", post(answer))
+        .route("/sessions", post(narrow))
+}
+
+/// `POST /v1/sessions` with `{"session": ID, "allow": [...], "deny": [...]}`:
+/// the session's calls (`Toolhost-Session: ID`) keep only what `allow`
+/// matches and lose what `deny` matches. Narrowing again narrows further.
+async fn narrow(
+    State(api): State<Api>,
+    Extension(auth): Extension<Authenticated>,
+    body: axum::body::Bytes,
+) -> Response {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Request {
+        session: String,
+        #[serde(flatten)]
+        narrowing: Narrowing,
+    }
+    let request: Request = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "invalid_request: send {{\"session\": ID, \"allow\": [patterns], \"deny\": \
+                     [patterns]}}: {e}"
+                ),
+            );
+        }
+    };
+    if request.session.is_empty() || request.session.len() > 256 {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request: the session id must be 1 to 256 characters",
+        );
+    }
+    let key = (
+        auth.caller.tenant_name().map(String::from),
+        request.session.clone(),
+    );
+    let mut table = api.narrowings.0.lock().unwrap_or_else(|e| e.into_inner());
+    if !table.contains_key(&key) && table.len() >= MAX_NARROWED {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("busy: {MAX_NARROWED} sessions are narrowed on this server; retry later"),
+        );
+    }
+    table
+        .entry(key.clone())
+        .or_default()
+        .push(request.narrowing);
+    let narrowed = table[&key]
+        .iter()
+        .fold(auth.caller.clone(), |caller, n| caller.narrowed(n));
+    drop(table);
+    let offered: Vec<String> = api
+        .host
+        .listing(&narrowed, &crate::toolsets::Selection::default())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|listed| listed.hidden.is_none())
+        .map(|listed| listed.spec.name.clone())
+        .collect();
+    axum::Json(json!({ "session": request.session, "offered": offered })).into_response()
+}
+
+/// The tenant the caller answers for, and whether it answers for everyone.
+fn whose(auth: &Authenticated) -> (Option<String>, bool) {
+    (auth.caller.tenant_name().map(String::from), auth.approver)
+}
+
+async fn list(State(api): State<Api>, Extension(auth): Extension<Authenticated>) -> Response {
+    let (tenant, everyone) = whose(&auth);
+    let pending = api.pending.list(tenant.as_deref(), everyone);
+    axum::Json(json!({ "approvals": pending })).into_response()
+}
+
+async fn answer(
+    State(api): State<Api>,
+    Extension(auth): Extension<Authenticated>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let decision = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("decision").and_then(Value::as_str).map(String::from));
+    let decision = match decision.as_deref() {
+        Some("once") => Approval::Once,
+        Some("session") => Approval::Session,
+        Some("always") => Approval::Always,
+        Some("deny") => Approval::Deny,
+        _ => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "invalid_request: send {\"decision\": \"once\" | \"session\" | \"always\" | \"deny\"}",
+            );
+        }
+    };
+    let (tenant, everyone) = whose(&auth);
+    match api
+        .pending
+        .answer(&id, tenant.as_deref(), everyone, decision)
+    {
+        Ok(()) => axum::Json(json!({ "id": id, "decision": decision.as_str() })).into_response(),
+        Err(AnswerError::NotFound) => error_response(
+            StatusCode::NOT_FOUND,
+            format!(
+                "not_found: no pending approval {id:?} for this caller (answered, timed out, or \
+                 never asked)"
+            ),
+        ),
+    }
+}
+
+/// New approvals as `event: approval` (the ones already waiting first) and
+/// answered or expired ones as `event: resolved`, until the server drains.
+async fn events(State(api): State<Api>, Extension(auth): Extension<Authenticated>) -> Response {
+    let (tenant, everyone) = whose(&auth);
+    let receiver = api.pending.subscribe();
+    let waiting: Vec<Result<Event, Infallible>> = api
+        .pending
+        .list(tenant.as_deref(), everyone)
+        .into_iter()
+        .map(|view| Ok(Event::default().event("approval").data(view.to_string())))
+        .collect();
+    let live = futures::stream::unfold(receiver, |mut receiver| async move {
+        loop {
+            match receiver.recv().await {
+                Ok(event) => return Some((event, receiver)),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+    .filter(move |event| {
+        let mine = everyone || event.tenant == tenant;
+        async move { mine }
+    })
+    .map(|event| {
+        Ok::<_, Infallible>(
+            Event::default()
+                .event(event.kind)
+                .data(event.data.to_string()),
+        )
+    });
+    let draining = api.draining.clone();
+    let stream = futures::stream::iter(waiting)
+        .chain(live)
+        .take_until(async move { draining.cancelled().await });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
