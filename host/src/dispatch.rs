@@ -152,16 +152,21 @@ impl Host {
         if let Err(violations) = entry.spec.validate_arguments(&arguments) {
             return (Err(schema_error(&entry.spec, &violations)), Vec::new());
         }
-        if let Some(refusal) = caller
-            .profile()
-            .refuse_arguments(&entry.spec.name, &arguments)
-        {
+        let rules = caller.profile().argument_rules(&entry.spec.name);
+        if let Some(refusal) = rules.iter().find_map(|rule| rule.refuses(&arguments)) {
             let error = CallError::new(
                 ErrorKind::Denied,
                 format!("tool {:?}: {refusal}", entry.spec.name),
             );
             return (Err(error), Vec::new());
         }
+        // Restricted arguments go to the guest as they were checked, not in a
+        // spelling its parser could read otherwise (a repeated key, say).
+        let text = if rules.is_empty() {
+            text
+        } else {
+            arguments.to_string()
+        };
         let info = CallInfo {
             tool: &entry.spec,
             plugin: &entry.plugin,

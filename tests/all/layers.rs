@@ -42,15 +42,15 @@ fn offered(host: &Host) -> Vec<String> {
         .collect()
 }
 
-/// A server that counts the requests it gets.
+/// A server that counts the requests it gets and answers with the path.
 async fn counting_server() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
     let hits = Arc::new(AtomicUsize::new(0));
     let counter = hits.clone();
-    let router = Router::new().fallback(any(move || {
+    let router = Router::new().fallback(any(move |uri: axum::http::Uri| {
         let counter = counter.clone();
         async move {
             counter.fetch_add(1, Ordering::SeqCst);
-            "fine"
+            uri.path().to_string()
         }
     }));
     let addr = crate::network::serve(crate::network::listener().await, router).await;
@@ -118,6 +118,30 @@ network.allow_hosts = ["127.0.0.1"]
     }
     // The refused calls never reached the server.
     assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    // A repeated key: the host checks the value JSON keeps (the last), and
+    // the guest gets exactly the arguments that were checked.
+    let repeated = format!(r#"{{"url": "http://{addr}/other", "url": "http://{addr}/api/last"}}"#);
+    let raw = host.call("http_request", repeated.as_str()).await.unwrap();
+    let answered: Value = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(answered["status"], 200, "{answered}");
+    assert_eq!(answered["body"], "/api/last", "{answered}");
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+    let repeated = format!(r#"{{"url": "http://{addr}/api/x", "url": "http://{addr}/other"}}"#);
+    let (kind, _) = call(
+        &host,
+        "http_request",
+        serde_json::from_str(&repeated).unwrap(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(kind, ErrorKind::Denied);
+    let error = host
+        .call("http_request", repeated.as_str())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Denied);
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]

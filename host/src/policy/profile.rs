@@ -286,13 +286,11 @@ impl Profile {
         self.tools.get(tool)?.disabled_by.as_deref()
     }
 
-    /// Why `arguments` of `tool` break a parameter restriction, if they do.
-    pub fn refuse_arguments(&self, tool: &str, arguments: &serde_json::Value) -> Option<String> {
+    /// The parameter restrictions of `tool`.
+    pub fn argument_rules(&self, tool: &str) -> &[ArgumentRule] {
         self.tools
-            .get(tool)?
-            .arguments
-            .iter()
-            .find_map(|rule| rule.refuses(arguments))
+            .get(tool)
+            .map_or(&[], |rules| rules.arguments.as_slice())
     }
 
     /// This profile narrowed by a session: the same rules, and a permission
