@@ -27,27 +27,23 @@ pub(super) fn resolve_tools(
             (format!("global.tools.{tool}"), global.tools.get(tool)),
             (format!("profiles.{name}.tools.{tool}"), written.get(tool)),
         ];
-        let mut rules = ToolRules {
-            tool: tool.clone(),
-            keys: Vec::new(),
-            disabled_by: None,
-            permissions: PermissionRules::default(),
-            arguments: Vec::new(),
-            profile: Arc::new(Profile::deny_all(name, &profile.workspace)),
-        };
+        let mut keys = Vec::new();
+        let mut disabled_by = None;
+        let mut permissions = PermissionRules::default();
+        let mut arguments = Vec::new();
         for (key, layer) in layers {
             let Some(layer) = layer else { continue };
-            if layer.enabled == Some(false) && rules.disabled_by.is_none() {
-                rules.disabled_by = Some(format!("{key}.enabled = false"));
+            if layer.enabled == Some(false) && disabled_by.is_none() {
+                disabled_by = Some(format!("{key}.enabled = false"));
             }
             match PermissionRules::parse(&layer.allow, &layer.deny, &layer.approval_required) {
-                Ok(own) => rules.permissions = rules.permissions.layered(&own),
+                Ok(own) => permissions = permissions.layered(&own),
                 Err(e) => problems.push((key.clone(), e.to_string())),
             }
             for (pointer, value) in &layer.arguments {
                 let at = format!("{key}.arguments.{pointer}");
                 match argument_rule(pointer, value) {
-                    Ok(matcher) => rules.arguments.push(ArgumentRule {
+                    Ok(matcher) => arguments.push(ArgumentRule {
                         key: at,
                         pointer: pointer.clone(),
                         matcher,
@@ -55,12 +51,19 @@ pub(super) fn resolve_tools(
                     Err(problem) => problems.push((at, problem)),
                 }
             }
-            rules.keys.push(key);
+            keys.push(key);
         }
         let mut applied = profile.clone();
-        applied.permissions = profile.permissions.layered(&rules.permissions);
+        applied.permissions = profile.permissions.layered(&permissions);
         applied.tools = BTreeMap::new();
-        rules.profile = Arc::new(applied);
+        let rules = ToolRules {
+            tool: tool.clone(),
+            keys,
+            disabled_by,
+            permissions,
+            arguments,
+            profile: Arc::new(applied),
+        };
         resolved.insert(tool.clone(), Arc::new(rules));
     }
     resolved

@@ -59,10 +59,7 @@ impl Matcher {
                 Some(text) if regex.is_match(text) => None,
                 Some(_) => Some(format!(
                     "it does not match the expression {:?}",
-                    regex
-                        .as_str()
-                        .trim_start_matches("^(?:")
-                        .trim_end_matches(")$")
+                    written(regex)
                 )),
                 None => Some("the rule takes strings and this is not one".into()),
             },
@@ -87,7 +84,7 @@ impl fmt::Display for Matcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Globs(globs) => write!(f, "one of the globs {globs:?}"),
-            Self::Regex(regex) => write!(f, "the expression {:?}", regex.as_str()),
+            Self::Regex(regex) => write!(f, "the expression {:?}", written(regex)),
             Self::OneOf(values) => {
                 let listed: Vec<String> = values.iter().map(Value::to_string).collect();
                 write!(f, "one of [{}]", listed.join(", "))
@@ -100,6 +97,15 @@ impl fmt::Display for Matcher {
             },
         }
     }
+}
+
+/// The expression as written, without the anchors [`Matcher::regex`] adds.
+fn written(regex: &regex::Regex) -> &str {
+    let anchored = regex.as_str();
+    anchored
+        .strip_prefix("^(?:")
+        .and_then(|rest| rest.strip_suffix(")$"))
+        .unwrap_or(anchored)
 }
 
 impl ArgumentRule {
