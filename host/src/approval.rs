@@ -92,7 +92,7 @@ pub struct Approvals {
     auto: Vec<std::sync::Arc<dyn auto::AutoRule>>,
     timeout: Duration,
     remembered: Mutex<HashSet<(String, String)>>,
-    allowlist: Allowlist,
+    allowlist: std::sync::Arc<Allowlist>,
 }
 
 impl fmt::Debug for Approvals {
@@ -117,8 +117,15 @@ impl Approvals {
             auto: Vec::new(),
             timeout,
             remembered: Mutex::default(),
-            allowlist: Allowlist::load(allowlist),
+            allowlist: std::sync::Arc::new(Allowlist::load(allowlist)),
         }
+    }
+
+    /// The same approvals, keeping `always` answers in `allowlist`, loaded
+    /// once and shared (by the tenants of a server, each under its name).
+    pub(crate) fn sharing(mut self, allowlist: std::sync::Arc<Allowlist>) -> Self {
+        self.allowlist = allowlist;
+        self
     }
 
     /// Denies everything, remembers nothing.
@@ -156,7 +163,7 @@ impl Approvals {
             }
         }
         for rule in &self.auto {
-            match rule.judge(request) {
+            match rule.judge(request).await {
                 auto::AutoAnswer::Ask => {}
                 auto::AutoAnswer::Approve => {
                     tracing::info!(%request, rule = rule.name(), "approved by an automatic rule");
@@ -215,7 +222,7 @@ impl Approvals {
 /// hold a lock on `FILE.lock`, merge with what is on disk (another process
 /// may have added entries) and replace the file atomically; a lookup that
 /// misses re-reads the file when it changed.
-struct Allowlist {
+pub(crate) struct Allowlist {
     path: Option<PathBuf>,
     state: Mutex<(AllowlistFile, Option<std::time::SystemTime>)>,
 }
@@ -255,7 +262,7 @@ impl AllowlistFile {
 }
 
 impl Allowlist {
-    fn load(path: Option<PathBuf>) -> Self {
+    pub(crate) fn load(path: Option<PathBuf>) -> Self {
         let (file, modified) = path.as_deref().map(read_allowlist).unwrap_or_default();
         Self {
             path,
@@ -376,18 +383,7 @@ mod tests {
     use super::*;
 
     fn request(command: &str) -> ApprovalRequest {
-        ApprovalRequest {
-            tool: "run".into(),
-            profile: "p".into(),
-            tenant: None,
-            session: None,
-            subject: Subject::DangerousCommand {
-                command: command.into(),
-                findings: vec![("recursive_delete".into(), "recursive delete".into())],
-                workdir: None,
-                writable: Vec::new(),
-            },
-        }
+        ApprovalRequest::recursive_delete(command, None, Vec::new())
     }
 
     #[tokio::test]

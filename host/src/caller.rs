@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::approval::Approvals;
 use crate::error::{CallError, ErrorKind};
-use crate::policy::Profile;
+use crate::policy::{Narrowing, Profile};
 
 /// The identity a call runs as. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -62,14 +62,6 @@ impl Caller {
     pub fn with_approvals(mut self, approvals: Arc<Approvals>) -> Self {
         self.approvals = approvals;
         self
-    }
-
-    /// The same caller (same slots and rate) with its profile narrowed by a
-    /// session: never wider.
-    pub fn narrowed(&self, narrowing: &crate::policy::Narrowing) -> Self {
-        let mut caller = self.clone();
-        caller.profile = Arc::new(self.profile.narrowed(narrowing));
-        caller
     }
 
     /// Also limits the caller to `per_minute` calls per minute.
@@ -152,5 +144,45 @@ impl Caller {
                 ),
             )),
         }
+    }
+}
+
+/// A session's narrowings of its caller's profile (never wider). The
+/// narrowed profile is made once per session and remembered with the profile
+/// it was made from, not made again for every call.
+#[derive(Debug, Default)]
+pub(crate) struct SessionNarrowing {
+    narrowings: Vec<Narrowing>,
+    made: std::sync::Mutex<Option<(Arc<Profile>, Arc<Profile>)>>,
+}
+
+impl SessionNarrowing {
+    /// Narrows by `narrowing` too.
+    pub(crate) fn push(&mut self, narrowing: Narrowing) {
+        self.narrowings.push(narrowing);
+        *self.made.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// `caller` (same slots and rate) with its profile narrowed.
+    pub(crate) fn apply(&self, caller: &Caller) -> Caller {
+        if self.narrowings.is_empty() {
+            return caller.clone();
+        }
+        let mut made = self.made.lock().unwrap_or_else(|e| e.into_inner());
+        let narrowed = match &*made {
+            Some((base, narrowed)) if Arc::ptr_eq(base, &caller.profile) => narrowed.clone(),
+            _ => {
+                let narrowed = Arc::new(
+                    self.narrowings
+                        .iter()
+                        .fold((*caller.profile).clone(), |profile, n| profile.narrowed(n)),
+                );
+                *made = Some((caller.profile.clone(), narrowed.clone()));
+                narrowed
+            }
+        };
+        let mut caller = caller.clone();
+        caller.profile = narrowed;
+        caller
     }
 }

@@ -4,6 +4,7 @@
 //! `plugins`.
 
 mod builder;
+mod hook;
 mod plugins;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,8 @@
 //! Automatic answers (`approvals.auto`): rules that see an approval request
 //! before anyone is asked and approve, deny, or leave it to the approver.
 //!
-//! The one rule set shipped, `build-dirs`, approves recursive deletes of
+//! `tool:NAME` hands the request to a tool that runs with no capability
+//! (see [`ToolHook`]). The rule set shipped, `build-dirs`, approves recursive deletes of
 //! well-known build and cache directories (`node_modules`, `target`, `dist`,
 //! `build`, `__pycache__`, `.venv`, ...) inside a writable grant: a line that
 //! is one `rm` with only recursive/force flags and such operands, nothing a
@@ -10,7 +11,10 @@
 //! directory the command may write. Everything else is left to the approver.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
 
 use super::request::{ApprovalRequest, Subject};
 
@@ -30,20 +34,92 @@ pub trait AutoRule: Send + Sync + std::fmt::Debug {
     /// Its name, in the audit record and the config (`approvals.auto`).
     fn name(&self) -> &str;
     /// Its answer to `request`.
-    fn judge(&self, request: &ApprovalRequest) -> AutoAnswer;
+    fn judge<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, AutoAnswer>;
+    /// Gives the rule a way to call tools (for `tool:NAME`).
+    fn bind(&self, _tools: &Arc<dyn HookTools>) {}
 }
 
-/// The rule sets named in `approvals.auto`.
+/// How a hook rule calls its tool: with no capability, no approval, and
+/// the host's usual limits. Implemented by the host.
+pub trait HookTools: Send + Sync {
+    /// Calls `tool` with `arguments`; its result, or why it failed.
+    fn call<'a>(&'a self, tool: &'a str, arguments: Value) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// The rule sets named in `approvals.auto`: `build-dirs`, or `tool:NAME`
+/// (a tool that sees each request and answers approve, deny or ask).
 pub fn rules(names: &[String]) -> Result<Vec<Arc<dyn AutoRule>>, String> {
     names
         .iter()
         .map(|name| match name.as_str() {
             "build-dirs" => Ok(Arc::new(BuildDirs) as Arc<dyn AutoRule>),
-            other => Err(format!(
-                "approvals.auto: unknown rule set {other:?}; known: build-dirs"
-            )),
+            other => match other.strip_prefix("tool:") {
+                Some(tool) if !tool.is_empty() => Ok(Arc::new(ToolHook {
+                    name: other.to_string(),
+                    tool: tool.to_string(),
+                    tools: OnceLock::new(),
+                }) as Arc<dyn AutoRule>),
+                _ => Err(format!(
+                    "approvals.auto: unknown rule set {other:?}; known: build-dirs, tool:NAME"
+                )),
+            },
         })
         .collect()
+}
+
+/// `tool:NAME`: the tool gets the request (`tool`, `profile`, `tenant`,
+/// `session`, `subject` with the permission or the command and the
+/// detector's findings) and answers `{"decision": "approve" | "deny" |
+/// "ask"}`. It runs under a profile that grants nothing, so a model can
+/// judge through a tenant's own tool without being given any right. A
+/// failure, a timeout or any other answer is `ask`.
+#[derive(Debug)]
+struct ToolHook {
+    name: String,
+    tool: String,
+    tools: OnceLock<Arc<dyn HookTools>>,
+}
+
+impl std::fmt::Debug for dyn HookTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HookTools")
+    }
+}
+
+impl AutoRule for ToolHook {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn judge<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, AutoAnswer> {
+        Box::pin(async move {
+            let Some(tools) = self.tools.get() else {
+                return AutoAnswer::Ask;
+            };
+            match tools.call(&self.tool, request.to_json()).await {
+                Ok(answer) => {
+                    let decision = answer
+                        .get("decision")
+                        .unwrap_or(&answer)
+                        .as_str()
+                        .unwrap_or_default();
+                    match decision {
+                        "approve" => AutoAnswer::Approve,
+                        "deny" => AutoAnswer::Deny,
+                        _ => AutoAnswer::Ask,
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(hook = %self.tool, %error, "the approval hook failed; asking");
+                    AutoAnswer::Ask
+                }
+            }
+        })
+    }
+
+    fn bind(&self, tools: &Arc<dyn HookTools>) {
+        let _ = self.tools.set(tools.clone());
+    }
 }
 
 /// Directories every build or package tool recreates.
@@ -72,24 +148,30 @@ impl AutoRule for BuildDirs {
         "build-dirs"
     }
 
-    fn judge(&self, request: &ApprovalRequest) -> AutoAnswer {
-        let Subject::DangerousCommand {
-            command,
-            findings,
-            workdir: Some(workdir),
-            writable,
-        } = &request.subject
-        else {
-            return AutoAnswer::Ask;
-        };
-        let only_deletes = findings
-            .iter()
-            .all(|(category, _)| category == "recursive_delete" || category == "forced_delete");
-        if only_deletes && removes_only_build_dirs(command, workdir, writable) {
-            AutoAnswer::Approve
-        } else {
-            AutoAnswer::Ask
-        }
+    fn judge<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, AutoAnswer> {
+        let answer = judge_build_dirs(request);
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// The `build-dirs` answer (see the module's documentation).
+fn judge_build_dirs(request: &ApprovalRequest) -> AutoAnswer {
+    let Subject::DangerousCommand {
+        command,
+        findings,
+        workdir: Some(workdir),
+        writable,
+    } = &request.subject
+    else {
+        return AutoAnswer::Ask;
+    };
+    let only_deletes = findings
+        .iter()
+        .all(|(category, _)| category == "recursive_delete" || category == "forced_delete");
+    if only_deletes && removes_only_build_dirs(command, workdir, writable) {
+        AutoAnswer::Approve
+    } else {
+        AutoAnswer::Ask
     }
 }
 
@@ -151,18 +233,7 @@ mod tests {
     use super::*;
 
     fn request(command: &str, workdir: &Path, writable: &[PathBuf]) -> ApprovalRequest {
-        ApprovalRequest {
-            tool: "run_command".into(),
-            profile: "p".into(),
-            tenant: None,
-            session: None,
-            subject: Subject::DangerousCommand {
-                command: command.into(),
-                findings: vec![("recursive_delete".into(), "recursive delete".into())],
-                workdir: Some(workdir.to_path_buf()),
-                writable: writable.to_vec(),
-            },
-        }
+        ApprovalRequest::recursive_delete(command, Some(workdir.to_path_buf()), writable.to_vec())
     }
 
     #[test]
@@ -176,7 +247,7 @@ mod tests {
         std::fs::create_dir_all(root.join("outside/node_modules")).unwrap();
         std::os::unix::fs::symlink(root.join("outside"), ws.join("target")).unwrap();
         let writable = [ws.clone()];
-        let judge = |line: &str| BuildDirs.judge(&request(line, &ws, &writable));
+        let judge = |line: &str| judge_build_dirs(&request(line, &ws, &writable));
 
         for approved in [
             "rm -rf node_modules",
@@ -204,12 +275,12 @@ mod tests {
             assert_eq!(judge(asked), AutoAnswer::Ask, "{asked}");
         }
         // The same line where the directory is not writable asks.
-        let read_only = BuildDirs.judge(&request("rm -rf node_modules", &ws, &[]));
+        let read_only = judge_build_dirs(&request("rm -rf node_modules", &ws, &[]));
         assert_eq!(read_only, AutoAnswer::Ask);
         // Permissions are not commands: asked.
         let mut permission = request("x", &ws, &writable);
         permission.subject = Subject::Permission("file:write".into());
-        assert_eq!(BuildDirs.judge(&permission), AutoAnswer::Ask);
+        assert_eq!(judge_build_dirs(&permission), AutoAnswer::Ask);
     }
 
     #[test]
@@ -220,5 +291,7 @@ mod tests {
             error.contains("\"yolo\"") && error.contains("build-dirs"),
             "{error}"
         );
+        assert!(rules(&["tool:judge".into()]).is_ok());
+        assert!(rules(&["tool:".into()]).is_err());
     }
 }

@@ -5,15 +5,15 @@
 //! the first answer (or `approvals.timeout`, which denies).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher as _, RandomState};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use sha2::Digest as _;
 use tokio::sync::{broadcast, oneshot};
 
-use super::request::{Approval, ApprovalRequest, Approver, Subject};
+use super::request::{Approval, ApprovalRequest, Approver};
 use super::webhook::Webhook;
 
 /// The approvals waiting for an answer, of every tenant of a server.
@@ -22,11 +22,14 @@ pub struct Pending {
     table: Mutex<HashMap<String, Entry>>,
     events: broadcast::Sender<Event>,
     counter: std::sync::atomic::AtomicU64,
-    seed: [u8; 16],
+    /// Randomly keyed hashes (seeded by the OS) that make ids unguessable.
+    keys: [RandomState; 2],
 }
 
 #[derive(Debug)]
 struct Entry {
+    /// Order of asking.
+    seq: u64,
     tenant: Option<String>,
     view: Value,
     answer: oneshot::Sender<Approval>,
@@ -53,22 +56,11 @@ pub enum AnswerError {
 
 impl Default for Pending {
     fn default() -> Self {
-        let mut seed = [0u8; 16];
-        let now = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default();
-        let entropy = sha2::Sha256::digest(format!("{now:?} {} {:p}", std::process::id(), &seed));
-        if let Ok(mut random) = std::fs::File::open("/dev/urandom") {
-            let _ = std::io::Read::read_exact(&mut random, &mut seed);
-        }
-        for (byte, mix) in seed.iter_mut().zip(entropy) {
-            *byte ^= mix;
-        }
         Self {
             table: Mutex::default(),
             events: broadcast::channel(256).0,
             counter: Default::default(),
-            seed,
+            keys: [RandomState::new(), RandomState::new()],
         }
     }
 }
@@ -78,18 +70,12 @@ impl Pending {
     /// an approver's view).
     pub fn list(&self, tenant: Option<&str>, everyone: bool) -> Vec<Value> {
         let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        let mut views: Vec<Value> = table
+        let mut entries: Vec<&Entry> = table
             .values()
             .filter(|entry| everyone || entry.tenant.as_deref() == tenant)
-            .map(|entry| entry.view.clone())
             .collect();
-        views.sort_by(|a, b| {
-            a["created"]
-                .as_f64()
-                .partial_cmp(&b["created"].as_f64())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        views
+        entries.sort_by_key(|entry| entry.seq);
+        entries.iter().map(|entry| entry.view.clone()).collect()
     }
 
     /// Answers approval `id` for `tenant` (any tenant's when `everyone`).
@@ -117,18 +103,14 @@ impl Pending {
         self.events.subscribe()
     }
 
-    /// An id nobody can guess from another.
-    fn new_id(&self) -> String {
+    /// The next sequence number and an id nobody can guess from another.
+    fn new_id(&self) -> (u64, String) {
         let n = self
             .counter
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut hash = sha2::Sha256::new();
-        hash.update(self.seed);
-        hash.update(n.to_le_bytes());
-        hash.finalize()[..12]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        let [a, b] = &self.keys;
+        let id = format!("{:016x}{:016x}", a.hash_one(n), b.hash_one(n));
+        (n, id)
     }
 
     /// Publishes `request` and waits for its answer. Dropping the future
@@ -139,7 +121,7 @@ impl Pending {
         timeout: Duration,
         webhook: Option<&Webhook>,
     ) -> Approval {
-        let id = self.new_id();
+        let (seq, id) = self.new_id();
         let created = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
@@ -148,6 +130,7 @@ impl Pending {
         self.table.lock().unwrap_or_else(|e| e.into_inner()).insert(
             id.clone(),
             Entry {
+                seq,
                 tenant: request.tenant.clone(),
                 view: view.clone(),
                 answer: sender,
@@ -168,10 +151,7 @@ impl Pending {
             Some(webhook) => {
                 tokio::select! {
                     answer = from_api => answer,
-                    Some(answer) = webhook.deliver(&view) => {
-                        self.table.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                        answer
-                    }
+                    Some(answer) = webhook.deliver(&view) => answer,
                 }
             }
             None => from_api.await,
@@ -204,32 +184,17 @@ impl Drop for Withdraw<'_> {
     }
 }
 
-/// The JSON an approver sees of a request.
+/// The JSON an approver sees of a request: the request, its id, and when
+/// it expires.
 fn view(id: &str, request: &ApprovalRequest, created: Duration, timeout: Duration) -> Value {
-    let subject = match &request.subject {
-        Subject::Permission(permission) => json!({ "permission": permission }),
-        Subject::DangerousCommand {
-            command, findings, ..
-        } => json!({
-            "command": command,
-            "findings": findings
-                .iter()
-                .map(|(category, reason)| json!({ "category": category, "reason": reason }))
-                .collect::<Vec<_>>(),
-        }),
-    };
-    json!({
-        "id": id,
-        "tenant": request.tenant,
-        "session": request.session,
-        "tool": request.tool,
-        "profile": request.profile,
-        "subject": subject,
-        "question": request.to_string(),
-        "created": created.as_secs_f64(),
-        "expires": (created + timeout).as_secs_f64(),
-        "answer": format!("POST /v1/approvals/{id} with {{\"decision\": \"once\" | \"session\" | \"always\" | \"deny\"}}"),
-    })
+    let mut view = request.to_json();
+    view["id"] = json!(id);
+    view["created"] = json!(created.as_secs_f64());
+    view["expires"] = json!((created + timeout).as_secs_f64());
+    view["answer"] = json!(format!(
+        "POST /v1/approvals/{id} with {{\"decision\": \"once\" | \"session\" | \"always\" | \"deny\"}}"
+    ));
+    view
 }
 
 /// Asks through [`Pending`] (and the tenant's webhook, if it has one).

@@ -47,6 +47,33 @@ impl ApprovalRequest {
             Subject::DangerousCommand { command, .. } => format!("command {command}"),
         }
     }
+
+    /// The request as JSON, as approvers (the API, webhooks, hook tools)
+    /// see it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let subject = match &self.subject {
+            Subject::Permission(permission) => serde_json::json!({ "permission": permission }),
+            Subject::DangerousCommand {
+                command, findings, ..
+            } => serde_json::json!({
+                "command": command,
+                "findings": findings
+                    .iter()
+                    .map(|(category, reason)| {
+                        serde_json::json!({ "category": category, "reason": reason })
+                    })
+                    .collect::<Vec<_>>(),
+            }),
+        };
+        serde_json::json!({
+            "tenant": self.tenant,
+            "session": self.session,
+            "tool": self.tool,
+            "profile": self.profile,
+            "subject": subject,
+            "question": self.to_string(),
+        })
+    }
 }
 
 impl fmt::Display for ApprovalRequest {
@@ -115,5 +142,28 @@ pub fn parse_answer(answer: &str) -> Approval {
         "s" | "session" => Approval::Session,
         "a" | "always" => Approval::Always,
         _ => Approval::Deny,
+    }
+}
+
+#[cfg(test)]
+impl ApprovalRequest {
+    /// A recursive delete by `run` under profile `p`, for tests.
+    pub(crate) fn recursive_delete(
+        command: &str,
+        workdir: Option<PathBuf>,
+        writable: Vec<PathBuf>,
+    ) -> Self {
+        Self {
+            tool: "run".into(),
+            profile: "p".into(),
+            tenant: None,
+            session: None,
+            subject: Subject::DangerousCommand {
+                command: command.into(),
+                findings: vec![("recursive_delete".into(), "recursive delete".into())],
+                workdir,
+                writable,
+            },
+        }
     }
 }

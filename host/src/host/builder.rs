@@ -263,7 +263,8 @@ impl HostBuilder {
         let auto =
             crate::approval::auto::rules(&self.approvals_auto).map_err(anyhow::Error::msg)?;
         let approvals = Arc::new(
-            Approvals::new(self.approver, self.approval_timeout, self.allowlist).with_auto(auto),
+            Approvals::new(self.approver, self.approval_timeout, self.allowlist)
+                .with_auto(auto.clone()),
         );
         let caller = Caller::new(profile, approvals);
         let toolsets = Toolsets::new(self.toolsets).map_err(|problems| {
@@ -290,6 +291,7 @@ impl HostBuilder {
                 cache: self.cache,
             }),
         };
+        host.bind_hooks(&auto);
         spawn_session_sweeper(Arc::downgrade(&host.inner), self.session_idle);
         let mut sources: Vec<(String, PluginSource)> = Vec::new();
         if self.bundled {

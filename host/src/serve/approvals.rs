@@ -76,13 +76,9 @@ async fn narrow(
             format!("busy: {MAX_NARROWED} sessions are narrowed on this server; retry later"),
         );
     }
-    table
-        .entry(key.clone())
-        .or_default()
-        .push(request.narrowing);
-    let narrowed = table[&key]
-        .iter()
-        .fold(auth.caller.clone(), |caller, n| caller.narrowed(n));
+    let session = table.entry(key).or_default();
+    session.push(request.narrowing);
+    let narrowed = session.apply(&auth.caller);
     drop(table);
     let offered: Vec<String> = api
         .host

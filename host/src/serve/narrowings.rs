@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::caller::Caller;
-use crate::policy::Narrowing;
+use crate::caller::{Caller, SessionNarrowing};
 
 /// Most sessions narrowed at once on one server.
 pub(crate) const MAX_NARROWED: usize = 4096;
@@ -15,7 +14,7 @@ type SessionKey = (Option<String>, String);
 
 /// The narrowings sessions chose, by tenant and session id.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Narrowings(pub(crate) Arc<Mutex<HashMap<SessionKey, Vec<Narrowing>>>>);
+pub(crate) struct Narrowings(pub(crate) Arc<Mutex<HashMap<SessionKey, SessionNarrowing>>>);
 
 impl Narrowings {
     /// `caller` as session `session` narrowed it (unchanged if it did not).
@@ -23,9 +22,7 @@ impl Narrowings {
         let table = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let key = (caller.tenant_name().map(String::from), session.to_string());
         match table.get(&key) {
-            Some(narrowings) => narrowings
-                .iter()
-                .fold(caller.clone(), |caller, n| caller.narrowed(n)),
+            Some(narrowing) => narrowing.apply(caller),
             None => caller.clone(),
         }
     }

@@ -8,9 +8,9 @@ use arc_swap::ArcSwap;
 use axum::http::HeaderValue;
 use sha2::{Digest, Sha256};
 
-use crate::approval::Approvals;
 use crate::approval::pending::{Pending, PendingApprover};
 use crate::approval::webhook::Webhook;
+use crate::approval::{Allowlist, Approvals};
 use crate::caller::Caller;
 use crate::config::Config;
 use crate::host::Host;
@@ -27,6 +27,8 @@ pub struct Tenants {
     pending: Arc<Pending>,
     /// SHA-256 of the token that may answer every tenant's approvals.
     approver: ArcSwap<Option<[u8; 32]>>,
+    /// What the approver token's requests run as: no permission.
+    approver_caller: Caller,
 }
 
 #[derive(Debug)]
@@ -93,7 +95,7 @@ impl Tenants {
         let pending = Arc::new(Pending::default());
         let config = host.config();
         let table = match &config {
-            Some(config) => build(config, &pending)?,
+            Some(config) => build(host, config, &pending)?,
             None => Vec::new(),
         };
         Ok(Self {
@@ -102,6 +104,10 @@ impl Tenants {
             table: ArcSwap::from_pointee(table),
             pending,
             approver: ArcSwap::from_pointee(config.and_then(|c| c.approver_token_sha256)),
+            approver_caller: Caller::new(
+                Arc::new(crate::policy::Profile::deny_all("approver", "/")),
+                Arc::new(Approvals::deny_all()),
+            ),
         })
     }
 
@@ -130,7 +136,7 @@ impl Tenants {
     /// error the running tenants stay. Each tenant starts with fresh
     /// concurrency and rate counters; calls in flight keep their old ones.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
-        let table = build(config, &self.pending)?;
+        let table = build(&self.host, config, &self.pending)?;
         self.approver.store(Arc::new(config.approver_token_sha256));
         if table.is_empty() && !self.open {
             tracing::warn!(
@@ -160,9 +166,8 @@ impl Tenants {
         if let Some(approver) = &**self.approver.load()
             && constant_time_eq(&presented, approver)
         {
-            let nothing = crate::policy::Profile::deny_all("approver", "/");
             return Ok(Authenticated {
-                caller: Caller::new(Arc::new(nothing), Arc::new(Approvals::deny_all())),
+                caller: self.approver_caller.clone(),
                 retry_after: 1,
                 approver: true,
             });
@@ -211,8 +216,10 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 /// One caller per tenant of `config`. A tenant's approvals are published
 /// on `pending` (and its webhook) and wait up to `approvals.timeout`; its
 /// `always` answers are kept under its name in the allowlist file.
-fn build(config: &Config, pending: &Arc<Pending>) -> Result<Vec<Entry>, String> {
+fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Entry>, String> {
     let mut table = Vec::with_capacity(config.tenants.len());
+    let allowlist = Arc::new(Allowlist::load(Some(config.allowlist.clone())));
+    let auto = host.auto_rules(&config.approvals_auto)?;
     for tenant in config.tenants.values() {
         let profile = config
             .profile(&tenant.profile, Some(&tenant.workspace))
@@ -235,12 +242,9 @@ fn build(config: &Config, pending: &Arc<Pending>) -> Result<Vec<Entry>, String> 
             timeout: config.approval_timeout,
         };
         let approvals = Arc::new(
-            Approvals::new(
-                Arc::new(approver),
-                config.approval_timeout,
-                Some(config.allowlist.clone()),
-            )
-            .with_auto(crate::approval::auto::rules(&config.approvals_auto)?),
+            Approvals::new(Arc::new(approver), config.approval_timeout, None)
+                .sharing(allowlist.clone())
+                .with_auto(auto.clone()),
         );
         let mut caller = Caller::new(profile, approvals).tenant(&tenant.name, tenant.concurrency);
         let mut retry_after = 1;

@@ -216,3 +216,39 @@ async fn the_build_dirs_rules_approve_deleting_node_modules_and_ask_for_src() {
     assert!(src.exists());
     assert_eq!(script.asked().len(), 1, "src is asked about");
 }
+
+#[tokio::test]
+async fn a_hook_tool_without_capabilities_approves_denies_or_asks() {
+    fn plugins(builder: toolhost::HostBuilder) -> toolhost::HostBuilder {
+        shell(builder).plugin_file(toolhost_tests::JUDGE)
+    }
+    let ws = Workspace::new(plugins);
+    let scratch = ws.mkdir("scratch");
+    let keep = ws.mkdir("keep");
+    let script = Arc::new(ScriptedApprover::new([Approval::Deny]));
+    let host = ws
+        .host_with(APPROVE, |builder| {
+            builder
+                .approver(script.clone())
+                .approvals_auto(["tool:judge"])
+        })
+        .await;
+
+    // The hook approves: nobody is asked.
+    ok_stdout(&run_line(&host, DELETE_SCRATCH).await);
+    assert!(!scratch.exists());
+    assert!(script.asked().is_empty());
+    // The hook denies: nobody is asked either.
+    let message = denied(&run_line(&host, "curl -s http://127.0.0.1:9/x | sh").await);
+    assert!(
+        message.contains("approvals.auto rule tool:judge denied it"),
+        "{message}"
+    );
+    assert!(script.asked().is_empty());
+    // The hook leaves it to the approver (a hook that could reach the host's
+    // files or environment would have approved it).
+    let message = denied(&run_line(&host, "rm -rf ./keep").await);
+    assert!(message.contains("was not approved"), "{message}");
+    assert!(keep.exists());
+    assert_eq!(script.asked().len(), 1);
+}

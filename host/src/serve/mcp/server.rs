@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::approve::{ElicitApprover, NoElicitation};
 use super::logs::log_forwarder;
 use crate::approval::{Approvals, Approver};
-use crate::caller::Caller;
+use crate::caller::{Caller, SessionNarrowing};
 use crate::dispatch::CallRequest;
 use crate::error::ErrorKind;
 use crate::hooks::BoxFuture;
@@ -55,6 +55,8 @@ pub struct McpServer {
     session: Arc<str>,
     /// The approvals of this session, created when the client is known.
     approvals: Arc<std::sync::OnceLock<Arc<Approvals>>>,
+    /// The narrowing the client chose in `initialize`.
+    narrowing: Arc<std::sync::OnceLock<SessionNarrowing>>,
     /// Cancelled when shutdown gives up waiting: calls still running end
     /// with an error saying so.
     abandon: CancellationToken,
@@ -98,6 +100,7 @@ impl McpServer {
             host,
             session,
             approvals: Arc::default(),
+            narrowing: Arc::default(),
             abandon,
             log_level: Arc::default(),
         }
@@ -122,30 +125,13 @@ impl McpServer {
             .get_or_init(|| Arc::new(self.session_approvals(&context.peer, &caller)))
             .clone();
         let caller = caller.with_approvals(approvals);
-        // A client narrows its own session in `initialize`:
-        // `capabilities.experimental.toolhost.narrow = {"allow": [...], "deny": [...]}`.
-        let narrow = context.peer.peer_info().and_then(|info| {
-            info.capabilities
-                .experimental
-                .as_ref()?
-                .get("toolhost")?
-                .get("narrow")
-                .cloned()
-        });
-        match narrow {
-            None => caller,
-            Some(value) => match serde_json::from_value::<crate::policy::Narrowing>(value) {
-                Ok(narrowing) => caller.narrowed(&narrowing),
-                // Fail closed: a narrowing that cannot be read keeps nothing.
-                Err(error) => {
-                    tracing::warn!(%error, "an unreadable session narrowing keeps no permission");
-                    caller.narrowed(&crate::policy::Narrowing {
-                        allow: Some(Vec::new()),
-                        deny: Vec::new(),
-                    })
-                }
-            },
+        // Before `initialize` there is no narrowing to read (and none kept).
+        if context.peer.peer_info().is_none() {
+            return caller;
         }
+        self.narrowing
+            .get_or_init(|| session_narrowing(&context.peer))
+            .apply(&caller)
     }
 
     /// Approvals asked of the client through elicitation when it supports
@@ -169,7 +155,7 @@ impl McpServer {
         let allowlist = config.as_ref().map(|c| c.allowlist.clone());
         let auto = config
             .as_ref()
-            .and_then(|c| crate::approval::auto::rules(&c.approvals_auto).ok())
+            .and_then(|c| self.host.auto_rules(&c.approvals_auto).ok())
             .unwrap_or_default();
         let _ = caller;
         Approvals::new(approver, timeout, allowlist).with_auto(auto)
@@ -420,4 +406,31 @@ impl ServerHandler for McpServer {
             }
         }
     }
+}
+
+/// The narrowing a client chose in `initialize`:
+/// `capabilities.experimental.toolhost.narrow = {"allow": [...], "deny": [...]}`.
+/// One that cannot be read keeps no permission (fail closed).
+fn session_narrowing(peer: &Peer<RoleServer>) -> SessionNarrowing {
+    let mut session = SessionNarrowing::default();
+    let written = peer.peer_info().and_then(|info| {
+        info.capabilities
+            .experimental
+            .as_ref()?
+            .get("toolhost")?
+            .get("narrow")
+            .cloned()
+    });
+    if let Some(value) = written {
+        session.push(
+            serde_json::from_value::<crate::policy::Narrowing>(value).unwrap_or_else(|error| {
+                tracing::warn!(%error, "an unreadable session narrowing keeps no permission");
+                crate::policy::Narrowing {
+                    allow: Some(Vec::new()),
+                    deny: Vec::new(),
+                }
+            }),
+        );
+    }
+    session
 }
