@@ -242,7 +242,7 @@ impl Host {
                         limits,
                         &session_key(caller.tenant_name(), session),
                         self.sessions_memory(),
-                        grants,
+                        (caller.profile(), grants),
                     )
                     .await
             }

@@ -106,7 +106,7 @@ async fn unloading_a_stateful_plugin_tears_its_sessions_down() {
             &host.limits(),
             "s1",
             host.sessions_memory(),
-            || std::sync::Arc::new(grants),
+            (host.caller().profile(), || std::sync::Arc::new(grants)),
         )
         .await;
     let error = result.unwrap_err();

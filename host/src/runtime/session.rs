@@ -12,6 +12,7 @@ use wasmtime::Store;
 use super::sandbox::Sandbox;
 use crate::contract::bindings::exports::toolhost::plugin::lifecycle::Guest as LifecycleGuest;
 use crate::contract::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
+use crate::policy::Profile;
 
 /// How long `teardown` may run.
 const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,6 +73,9 @@ impl LiveInstance {
 /// One session's slot. The async mutex serializes that session's calls.
 pub(crate) struct Slot {
     pub(crate) live: Option<LiveInstance>,
+    /// The caller's profile the live instance was made under: under
+    /// another one (narrowed, reloaded) it is made again.
+    pub(crate) made_under: Option<Arc<Profile>>,
     pub(crate) last_used: Instant,
     pub(crate) closed: bool,
 }
@@ -114,6 +118,7 @@ impl Sessions {
         }
         let slot = Arc::new(tokio::sync::Mutex::new(Slot {
             live: None,
+            made_under: None,
             last_used: Instant::now(),
             closed: false,
         }));

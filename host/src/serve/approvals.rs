@@ -35,6 +35,9 @@ pub(crate) fn routes() -> Router<Api> {
 /// `POST /v1/sessions` with `{"session": ID, "allow": [...], "deny": [...]}`:
 /// the session's calls (`Toolhost-Session: ID`) keep only what `allow`
 /// matches and lose what `deny` matches. Narrowing again narrows further.
+/// What the session holds under its old rules (a terminal's sandbox, a
+/// stateful plugin's instance) is started again under the new ones at its
+/// next call: both are kept only for the profile they were made under.
 async fn narrow(
     State(api): State<Api>,
     Extension(auth): Extension<Authenticated>,
@@ -69,17 +72,18 @@ async fn narrow(
         auth.caller.tenant_name().map(String::from),
         request.session.clone(),
     );
-    let mut table = api.narrowings.0.lock().unwrap_or_else(|e| e.into_inner());
-    if !table.contains_key(&key) && table.len() >= MAX_NARROWED {
-        return error_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("busy: {MAX_NARROWED} sessions are narrowed on this server; retry later"),
-        );
-    }
-    let session = table.entry(key).or_default();
-    session.push(request.narrowing);
-    let narrowed = session.apply(&auth.caller);
-    drop(table);
+    let narrowed = {
+        let mut table = api.narrowings.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !table.contains_key(&key) && table.len() >= MAX_NARROWED {
+            return error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("busy: {MAX_NARROWED} sessions are narrowed on this server; retry later"),
+            );
+        }
+        let session = table.entry(key).or_default();
+        session.push(request.narrowing);
+        session.apply(&auth.caller)
+    };
     let offered: Vec<String> = api
         .host
         .listing(&narrowed, &crate::toolsets::Selection::default())

@@ -105,6 +105,29 @@ async fn answer(server: &Server, token: &str, id: &str, decision: &str) -> Statu
         .0
 }
 
+/// Runs one call as `token` in `session`; its result.
+async fn in_session(
+    server: &Server,
+    token: &str,
+    session: &str,
+    tool: &str,
+    arguments: Value,
+) -> Value {
+    let response = server
+        .client
+        .post(server.url("/v1/tool_calls"))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("toolhost-session", session)
+        .body(batch(&[(tool, arguments)]).to_string())
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = super::parse(response).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["tool_results"][0].clone()
+}
+
 /// The error of a call's result, if it failed.
 fn error_of(result: &Value) -> Option<String> {
     let content: Value = serde_json::from_str(result["content"].as_str()?).ok()?;
@@ -370,19 +393,15 @@ async fn a_session_narrowed_to_read_only_cannot_write_although_its_profile_can()
         "{offered:?}"
     );
 
-    let narrowed = server
-        .client
-        .post(server.url("/v1/tool_calls"))
-        .bearer_auth("alpha-token")
-        .header("content-type", "application/json")
-        .header("toolhost-session", "ro")
-        .body(batch(&[("write", json!({"path": "ro.txt", "content": "x"}))]).to_string())
-        .send()
-        .await
-        .unwrap();
-    let (status, body) = super::parse(narrowed).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let error = error_of(&body["tool_results"][0]).expect("refused");
+    let result = in_session(
+        &server,
+        "alpha-token",
+        "ro",
+        "write",
+        json!({"path": "ro.txt", "content": "x"}),
+    )
+    .await;
+    let error = error_of(&result).expect("refused");
     assert!(error.contains("not available in this session"), "{error}");
     assert!(!server.root.join("alpha/ro.txt").exists());
     // Nobody was asked: the narrowing refused before any approval.
@@ -412,4 +431,94 @@ async fn a_session_narrowed_to_read_only_cannot_write_although_its_profile_can()
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn narrowing_a_session_remakes_what_it_holds_under_the_old_rules() {
+    crate::use_launcher();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&dir.path().join("approvals.json"), &no_hook(), "20s").replace(
+        "allow = [\"file:*\"]\nfile.write = [\".\"]\napproval_required = [\"file:write\"]",
+        "allow = [\"file:*\", \"terminal:*\"]\nfile.write = [\".\"]",
+    );
+    assert!(config.contains("terminal:*"));
+    unsafe { std::env::set_var(SECRET_VAR, "hook-secret") };
+    let server = Server::start(&config, ServeOptions::default()).await;
+    let run = |line: &str| json!({"command": line});
+
+    // A terminal session, started with the write grant.
+    let first = in_session(
+        &server,
+        "alpha-token",
+        "t",
+        "run_command",
+        run("echo 1 > one.txt"),
+    )
+    .await;
+    assert!(error_of(&first).is_none(), "{first}");
+    assert!(server.root.join("alpha/one.txt").exists());
+
+    let (status, body) = server
+        .post(
+            "/v1/sessions",
+            Some("alpha-token"),
+            &json!({"session": "t", "deny": ["file:write"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The same session's terminal now sees the workspace read-only.
+    let second = in_session(
+        &server,
+        "alpha-token",
+        "t",
+        "run_command",
+        run("echo 2 > two.txt"),
+    )
+    .await;
+    let content: Value = serde_json::from_str(second["content"].as_str().unwrap()).unwrap();
+    assert_ne!(content["exit_code"], 0, "{second}");
+    assert!(!server.root.join("alpha/two.txt").exists());
+    let read = in_session(
+        &server,
+        "alpha-token",
+        "t",
+        "run_command",
+        run("cat one.txt"),
+    )
+    .await;
+    let content: Value = serde_json::from_str(read["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["stdout"], "1\n", "{read}");
+
+    // A stateful plugin's instance made before the narrowing is made again
+    // (its list starts empty); after it, state carries from call to call.
+    let todo = async |arguments: Value| {
+        let result = in_session(&server, "alpha-token", "s", "todo", arguments).await;
+        serde_json::from_str::<Value>(result["content"].as_str().unwrap()).unwrap()
+    };
+    todo(json!({"action": "add", "text": "before"})).await;
+    assert_eq!(todo(json!({"action": "list"})).await["total"], 1);
+    let (status, _) = server
+        .post(
+            "/v1/sessions",
+            Some("alpha-token"),
+            &json!({"session": "s", "deny": ["network:*"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(todo(json!({"action": "list"})).await["total"], 0);
+    todo(json!({"action": "add", "text": "after"})).await;
+    todo(json!({"action": "add", "text": "again"})).await;
+    assert_eq!(todo(json!({"action": "list"})).await["total"], 2);
+
+    // beta's session of the same id is not narrowed.
+    let other = in_session(
+        &server,
+        "beta-token",
+        "t",
+        "run_command",
+        run("echo 3 > three.txt"),
+    )
+    .await;
+    assert!(error_of(&other).is_none(), "{other}");
+    assert!(server.root.join("beta/three.txt").exists());
 }

@@ -14,6 +14,7 @@ use crate::contract::bindings::GuestToolError;
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
 use crate::error::{CallError, ErrorKind};
+use crate::policy::Profile;
 use crate::runtime::engine::Runtime;
 use crate::runtime::grants::Grants;
 use crate::runtime::instance::{guest_error, instantiate_tool, new_store, trap_error};
@@ -136,7 +137,7 @@ impl PluginVersion {
         limits: &Limits,
         session: &str,
         memory: &Arc<SessionMemory>,
-        grants: impl FnOnce() -> Arc<Grants>,
+        grants: (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
     ) -> (Result<String, CallError>, Vec<CapabilityUse>) {
         match self
             .session_call(runtime, tool, arguments, limits, session, memory, grants)
@@ -156,7 +157,7 @@ impl PluginVersion {
         limits: &Limits,
         session: &str,
         memory: &Arc<SessionMemory>,
-        grants: impl FnOnce() -> Arc<Grants>,
+        (made_under, grants): (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
     ) -> Result<(Result<String, CallError>, Vec<CapabilityUse>), CallError> {
         let unloaded = || {
             CallError::new(
@@ -194,6 +195,16 @@ impl PluginVersion {
         if slot.closed {
             return Err(unloaded());
         }
+        // An instance made under another profile of the caller (a session
+        // narrowed since, a reloaded config) holds grants it no longer has.
+        if slot
+            .made_under
+            .as_ref()
+            .is_some_and(|profile| !Arc::ptr_eq(profile, made_under))
+            && let Some(live) = slot.live.take()
+        {
+            live.teardown().await;
+        }
         // One deadline for starting the instance (if needed) and the call.
         let deadline = tokio::time::Instant::now() + limits.timeout;
         if slot.live.is_none() {
@@ -212,6 +223,7 @@ impl PluginVersion {
                 )
             })??;
             slot.live = Some(live);
+            slot.made_under = Some(made_under.clone());
         }
         let live = slot.live.as_mut().expect("just started");
         live.store.data_mut().begin_call(&tool.name);
