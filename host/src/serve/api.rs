@@ -83,7 +83,8 @@ pub(crate) async fn not_found(uri: Uri) -> Response {
         StatusCode::NOT_FOUND,
         format!(
             "not_found: no route {:?}; the routes are GET /v1/tools, POST /v1/tool_calls, \
-             GET /v1/health, GET /v1/status and /mcp",
+             GET /v1/health, GET /v1/status, GET /v1/approvals, POST /v1/approvals/{{id}}, \
+             GET /v1/approvals/events, POST /v1/sessions and /mcp",
             uri.path()
         ),
     )
