@@ -23,6 +23,9 @@ use checks::{normalize_output, parse_arguments, schema_error, unknown_tool};
 
 pub use request::{Arguments, CallRequest};
 
+/// The name approvals of permissions go under in the audit record.
+const APPROVAL: &str = "approval";
+
 impl Host {
     /// Calls `tool` with `arguments` in a fresh sandbox. The result is JSON:
     /// a tool's plain-text result becomes a JSON string.
@@ -191,12 +194,13 @@ impl Host {
                 request.session.as_deref().unwrap_or("-")
             )
         };
+        let mut approved = Vec::new();
         if let Err(error) = self
-            .approve_permissions(caller, profile, &entry.spec, request, &scope)
+            .approve_permissions(caller, profile, &entry.spec, request, &scope, &mut approved)
             .await
         {
             self.after_call(&info, Err(&error), started);
-            return (Err(error), Vec::new());
+            return (Err(error), approved);
         }
         let _slot = match caller.slot(limits.timeout).await {
             Ok(slot) => slot,
@@ -265,7 +269,8 @@ impl Host {
         };
         let result = output.and_then(|output| normalize_output(&entry.spec, output));
         self.after_call(&info, result.as_deref(), started);
-        (result, uses)
+        approved.extend(uses);
+        (result, approved)
     }
 
     /// Asks for approval of each permission the profile marks
@@ -277,6 +282,7 @@ impl Host {
         spec: &ToolSpec,
         request: &CallRequest,
         scope: &(dyn Fn() -> String + Sync),
+        audit: &mut Vec<CapabilityUse>,
     ) -> Result<(), CallError> {
         for permission in &spec.permissions {
             if !matches!(
@@ -292,11 +298,23 @@ impl Host {
                 session: request.session.clone(),
                 subject: Subject::Permission(permission.clone()),
             };
-            caller
-                .approvals()
-                .check(&scope(), &question)
-                .await
-                .map_err(|message| CallError::new(ErrorKind::Denied, message))?;
+            match caller.approvals().check(&scope(), &question).await {
+                Ok(None) => audit.push(CapabilityUse::allowed(APPROVAL, permission.clone())),
+                Ok(Some(rule)) => {
+                    audit.push(CapabilityUse::allowed(
+                        APPROVAL,
+                        format!("{permission} ({rule})"),
+                    ));
+                }
+                Err(message) => {
+                    audit.push(CapabilityUse::refused(
+                        APPROVAL,
+                        permission.clone(),
+                        &message,
+                    ));
+                    return Err(CallError::new(ErrorKind::Denied, message));
+                }
+            }
         }
         Ok(())
     }

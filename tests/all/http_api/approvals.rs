@@ -522,3 +522,60 @@ async fn narrowing_a_session_remakes_what_it_holds_under_the_old_rules() {
     assert!(error_of(&other).is_none(), "{other}");
     assert!(server.root.join("beta/three.txt").exists());
 }
+
+#[tokio::test]
+async fn the_build_dirs_rules_answer_a_tenants_deletes_over_http() {
+    crate::use_launcher();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&dir.path().join("approvals.json"), &no_hook(), "20s")
+        .replace(
+            "approver_token_sha256",
+            "auto = [\"build-dirs\"]\napprover_token_sha256",
+        )
+        .replace(
+            "allow = [\"file:*\"]\nfile.write = [\".\"]\napproval_required = [\"file:write\"]",
+            "allow = [\"file:*\", \"terminal:*\"]\nfile.write = [\".\"]\nterminal.dangerous = \"approve\"",
+        );
+    assert!(config.contains("build-dirs") && config.contains("terminal.dangerous"));
+    unsafe { std::env::set_var(SECRET_VAR, "hook-secret") };
+    let server = Arc::new(Server::start(&config, ServeOptions::default()).await);
+    for dir in ["alpha/node_modules/pkg", "alpha/src"] {
+        std::fs::create_dir_all(server.root.join(dir)).unwrap();
+    }
+    let run = |line: &'static str| {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let (status, body) = server
+                .post(
+                    "/v1/tool_calls",
+                    Some("alpha-token"),
+                    &batch(&[("run_command", json!({ "command": line }))]),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body["tool_results"][0].clone()
+        })
+    };
+
+    // Approved by the rule: nothing is pending, the directory is gone.
+    let removed = run("rm -rf node_modules").await.unwrap();
+    assert!(error_of(&removed).is_none(), "{removed}");
+    assert!(!server.root.join("alpha/node_modules").exists());
+    assert!(pending(&server, "alpha-token", 0).await.is_empty());
+
+    // src is asked about; denied, it stays.
+    let call = run("rm -rf src");
+    let approval = pending(&server, "alpha-token", 1).await.remove(0);
+    assert_eq!(approval["subject"]["command"], "rm -rf src");
+    let id = approval["id"].as_str().unwrap();
+    assert_eq!(
+        answer(&server, "alpha-token", id, "deny").await,
+        StatusCode::OK
+    );
+    let refused = call.await.unwrap();
+    assert!(
+        refused.to_string().contains("was not approved"),
+        "{refused}"
+    );
+    assert!(server.root.join("alpha/src").exists());
+}

@@ -220,7 +220,9 @@ async fn the_build_dirs_rules_approve_deleting_node_modules_and_ask_for_src() {
 #[tokio::test]
 async fn a_hook_tool_without_capabilities_approves_denies_or_asks() {
     fn plugins(builder: toolhost::HostBuilder) -> toolhost::HostBuilder {
-        shell(builder).plugin_file(toolhost_tests::JUDGE)
+        shell(builder)
+            .plugin_file(toolhost_tests::JUDGE)
+            .plugin_file(toolhost_tests::FILES)
     }
     let ws = Workspace::new(plugins);
     let scratch = ws.mkdir("scratch");
@@ -251,4 +253,38 @@ async fn a_hook_tool_without_capabilities_approves_denies_or_asks() {
     assert!(message.contains("was not approved"), "{message}");
     assert!(keep.exists());
     assert_eq!(script.asked().len(), 1);
+
+    // A permission approval: the hook approves it, and the audit record
+    // names the rule.
+    let audit = ws.join("audit.jsonl");
+    let host = ws
+        .host_with(
+            "allow = [\"file:*\"]\nfile.write = [\".\"]\napproval_required = [\"file:write\"]",
+            |builder| {
+                builder
+                    .approver(Arc::new(DenyApprover))
+                    .approvals_auto(["tool:judge"])
+                    .audit(toolhost::audit::AuditLog::file(&audit).unwrap())
+            },
+        )
+        .await;
+    host.call("write", json!({"path": "w.txt", "content": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(ws.read("w.txt"), "x");
+    let records = std::fs::read_to_string(&audit).unwrap();
+    let write = records
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|record| record["tool"] == "write")
+        .unwrap();
+    assert_eq!(
+        write["capabilities"][0],
+        json!({
+            "capability": "approval",
+            "target": "file:write (approved by approvals.auto rule tool:judge)",
+            "allowed": true,
+        }),
+        "{write}"
+    );
 }

@@ -1,6 +1,6 @@
 //! Test guest: an approval hook (`approvals.auto = ["tool:judge"]`). It
-//! approves commands on `scratch`, denies anything with `curl`, and leaves
-//! the rest to the approver; it also tries the filesystem and the environment, so a
+//! approves commands on `scratch` and the `file:write` permission, denies
+//! anything with `curl`, and leaves the rest to the approver; it also tries the filesystem and the environment, so a
 //! test can see the hook runs with no capability.
 
 use toolhost_sdk::prelude::*;
@@ -20,7 +20,7 @@ fn judge(request: Request) -> Result<Value, ToolError> {
     let command = request.subject["command"].as_str().unwrap_or_default();
     let decision = if command.contains("curl") {
         "deny"
-    } else if command.contains("scratch") || request.tool == "always_fine" {
+    } else if command.contains("scratch") || request.subject["permission"] == "file:write" {
         "approve"
     } else {
         "ask"
