@@ -8,8 +8,6 @@ use toolhost_sdk::prelude::*;
 /// An approval request as the host sends it.
 #[derive(Deserialize, JsonSchema)]
 struct Request {
-    /// The tool asking.
-    tool: String,
     /// What it asks for: `{"permission": ...}` or `{"command": ..., "findings": [...]}`.
     subject: Value,
 }
