@@ -7,6 +7,7 @@ mod calls;
 mod check;
 mod cli;
 mod config;
+mod container;
 mod corpus;
 mod declarative;
 mod dialect;

@@ -32,7 +32,7 @@ pub(crate) async fn tool(client: &Client, name: &str, arguments: Value) -> Value
 }
 
 /// The error text of a failing call.
-async fn tool_error(client: &Client, name: &str, arguments: Value) -> String {
+pub(crate) async fn tool_error(client: &Client, name: &str, arguments: Value) -> String {
     let result = client
         .call_tool(call(name, arguments.clone()))
         .await

@@ -246,12 +246,15 @@ pub struct TerminalConfig {
     /// `["apptainer", "exec", "image.sif"]`).
     #[serde(default)]
     pub wrapper: Vec<String>,
-    /// Where commands run: `local` (default) or `ssh`.
+    /// Where commands run: `local` (default), `ssh` or `container`.
     #[serde(default)]
     pub backend: Option<crate::policy::TerminalBackend>,
     /// The remote host of the `ssh` backend.
     #[serde(default)]
     pub ssh: Option<crate::policy::SshSettings>,
+    /// The image and engine of the `container` backend.
+    #[serde(default)]
+    pub container: Option<crate::policy::ContainerSettings>,
     /// What confines commands: `kernel` (default) or `none`.
     #[serde(default)]
     pub sandbox: Option<TerminalSandbox>,

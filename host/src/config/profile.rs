@@ -171,6 +171,53 @@ pub(super) fn resolve_profile(
         )),
         _ => {}
     }
+    match (terminal.backend, &terminal.container) {
+        (Some(TerminalBackend::Container), None) => problems.push((
+            key("terminal.container"),
+            "terminal.backend = \"container\" needs a terminal.container table (image, and \
+             optionally socket and user)"
+                .into(),
+        )),
+        (Some(TerminalBackend::Container), Some(container)) => {
+            if container.image.trim().is_empty() {
+                problems.push((key("terminal.container.image"), "names no image".into()));
+            }
+            if container
+                .user
+                .as_deref()
+                .is_some_and(|user| !valid_user(user))
+            {
+                problems.push((
+                    key("terminal.container.user"),
+                    format!(
+                        "{:?} is not \"uid\" or \"uid:gid\" (numbers)",
+                        container.user.as_deref().unwrap_or_default()
+                    ),
+                ));
+            }
+            if !terminal.wrapper.is_empty() {
+                problems.push((
+                    key("terminal.wrapper"),
+                    "a wrapper runs on this machine; it does not go with terminal.backend = \
+                     \"container\""
+                        .into(),
+                ));
+            }
+            if terminal.network == Some(TerminalNetwork::Proxy) {
+                problems.push((
+                    key("terminal.network"),
+                    "the container backend has no proxy: its commands get no network \
+                     (\"none\") or the host's (\"host\")"
+                        .into(),
+                ));
+            }
+        }
+        (_, Some(_)) => problems.push((
+            key("terminal.container"),
+            "is used only with terminal.backend = \"container\"".into(),
+        )),
+        _ => {}
+    }
     let defaults = TerminalSettings::default();
     profile.terminal = TerminalSettings {
         dangerous: terminal.dangerous.unwrap_or(defaults.dangerous),
@@ -183,14 +230,17 @@ pub(super) fn resolve_profile(
         wrapper: terminal.wrapper.clone(),
         backend: terminal.backend.unwrap_or_default(),
         ssh: terminal.ssh.clone(),
+        container: terminal.container.clone(),
         sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
-        network: terminal
-            .network
-            .unwrap_or(if profile.hosts.allow_hosts.is_empty() {
+        network: terminal.network.unwrap_or(
+            if profile.hosts.allow_hosts.is_empty()
+                || terminal.backend == Some(TerminalBackend::Container)
+            {
                 TerminalNetwork::None
             } else {
                 TerminalNetwork::Proxy
-            }),
+            },
+        ),
         read: terminal
             .read
             .iter()
@@ -270,4 +320,13 @@ fn key_of_permission(name: &str, written: &ProfileConfig, pattern: &str) -> Stri
         }
     }
     format!("profiles.{name}")
+}
+
+/// `uid` or `uid:gid`, in numbers.
+fn valid_user(user: &str) -> bool {
+    let number = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    match user.split_once(':') {
+        Some((uid, gid)) => number(uid) && number(gid),
+        None => number(user),
+    }
 }

@@ -34,7 +34,7 @@ use std::sync::RwLock;
 
 pub(crate) use plan::plan;
 pub use spec::Spec;
-pub(crate) use spec::{PROXY_CONNECTIONS, PROXY_PORT, Run};
+pub(crate) use spec::{Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT, Run};
 
 /// The first argument that makes a toolhost binary act as the launcher.
 pub const LAUNCH_ARG: &str = "__toolhost-sandbox";

@@ -28,14 +28,59 @@ const MAX_ENTRIES: usize = 200_000;
 /// With a `watch`, every directory and file the plan is read from is
 /// watched (before it is read), so a sandbox built ahead can tell when its
 /// plan no longer holds.
-pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<Spec, String> {
+pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec, String> {
+    let settings = &profile.terminal;
+    let mut mounts = Mounts::default();
+    mounts.system();
+    add_grants(profile, watch, &mut mounts)?;
+    Ok(Spec {
+        mounts: mounts.into_list(),
+        host_network: settings.network == crate::policy::TerminalNetwork::Host,
+        proxy: None,
+        limits: CommandLimits {
+            processes: settings.max_processes,
+            memory: settings.memory,
+            file_size: settings.max_file_size,
+            open_files: 1024,
+            tmp_size: settings.tmp_size,
+        },
+        pids: None,
+        session: false,
+    })
+}
+
+/// What a container of `profile` gets from the host, in order: the same
+/// grants, `terminal.read` directories, masks and read-only repository
+/// metadata as the kernel sandbox, without the host's system directories
+/// (the image brings its own). Blocking: it walks the grants.
+pub(crate) fn grant_mounts(profile: &Profile) -> Result<Vec<Mount>, String> {
+    let mut mounts = Mounts::default();
+    add_grants(profile, None, &mut mounts)?;
+    // The host's private `/etc` entries stay masked under any mount that
+    // brings them in (`terminal.read = ["/etc"]`).
+    for path in private_etc() {
+        let covered = mounts.0.iter().any(|(mounted, kind)| {
+            matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite) && path.starts_with(mounted)
+        });
+        if covered {
+            mounts.mask(path);
+        }
+    }
+    Ok(mounts.into_list())
+}
+
+/// Adds `terminal.read`, the grants and what lies masked or read-only
+/// inside them.
+fn add_grants(
+    profile: &Profile,
+    mut watch: Option<&mut Watch>,
+    mounts: &mut Mounts,
+) -> Result<(), String> {
     let settings = &profile.terminal;
     let may_write = matches!(
         profile.permissions.decide(crate::runtime::FILE_WRITE),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
-    let mut mounts = Mounts::default();
-    mounts.system();
     for dir in &settings.read {
         if let Ok(real) = dir.canonicalize() {
             mounts.add(real, MountKind::ReadOnly);
@@ -67,7 +112,7 @@ pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<S
     // Inside them: what the deny rules match, and git metadata.
     let mut walk = Walk {
         profile,
-        mounts: &mut mounts,
+        mounts,
         watch: watch.as_deref_mut(),
         entries: 0,
         writable: grants
@@ -91,21 +136,7 @@ pub(crate) fn plan(profile: &Profile, mut watch: Option<&mut Watch>) -> Result<S
             mounts.mask(path);
         }
     }
-
-    Ok(Spec {
-        mounts: mounts.into_list(),
-        host_network: settings.network == crate::policy::TerminalNetwork::Host,
-        proxy: None,
-        limits: CommandLimits {
-            processes: settings.max_processes,
-            memory: settings.memory,
-            file_size: settings.max_file_size,
-            open_files: 1024,
-            tmp_size: settings.tmp_size,
-        },
-        pids: None,
-        session: false,
-    })
+    Ok(())
 }
 
 /// The sandbox of `true` with nothing granted, for [`super::probe`].
@@ -330,5 +361,38 @@ impl Walk<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_container_reading_etc_gets_the_private_entries_masked() {
+        let mut profile = Profile::deny_all("p", "/w");
+        profile.terminal.read = vec![PathBuf::from("/etc")];
+        let mounts = grant_mounts(&profile).unwrap();
+        assert_eq!(
+            mounts.first(),
+            Some(&Mount {
+                path: "/etc".into(),
+                kind: MountKind::ReadOnly
+            })
+        );
+        let mut masked: Vec<_> = mounts
+            .iter()
+            .filter(|m| matches!(m.kind, MountKind::MaskFile | MountKind::MaskDir))
+            .map(|m| m.path.clone())
+            .collect();
+        let mut private = private_etc().to_vec();
+        masked.sort();
+        private.sort();
+        assert_eq!(masked, private);
+        // Nothing of the host's system comes with it.
+        assert!(
+            mounts.iter().all(|m| m.path.starts_with("/etc")),
+            "{mounts:?}"
+        );
     }
 }

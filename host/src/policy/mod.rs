@@ -25,6 +25,6 @@ pub use permissions::{
     PermissionRules,
 };
 pub use profile::{
-    DangerousMode, Limits, NetworkLimits, Profile, SshSettings, TerminalBackend, TerminalNetwork,
-    TerminalSandbox, TerminalSettings, ToolRules,
+    ContainerSettings, DangerousMode, Limits, NetworkLimits, Profile, SshSettings, TerminalBackend,
+    TerminalNetwork, TerminalSandbox, TerminalSettings, ToolRules,
 };

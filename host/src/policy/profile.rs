@@ -99,6 +99,26 @@ pub enum TerminalBackend {
     Local,
     /// On a remote host over SSH (`terminal.ssh`).
     Ssh,
+    /// In an OCI container through the Docker Engine API
+    /// (`terminal.container`).
+    Container,
+}
+
+/// The container of `terminal.backend = "container"`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerSettings {
+    /// The image (`docker.io/library/python:3.12-slim`); pulled if the
+    /// engine does not have it. It needs `bash` and `sleep`.
+    pub image: String,
+    /// The engine's socket: a path or `unix://` address (default:
+    /// `DOCKER_HOST`, then Docker's and Podman's usual sockets).
+    #[serde(default)]
+    pub socket: Option<String>,
+    /// `uid[:gid]` commands run as (default: toolhost's own, so that files
+    /// written in the grants belong to it).
+    #[serde(default)]
+    pub user: Option<String>,
 }
 
 /// The remote host of `terminal.backend = "ssh"`.
@@ -172,6 +192,8 @@ pub struct TerminalSettings {
     pub backend: TerminalBackend,
     /// The remote host when `backend` is `ssh`.
     pub ssh: Option<SshSettings>,
+    /// The container when `backend` is `container`.
+    pub container: Option<ContainerSettings>,
 }
 
 impl Default for TerminalSettings {
@@ -194,6 +216,7 @@ impl Default for TerminalSettings {
             wrapper: Vec::new(),
             backend: TerminalBackend::Local,
             ssh: None,
+            container: None,
         }
     }
 }

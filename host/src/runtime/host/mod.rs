@@ -13,11 +13,18 @@ pub(crate) mod terminal;
 mod tests;
 
 pub use log::{LogSink, with_log_sink};
-pub(crate) use process_group::kill_all as kill_commands;
 pub use progress::{Progress, ProgressSink, with_progress_sink};
 pub use terminal::session::{MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Terminals};
 
 use crate::runtime::sandbox::Linked;
+
+/// Ends every command still running and removes every terminal container,
+/// for a process about to exit without dropping the calls that run them
+/// (so that nothing of theirs outlives toolhost).
+pub(crate) fn kill_commands() {
+    process_group::kill_all();
+    terminal::session::remove_containers();
+}
 
 /// Every capability, in the order it is linked (WASI before them).
 pub(crate) static CAPABILITIES: &[Linked] = &[

@@ -146,7 +146,8 @@ pub(super) async fn authorize(
         .check(line)
         .map_err(|refusal| format!("profile {:?}: {refusal}", profile.name))?;
     let dir = match profile.terminal.backend {
-        TerminalBackend::Local => working_dir(profile, cwd)?,
+        // A container mounts the grants at their own paths.
+        TerminalBackend::Local | TerminalBackend::Container => working_dir(profile, cwd)?,
         // The directory is the remote host's, taken there (terminal.ssh.workdir).
         TerminalBackend::Ssh => WorkingDir {
             dir: PathBuf::from("/"),

@@ -21,6 +21,7 @@ use super::super::super::process_group::{
     End, GroupGuard, ProcessGroup, Reader, Writer, boxed_reader, boxed_writer,
 };
 use super::super::ahead;
+use super::container::ContainerBackend;
 use super::launch::{Launch, Signals, Started};
 use super::pty::Pty;
 use super::ssh::SshBackend;
@@ -34,6 +35,7 @@ pub(crate) enum Backend {
     Sandbox(Box<SessionSandbox>),
     Host(HostProcesses),
     Ssh(Box<SshBackend>),
+    Container(Box<ContainerBackend>),
 }
 
 impl Backend {
@@ -43,6 +45,13 @@ impl Backend {
         if let (TerminalBackend::Ssh, Some(ssh)) = (profile.terminal.backend, &profile.terminal.ssh)
         {
             return Ok(Self::Ssh(Box::new(SshBackend::connect(ssh).await?)));
+        }
+        if let (TerminalBackend::Container, Some(container)) =
+            (profile.terminal.backend, &profile.terminal.container)
+        {
+            return Ok(Self::Container(Box::new(
+                ContainerBackend::start(profile, container).await?,
+            )));
         }
         let prefix = wrapper(profile)?;
         Ok(match profile.terminal.sandbox {
@@ -62,6 +71,7 @@ impl Backend {
             Self::Sandbox(sandbox) => sandbox.launch(launch).await,
             Self::Host(host) => host.launch(launch),
             Self::Ssh(ssh) => ssh.launch(launch).await,
+            Self::Container(container) => container.launch(launch).await,
         }
     }
 
@@ -69,7 +79,7 @@ impl Backend {
     pub(crate) fn proxy(&self) -> Option<&Proxy> {
         match self {
             Self::Sandbox(sandbox) => sandbox.proxy.as_ref(),
-            Self::Host(_) | Self::Ssh(_) => None,
+            Self::Host(_) | Self::Ssh(_) | Self::Container(_) => None,
         }
     }
 
@@ -79,6 +89,7 @@ impl Backend {
             Self::Sandbox(sandbox) => sandbox.reports.lock().ok()?.broken.clone(),
             Self::Host(_) => None,
             Self::Ssh(ssh) => ssh.broken(),
+            Self::Container(container) => container.broken(),
         }
     }
 }

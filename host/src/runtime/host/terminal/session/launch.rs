@@ -12,6 +12,7 @@ use russh::client::Msg;
 use russh::{ChannelWriteHalf, Sig};
 
 use super::super::super::process_group::{End, GroupGuard, Reader, Writer};
+use super::container::ContainerSignals;
 use crate::confine::control::Control;
 
 /// One command to start.
@@ -62,6 +63,8 @@ pub(crate) enum Signals {
     },
     /// Its SSH channel (a signal request).
     Ssh(Arc<ChannelWriteHalf<Msg>>),
+    /// Its process group in a container.
+    Container(Arc<ContainerSignals>),
 }
 
 impl Signals {
@@ -73,6 +76,7 @@ impl Signals {
                 let _ = sender.lock().await.send_kill(*id, signal).await;
             }
             Self::Ssh(channel) => send_ssh_signal(channel, signal).await,
+            Self::Container(container) => container.send(signal).await,
         }
     }
 }

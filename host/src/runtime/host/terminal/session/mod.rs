@@ -14,6 +14,7 @@
 //! its own that ends with the call.
 
 pub(crate) mod backend;
+mod container;
 pub(crate) mod launch;
 pub(crate) mod process;
 mod pty;
@@ -30,6 +31,8 @@ use process::Process;
 use script::ShellState;
 
 use crate::policy::Profile;
+
+pub(crate) use container::remove_all as remove_containers;
 
 /// Most terminal sessions of one host at once.
 pub const MAX_TERMINAL_SESSIONS: usize = 64;
@@ -261,6 +264,13 @@ impl TerminalSession {
             .cloned()
             .collect()
     }
+}
+
+/// A number no other session of this process is likely to draw (names of
+/// state files and containers).
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ impl SshBackend {
         Ok(Self {
             handle: Arc::new(handle),
             workdir: settings.workdir.clone(),
-            nonce: format!("{:x}", rand_u64()),
+            nonce: format!("{:x}", super::rand_u64()),
             next_id: AtomicU32::new(1),
         })
     }
@@ -266,11 +266,6 @@ fn signal_number(signal: &Sig) -> i32 {
 /// A word for the remote shell, single-quoted.
 fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\\''"))
-}
-
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
 #[cfg(test)]

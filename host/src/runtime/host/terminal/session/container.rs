@@ -1,0 +1,673 @@
+//! The `container` backend: a session's commands run in one OCI container,
+//! created through the Docker Engine API (the `bollard` crate; Docker or
+//! Podman's compatible socket) at the session's first command and removed,
+//! with every process in it, when the session ends.
+//!
+//! The container is at least as strict as the kernel sandbox, or it does
+//! not start:
+//! - the image's filesystem read-only, a private `/tmp` of
+//!   `terminal.tmp_size`;
+//! - the profile's grants bind-mounted at their own paths (read-write only
+//!   where writing is granted), `terminal.read` read-only, and everything
+//!   `file.deny` matches inside them masked by an empty unreadable file or
+//!   directory: the mounts of [`crate::confine::plan`];
+//! - no network (`--network none`) unless `terminal.network = "host"`;
+//! - every capability dropped, `no-new-privileges`, the caller's uid;
+//! - `pids.max` from `terminal.max_processes`, a memory cgroup and (set
+//!   by each command's shell) `RLIMIT_AS` from `terminal.memory`,
+//!   `RLIMIT_FSIZE` from `terminal.max_file_size`.
+//!
+//! Each command is one exec running the session's script under the image's
+//! bash. Its process group id goes to a file in the container's `/tmp`, so a
+//! signal reaches the whole group (through another exec); its state is
+//! written to a second file and read back when it ends, as over ssh.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bollard::models::{
+    ContainerCreateBody, HostConfig, Mount as Bind, MountBindOptions,
+    MountBindOptionsPropagationEnum, MountType, ResourcesUlimits,
+};
+use bollard::query_parameters::{CreateContainerOptions, CreateImageOptions};
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
+
+use super::super::super::process_group::{End, Reader, Writer};
+use super::launch::{Launch, Signals, Started};
+use crate::confine::{Mount, MountKind};
+use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
+
+/// Bytes a pipe between an exec's stream and its reader holds.
+const PIPE: usize = 64 * 1024;
+
+/// Seconds an engine request may take (pulling an image takes longer and is
+/// not bound by it).
+const REQUEST_TIMEOUT: u64 = 120;
+
+/// The label every container of toolhost carries, with the host process's
+/// id and boot, so that one left by a process that died is removed.
+const LABEL: &str = "toolhost.session";
+
+/// Where the engine's socket usually is, after `DOCKER_HOST`.
+const SOCKETS: &[&str] = &["/var/run/docker.sock", "/run/podman/podman.sock"];
+
+/// Most open files of each process, as in the kernel sandbox.
+const OPEN_FILES: i64 = 1024;
+
+/// One session's container.
+pub(crate) struct ContainerBackend {
+    docker: Docker,
+    socket: PathBuf,
+    id: String,
+    next_id: AtomicU32,
+    /// `terminal.memory`: most address space of each process, in bytes.
+    memory: u64,
+}
+
+impl ContainerBackend {
+    /// Creates and starts the container of a session under `profile`;
+    /// `Err` says which step failed.
+    pub(crate) async fn start(
+        profile: &Arc<Profile>,
+        settings: &ContainerSettings,
+    ) -> Result<Self, String> {
+        let socket = socket(settings)?;
+        let docker = Docker::connect_with_unix(
+            &socket.to_string_lossy(),
+            REQUEST_TIMEOUT,
+            bollard::API_DEFAULT_VERSION,
+        )
+        .map_err(|e| format!("the container engine at {}: {e}", socket.display()))?
+        .negotiate_version()
+        .await
+        .map_err(|e| {
+            format!(
+                "the container engine at {} does not answer: {e} (terminal.container.socket)",
+                socket.display()
+            )
+        })?;
+        let swept = socket.clone();
+        let _ = tokio::task::spawn_blocking(move || sweep_once(&swept)).await;
+        ensure_image(&docker, &settings.image).await?;
+        let planned = profile.clone();
+        let mounts =
+            tokio::task::spawn_blocking(move || crate::confine::plan::grant_mounts(&planned))
+                .await
+                .map_err(|e| format!("planning the container's mounts: {e}"))??;
+        let body = container_body(profile, settings, &mounts)?;
+        let created = docker
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: Some(format!(
+                        "toolhost-{}-{:x}",
+                        std::process::id(),
+                        super::rand_u64() & 0xffff_ffff
+                    )),
+                    ..Default::default()
+                }),
+                body,
+            )
+            .await
+            .map_err(|e| format!("creating a container of {:?}: {e}", settings.image))?;
+        let backend = Self {
+            docker,
+            socket: socket.clone(),
+            id: created.id,
+            next_id: AtomicU32::new(1),
+            memory: profile.terminal.memory,
+        };
+        live()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(backend.id.clone(), socket);
+        backend
+            .docker
+            .start_container(&backend.id, None)
+            .await
+            .map_err(|e| format!("starting a container of {:?}: {e}", settings.image))?;
+        Ok(backend)
+    }
+
+    /// Why no more commands can start, once the container is gone.
+    pub(crate) fn broken(&self) -> Option<String> {
+        None
+    }
+
+    /// Starts one command in the container.
+    pub(crate) async fn launch(&self, launch: Launch<'_>) -> io::Result<Started> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let pid_file = format!("/tmp/.toolhost-pgid-{id}");
+        let state_file = launch.state.then(|| format!("/tmp/.toolhost-state-{id}"));
+        // The address space limit (not among the engines' ulimits) is set
+        // by the shell, or the command does not run.
+        let limit = format!(
+            "ulimit -v {} || {{ echo 'toolhost: cannot limit the address space' >&2; exit 125; }}; ",
+            self.memory / 1024
+        );
+        let start = if launch.pty.is_some() {
+            // On a terminal the exec leads its own session and group.
+            r#"echo $$ > "$1"; shift; exec "$@""#
+        } else {
+            // A job of its own: a process group that a signal reaches whole
+            // (job control off again, so that no job notice is printed).
+            r#"p=$1; shift; set -m; "$@" & set +m; echo $! > "$p"; wait $!"#
+        };
+        let mut cmd = vec!["bash".to_string(), "-c".into(), limit + start];
+        cmd.extend(["toolhost".into(), pid_file.clone(), "bash".into()]);
+        cmd.extend(launch.args.iter().cloned());
+        cmd.push(state_file.clone().unwrap_or_default());
+        let env = launch
+            .env
+            .iter()
+            .map(|(name, value)| format!("{name}={}", value.to_string_lossy()))
+            .collect();
+        let tty = launch.pty.is_some();
+        let exec = self
+            .docker
+            .create_exec(
+                &self.id,
+                CreateExecOptions {
+                    attach_stdin: Some(launch.stdin || tty),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    tty: Some(tty),
+                    env: Some(env),
+                    cmd: Some(cmd),
+                    working_dir: Some(launch.dir.to_string_lossy().into_owned()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| io::Error::other(format!("the container: {e}")))?;
+        let started = self
+            .docker
+            .start_exec(
+                &exec.id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty,
+                    output_capacity: None,
+                }),
+            )
+            .await
+            .map_err(|e| io::Error::other(format!("the container: {e}")))?;
+        let StartExecResults::Attached { mut output, input } = started else {
+            return Err(io::Error::other(
+                "the container engine detached the command",
+            ));
+        };
+        if let Some((rows, cols)) = launch.pty {
+            let _ = self
+                .docker
+                .resize_exec(
+                    &exec.id,
+                    bollard::exec::ResizeExecOptions {
+                        height: rows,
+                        width: cols,
+                    },
+                )
+                .await;
+        }
+        let (mut out, out_read) = tokio::io::duplex(PIPE);
+        let (mut err, err_read) = tokio::io::duplex(PIPE);
+        let (mut state, state_read) = tokio::io::duplex(PIPE);
+        let (ended, end) = tokio::sync::oneshot::channel();
+        let signalled = Arc::new(AtomicI32::new(0));
+        let docker = self.docker.clone();
+        let container = self.id.clone();
+        let exec_id = exec.id.clone();
+        let cleanup = pid_file.clone();
+        tokio::spawn(async move {
+            use bollard::container::LogOutput;
+            while let Some(Ok(chunk)) = output.next().await {
+                match chunk {
+                    LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                        let _ = out.write_all(&message).await;
+                    }
+                    LogOutput::StdErr { message } => {
+                        let _ = err.write_all(&message).await;
+                    }
+                    LogOutput::StdIn { .. } => {}
+                }
+            }
+            drop((out, err));
+            let status = exit_code(&docker, &exec_id).await;
+            let mut read = format!("rm -f -- '{cleanup}'");
+            if let Some(file) = state_file {
+                read = format!("cat -- '{file}' 2>/dev/null; rm -f -- '{file}'; {read}");
+            }
+            if let Ok(bytes) = capture(&docker, &container, &read).await {
+                let _ = state.write_all(&bytes).await;
+            }
+            drop(state);
+            let _ = ended.send(status);
+        });
+        let mapped = signalled.clone();
+        let end = Box::pin(async move {
+            use std::os::unix::process::ExitStatusExt;
+            match end.await {
+                Ok(Some(code)) => {
+                    // A shell reports a job a signal ended as 128 + signal.
+                    let signal = mapped.load(Ordering::Relaxed);
+                    let status = if signal > 0 && code == 128 + i64::from(signal) {
+                        signal
+                    } else {
+                        code.clamp(0, 255) as i32 * 256
+                    };
+                    Ok(End::Exited(std::process::ExitStatus::from_raw(status)))
+                }
+                Ok(None) | Err(_) => Err(io::Error::other(
+                    "the container's command ended without an exit status (the container is gone)",
+                )),
+            }
+        });
+        let reader = |pipe: tokio::io::DuplexStream| Some(Box::new(pipe) as Reader);
+        let stdin: Writer = Box::new(input);
+        Ok(Started {
+            stdin: (launch.stdin || tty).then_some(stdin),
+            stdout: reader(out_read),
+            stderr: (!tty).then(|| reader(err_read)).flatten(),
+            state: launch.state.then(|| Box::new(state_read) as Reader),
+            end,
+            signals: Signals::Container(Arc::new(ContainerSignals {
+                docker: self.docker.clone(),
+                container: self.id.clone(),
+                pid_file,
+                signalled,
+            })),
+        })
+    }
+}
+
+impl Drop for ContainerBackend {
+    /// Removes the container, and every process in it, on a thread of its
+    /// own (an engine request blocks); a host about to exit removes what is
+    /// left with [`remove_all`].
+    fn drop(&mut self) {
+        let id = self.id.clone();
+        let socket = self.socket.clone();
+        std::thread::spawn(move || {
+            if remove(&socket, &id).is_ok() {
+                live().lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            }
+        });
+    }
+}
+
+/// How a command in a container is signalled: `kill` of its process group,
+/// run in the container.
+pub(crate) struct ContainerSignals {
+    docker: Docker,
+    container: String,
+    pid_file: String,
+    /// The last signal sent, to tell a job it ended from an exit code.
+    signalled: Arc<AtomicI32>,
+}
+
+impl ContainerSignals {
+    pub(crate) async fn send(&self, signal: libc::c_int) {
+        self.signalled.store(signal, Ordering::Relaxed);
+        let file = &self.pid_file;
+        // The group id is written as the command starts: wait for it a little.
+        let script = format!(
+            "for i in 1 2 3 4 5 6 7 8 9 10; do [ -s '{file}' ] && break; sleep 0.1; done; \
+             kill -{signal} -\"$(cat '{file}')\""
+        );
+        let _ = capture(&self.docker, &self.container, &script).await;
+    }
+}
+
+/// The engine's socket: the configured one, `DOCKER_HOST`, or the first of
+/// [`SOCKETS`] that exists.
+fn socket(settings: &ContainerSettings) -> Result<PathBuf, String> {
+    let written = settings
+        .socket
+        .clone()
+        .or_else(|| std::env::var("DOCKER_HOST").ok());
+    if let Some(written) = written {
+        let Some(path) = written
+            .strip_prefix("unix://")
+            .or_else(|| written.starts_with('/').then_some(written.as_str()))
+        else {
+            return Err(format!(
+                "the container engine at {written:?}: only a local socket (a path or unix://) \
+                 serves, since the grants are bind-mounted from this machine"
+            ));
+        };
+        return Ok(PathBuf::from(path));
+    }
+    SOCKETS
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+        .ok_or_else(|| {
+            format!(
+                "no container engine: none of {} exists and DOCKER_HOST is not set; start \
+                 Docker or `podman system service`, or set terminal.container.socket",
+                SOCKETS.join(", ")
+            )
+        })
+}
+
+/// Pulls `image` unless the engine has it.
+async fn ensure_image(docker: &Docker, image: &str) -> Result<(), String> {
+    if docker.inspect_image(image).await.is_ok() {
+        return Ok(());
+    }
+    tracing::info!(%image, "pulling the terminal container's image");
+    let mut pull = docker.create_image(
+        Some(CreateImageOptions {
+            from_image: Some(image.to_string()),
+            ..Default::default()
+        }),
+        None,
+        None,
+    );
+    while let Some(step) = pull.next().await {
+        step.map_err(|e| {
+            format!("the image {image:?} is not on the container engine and pulling it failed: {e}")
+        })?;
+    }
+    docker
+        .inspect_image(image)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("the image {image:?} after pulling it: {e}"))
+}
+
+/// The container of a session: the mounts, limits and confinement the
+/// module's documentation lists.
+fn container_body(
+    profile: &Profile,
+    settings: &ContainerSettings,
+    mounts: &[Mount],
+) -> Result<ContainerCreateBody, String> {
+    let terminal = &profile.terminal;
+    let masks = masks()?;
+    let binds = mounts
+        .iter()
+        .map(|mount| {
+            let (source, read_only) = match mount.kind {
+                MountKind::ReadWrite => (mount.path.clone(), false),
+                MountKind::MaskFile => (masks.join("file"), true),
+                MountKind::MaskDir => (masks.join("dir"), true),
+                _ => (mount.path.clone(), true),
+            };
+            Bind {
+                target: Some(mount.path.to_string_lossy().into_owned()),
+                source: Some(source.to_string_lossy().into_owned()),
+                typ: Some(MountType::BIND),
+                read_only: Some(read_only),
+                bind_options: Some(MountBindOptions {
+                    propagation: Some(MountBindOptionsPropagationEnum::RPRIVATE),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let limit = |name: &str, value: u64| {
+        let value = i64::try_from(value).unwrap_or(i64::MAX);
+        ResourcesUlimits {
+            name: Some(name.into()),
+            soft: Some(value),
+            hard: Some(value),
+        }
+    };
+    let memory = i64::try_from(terminal.memory).unwrap_or(i64::MAX);
+    let user = settings.user.clone().unwrap_or_else(|| {
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        format!("{uid}:{gid}")
+    });
+    let labels = HashMap::from([(LABEL.to_string(), owner())]);
+    Ok(ContainerCreateBody {
+        image: Some(settings.image.clone()),
+        entrypoint: Some(vec!["bash".into()]),
+        cmd: Some(vec![
+            "-c".into(),
+            "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done".into(),
+        ]),
+        user: Some(user),
+        working_dir: Some("/".into()),
+        env: Some(vec![format!("PATH={}", super::script::DEFAULT_PATH)]),
+        labels: Some(labels),
+        network_disabled: Some(terminal.network != TerminalNetwork::Host),
+        host_config: Some(HostConfig {
+            mounts: Some(binds),
+            network_mode: Some(
+                if terminal.network == TerminalNetwork::Host {
+                    "host"
+                } else {
+                    "none"
+                }
+                .into(),
+            ),
+            readonly_rootfs: Some(true),
+            tmpfs: Some(HashMap::from([(
+                "/tmp".to_string(),
+                format!("rw,nosuid,nodev,size={}", terminal.tmp_size),
+            )])),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            init: Some(true),
+            pids_limit: Some(i64::try_from(terminal.max_processes).unwrap_or(i64::MAX)),
+            memory: Some(memory),
+            memory_swap: Some(memory),
+            ulimits: Some(vec![
+                limit("nofile", OPEN_FILES as u64),
+                limit("nproc", terminal.max_processes),
+                limit("fsize", terminal.max_file_size),
+            ]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+/// A directory of this machine holding the empty, unreadable file and
+/// directory that masks are bind-mounted from.
+fn masks() -> Result<PathBuf, String> {
+    static MASKS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    MASKS
+        .get_or_init(|| {
+            use std::os::unix::fs::PermissionsExt;
+            // SAFETY: getuid cannot fail.
+            let uid = unsafe { libc::getuid() };
+            let dir = std::env::temp_dir().join(format!("toolhost-masks-{uid}"));
+            let made = (|| {
+                std::fs::create_dir_all(dir.join("dir"))?;
+                std::fs::File::create(dir.join("file"))?;
+                let none = std::fs::Permissions::from_mode(0o000);
+                std::fs::set_permissions(dir.join("dir"), none.clone())?;
+                std::fs::set_permissions(dir.join("file"), none)?;
+                io::Result::Ok(())
+            })();
+            made.map(|()| dir.clone())
+                .map_err(|e| format!("making the masks in {}: {e}", dir.display()))
+        })
+        .clone()
+}
+
+/// The exit code of exec `id`, once it has one.
+async fn exit_code(docker: &Docker, id: &str) -> Option<i64> {
+    for _ in 0..50 {
+        match docker.inspect_exec(id).await {
+            Ok(inspected) if inspected.running != Some(true) => return inspected.exit_code,
+            Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Runs `script` with sh in `container`; its stdout.
+async fn capture(docker: &Docker, container: &str, script: &str) -> Result<Vec<u8>, String> {
+    let exec = docker
+        .create_exec(
+            container,
+            CreateExecOptions {
+                attach_stdout: Some(true),
+                cmd: Some(vec!["sh", "-c", script]),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let StartExecResults::Attached { mut output, .. } = docker
+        .start_exec(&exec.id, None)
+        .await
+        .map_err(|e| e.to_string())?
+    else {
+        return Err("detached".into());
+    };
+    let mut bytes = Vec::new();
+    while let Some(Ok(chunk)) = output.next().await {
+        bytes.extend_from_slice(&chunk.into_bytes());
+    }
+    Ok(bytes)
+}
+
+/// This process and boot, as the [`LABEL`] value.
+fn owner() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    format!("{}@{}", std::process::id(), boot.trim())
+}
+
+/// Removes, once per socket and process, the containers a toolhost process
+/// of this boot left when it died. Blocking.
+fn sweep_once(socket: &Path) {
+    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+        if swept.iter().any(|done| done == socket) {
+            return;
+        }
+        swept.push(socket.to_path_buf());
+    }
+    // Listed as JSON values: engines name container states beyond those
+    // the API's models know (Podman's `stopped`).
+    let filter = format!("{{\"label\":[\"{LABEL}\"]}}");
+    let path = format!("/containers/json?all=true&filters={}", percent(&filter));
+    let Ok((200, body)) = request(socket, "GET", &path) else {
+        return;
+    };
+    let Ok(serde_json::Value::Array(found)) = serde_json::from_slice(&body) else {
+        return;
+    };
+    let boot = owner();
+    let boot = boot
+        .split_once('@')
+        .map(|(_, boot)| boot)
+        .unwrap_or_default();
+    for container in found {
+        let Some((pid, of_boot)) = container["Labels"][LABEL]
+            .as_str()
+            .and_then(|owner| owner.split_once('@'))
+        else {
+            continue;
+        };
+        let dead = pid.parse::<libc::pid_t>().is_ok_and(|pid| {
+            // SAFETY: signal 0 only checks that the process exists.
+            let failed = unsafe { libc::kill(pid, 0) } != 0;
+            failed && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        });
+        if let (true, true, Some(id)) = (of_boot == boot, dead, container["Id"].as_str()) {
+            tracing::info!(container = %id, "removing a terminal container a dead toolhost left");
+            let _ = remove(socket, id);
+        }
+    }
+}
+
+/// `text` percent-encoded for a query string.
+fn percent(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The containers of sessions not yet removed, with their engine's socket.
+fn live() -> &'static Mutex<HashMap<String, PathBuf>> {
+    static LIVE: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+/// Removes every container of this process's sessions, for a process about
+/// to exit without dropping them.
+pub(crate) fn remove_all() {
+    let live = std::mem::take(&mut *live().lock().unwrap_or_else(|e| e.into_inner()));
+    for (id, socket) in live {
+        let _ = remove(&socket, &id);
+    }
+}
+
+/// Removes container `id` with everything running in it. Blocking.
+fn remove(socket: &Path, id: &str) -> io::Result<()> {
+    match request(
+        socket,
+        "DELETE",
+        &format!("/containers/{id}?force=true&v=true"),
+    )? {
+        (200..300 | 404, _) => Ok(()),
+        (status, body) => Err(io::Error::other(format!(
+            "{status}: {}",
+            String::from_utf8_lossy(&body)
+        ))),
+    }
+}
+
+/// One HTTP/1.0 request on the engine's socket, without a body: the
+/// status and the body of the answer. Blocking; for what must work without
+/// an async runtime (a session dropped as the host exits).
+fn request(socket: &Path, method: &str, path: &str) -> io::Result<(u16, Vec<u8>)> {
+    let mut stream = UnixStream::connect(socket)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(stream, "{method} {path} HTTP/1.0\r\nHost: docker\r\n\r\n")?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer)?;
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| io::Error::other("the engine's answer has no header"))?;
+    let status = answer
+        .split(|&b| b == b' ')
+        .nth(1)
+        .and_then(|s| std::str::from_utf8(s).ok()?.parse().ok())
+        .ok_or_else(|| io::Error::other("the engine's answer has no status"))?;
+    Ok((status, answer[split + 4..].to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_local_socket_serves() {
+        let settings = |socket: &str| ContainerSettings {
+            image: "i".into(),
+            socket: Some(socket.into()),
+            user: None,
+        };
+        assert_eq!(
+            socket(&settings("unix:///run/x.sock")).unwrap(),
+            PathBuf::from("/run/x.sock")
+        );
+        assert_eq!(
+            socket(&settings("/run/y.sock")).unwrap(),
+            PathBuf::from("/run/y.sock")
+        );
+        let refused = socket(&settings("tcp://10.0.0.1:2375")).unwrap_err();
+        assert!(refused.contains("only a local socket"), "{refused}");
+    }
+}
