@@ -265,19 +265,21 @@ async fn the_container_holds_the_profile() {
          if (!$p) { sleep 5; exit } } print \"all 100\\n\"",
     );
     ws.write(
+        "bomb8473.pl",
+        "while (1) { my $p = fork; if (defined $p && !$p) { sleep 1000; exit } }",
+    );
+    ws.write(
         "net.py",
         "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=2)\n",
     );
     ws.mkdir("private");
     ws.write("private/key", "another secret");
     std::os::unix::fs::symlink("secret.txt", ws.join("link")).unwrap();
-    let host = ws
-        .host(&profile(
-            "file.deny = [\"secret.txt\", \"private\"]\nterminal.max_processes = 20\n\
-             terminal.deny_commands = [\"shutdown\"]\n",
-        ))
-        .await;
-    let (client, _) = connect(host, None).await;
+    let rules = profile(
+        "file.deny = [\"secret.txt\", \"private\"]\nterminal.max_processes = 20\n\
+         terminal.timeout = \"3s\"\nterminal.deny_commands = [\"shutdown\"]\n",
+    );
+    let (client, _) = connect(ws.host(&rules).await, None).await;
 
     // Allowed: reading the grant.
     let read = run(&client, "cat notes.txt").await;
@@ -343,6 +345,23 @@ async fn the_container_holds_the_profile() {
     let refused = tool_error(&client, "run_command", json!({ "command": "shutdown now" })).await;
     assert!(refused.contains("refused"), "{refused}");
 
+    client.cancel().await.unwrap();
+    assert_no_container(&socket).await;
+
+    // A fork bomb takes every process the container may run, so no kill
+    // can start in it: at the deadline the container goes, and the next
+    // command gets a new one.
+    let (client, _) = connect(ws.host(&rules).await, None).await;
+    let bomb = tool_error(
+        &client,
+        "run_command",
+        json!({ "command": "perl bomb8473.pl" }),
+    )
+    .await;
+    assert!(bomb.contains("ran past its time limit"), "{bomb}");
+    assert_gone("bomb8473").await;
+    let after = run(&client, "echo after").await;
+    assert_eq!(after["stdout"], "after\n", "{after}");
     client.cancel().await.unwrap();
     assert_no_container(&socket).await;
 }

@@ -59,6 +59,13 @@ const LABEL: &str = "toolhost.session";
 /// Where the engine's socket usually is, after `DOCKER_HOST`.
 const SOCKETS: &[&str] = &["/var/run/docker.sock", "/run/podman/podman.sock"];
 
+/// Longest a `kill` in a container may take to start and answer before
+/// the container is given up.
+const KILL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the shell of a `kill` in a container prints first.
+const KILL_RAN: &str = "toolhost-kill-ran";
+
 /// Most open files of each process, as in the kernel sandbox.
 const OPEN_FILES: i64 = 1024;
 
@@ -70,6 +77,8 @@ pub(crate) struct ContainerBackend {
     next_id: AtomicU32,
     /// `terminal.memory`: most address space of each process, in bytes.
     memory: u64,
+    /// Why the container can no longer serve, once it cannot.
+    broken: Arc<Mutex<Option<String>>>,
 }
 
 impl ContainerBackend {
@@ -123,6 +132,7 @@ impl ContainerBackend {
             id: created.id,
             next_id: AtomicU32::new(1),
             memory: profile.terminal.memory,
+            broken: Arc::default(),
         };
         live()
             .lock()
@@ -138,7 +148,10 @@ impl ContainerBackend {
 
     /// Why no more commands can start, once the container is gone.
     pub(crate) fn broken(&self) -> Option<String> {
-        None
+        self.broken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Starts one command in the container.
@@ -186,7 +199,12 @@ impl ContainerBackend {
                 },
             )
             .await
-            .map_err(|e| io::Error::other(format!("the container: {e}")))?;
+            .map_err(|e| {
+                // Gone or stopped: the next command gets a new container.
+                let reason = format!("the session's container: {e}");
+                *self.broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
+                io::Error::other(reason)
+            })?;
         let started = self
             .docker
             .start_exec(
@@ -279,9 +297,11 @@ impl ContainerBackend {
             end,
             signals: Signals::Container(Arc::new(ContainerSignals {
                 docker: self.docker.clone(),
+                socket: self.socket.clone(),
                 container: self.id.clone(),
                 pid_file,
                 signalled,
+                broken: self.broken.clone(),
             })),
         })
     }
@@ -303,25 +323,51 @@ impl Drop for ContainerBackend {
 }
 
 /// How a command in a container is signalled: `kill` of its process group,
-/// run in the container.
+/// run in the container. A container that cannot run the `kill` (its
+/// process limit taken by a fork bomb, say) is removed with everything in
+/// it, so no command outlives its deadline; the session's next command gets
+/// a new one.
 pub(crate) struct ContainerSignals {
     docker: Docker,
+    socket: PathBuf,
     container: String,
     pid_file: String,
     /// The last signal sent, to tell a job it ended from an exit code.
     signalled: Arc<AtomicI32>,
+    broken: Arc<Mutex<Option<String>>>,
 }
 
 impl ContainerSignals {
     pub(crate) async fn send(&self, signal: libc::c_int) {
         self.signalled.store(signal, Ordering::Relaxed);
         let file = &self.pid_file;
-        // The group id is written as the command starts: wait for it a little.
+        // The group id is written as the command starts: wait for it a
+        // little. Reading it and the kill are built into the shell, so they
+        // need no process of their own (a fork bomb leaves none); whatever
+        // kill answers, the shell prints a line starting with KILL_RAN.
         let script = format!(
             "for i in 1 2 3 4 5 6 7 8 9 10; do [ -s '{file}' ] && break; sleep 0.1; done; \
-             kill -{signal} -\"$(cat '{file}')\""
+             read group < '{file}'; kill -{signal} -\"$group\" 2>/dev/null; echo {KILL_RAN} $?"
         );
-        let _ = capture(&self.docker, &self.container, &script).await;
+        let ran = tokio::time::timeout(
+            KILL_TIMEOUT,
+            capture(&self.docker, &self.container, &script),
+        )
+        .await;
+        // The engine may put its own error in the output: the shell's line
+        // is the proof that it ran.
+        if let Ok(Ok(out)) = &ran
+            && out.starts_with(KILL_RAN.as_bytes())
+        {
+            return;
+        }
+        let reason = "the session's container could not run kill (its process limit reached?) \
+                      and was removed with everything in it"
+            .to_string();
+        tracing::warn!(container = %self.container, "{reason}");
+        *self.broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+        let (socket, id) = (self.socket.clone(), self.container.clone());
+        let _ = tokio::task::spawn_blocking(move || remove(&socket, &id)).await;
     }
 }
 
@@ -440,6 +486,9 @@ fn container_body(
         working_dir: Some("/".into()),
         env: Some(vec![format!("PATH={}", super::script::DEFAULT_PATH)]),
         labels: Some(labels),
+        // Nothing in it is owed a graceful end: removal kills at once.
+        stop_signal: Some("SIGKILL".into()),
+        stop_timeout: Some(1),
         network_disabled: Some(terminal.network != TerminalNetwork::Host),
         host_config: Some(HostConfig {
             mounts: Some(binds),
