@@ -277,7 +277,7 @@ async fn the_container_holds_the_profile() {
     std::os::unix::fs::symlink("secret.txt", ws.join("link")).unwrap();
     let rules = profile(
         "file.deny = [\"secret.txt\", \"private\"]\nterminal.max_processes = 20\n\
-         terminal.timeout = \"3s\"\nterminal.deny_commands = [\"shutdown\"]\n",
+         terminal.timeout = \"3s\"\nterminal.deny_commands = [\"cowsay *\"]\n",
     );
     let (client, _) = connect(ws.host(&rules).await, None).await;
 
@@ -330,6 +330,28 @@ async fn the_container_holds_the_profile() {
         "{status}"
     );
 
+    // The profile's rules apply before the container sees the line, and
+    // to lines written to a shell running in it.
+    let refused = tool_error(&client, "run_command", json!({ "command": "cowsay moo" })).await;
+    assert!(refused.contains("deny_commands"), "{refused}");
+    let shell = tool(&client, "process_start", json!({ "command": "bash" })).await["id"]
+        .as_u64()
+        .unwrap();
+    tool(
+        &client,
+        "process_write",
+        json!({ "id": shell, "input": "echo allowed\n" }),
+    )
+    .await;
+    read_until(&client, shell, "allowed").await;
+    let written = tool_error(
+        &client,
+        "process_write",
+        json!({ "id": shell, "input": "cowsay moo\n" }),
+    )
+    .await;
+    assert!(written.contains("deny_commands"), "{written}");
+
     // The process limit holds.
     let forks = run(&client, "perl forks.pl").await;
     let out = forks["stdout"].as_str().unwrap();
@@ -340,10 +362,6 @@ async fn the_container_holds_the_profile() {
         .unwrap_or_else(|| panic!("{forks}"));
     // The shells, the container's init and its keeper count too.
     assert!((10..=20).contains(&started), "{forks}");
-
-    // The profile's rules apply before the container sees the line.
-    let refused = tool_error(&client, "run_command", json!({ "command": "shutdown now" })).await;
-    assert!(refused.contains("refused"), "{refused}");
 
     client.cancel().await.unwrap();
     assert_no_container(&socket).await;
@@ -364,4 +382,19 @@ async fn the_container_holds_the_profile() {
     assert_eq!(after["stdout"], "after\n", "{after}");
     client.cancel().await.unwrap();
     assert_no_container(&socket).await;
+}
+
+#[tokio::test]
+async fn without_an_engine_a_command_is_refused_and_says_where_it_looked() {
+    let ws = Workspace::new(bundled);
+    let host = ws
+        .host(
+            "allow = [\"terminal:*\"]\nfile.read = [\".\"]\nterminal.backend = \"container\"\n\
+             terminal.container = { image = \"debian:12\", socket = \"/nonexistent/engine.sock\" }\n",
+        )
+        .await;
+    let (client, _) = connect(host, None).await;
+    let refused = tool_error(&client, "run_command", json!({ "command": "echo hi" })).await;
+    assert!(refused.contains("/nonexistent/engine.sock"), "{refused}");
+    client.cancel().await.unwrap();
 }

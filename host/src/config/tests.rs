@@ -114,3 +114,52 @@ fn a_profile_resolves_against_the_workspace_it_is_asked_for() {
     let unknown = config.profile("q", None).unwrap_err();
     assert_eq!(unknown, "unknown profile \"q\"; known: p");
 }
+
+#[test]
+fn a_container_backend_needs_its_table_and_refuses_what_it_cannot_hold() {
+    let missing = problems(
+        "default_profile = \"p\"\n[profiles.p]\nallow = [\"terminal:*\"]\n\
+         terminal.backend = \"container\"\n",
+    );
+    assert_eq!(
+        missing,
+        [
+            "profiles.p.terminal.container: terminal.backend = \"container\" needs a \
+          terminal.container table (image, and optionally socket and user)"
+        ]
+    );
+    let found = problems(
+        "default_profile = \"p\"\n[profiles.p]\nallow = [\"terminal:*\"]\n\
+         terminal.backend = \"container\"\nterminal.network = \"proxy\"\n\
+         terminal.wrapper = [\"apptainer\"]\n\
+         terminal.container = { image = \" \", user = \"root\" }\n",
+    );
+    let keys: Vec<&str> = found
+        .iter()
+        .map(|line| line.split(": ").next().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "profiles.p.terminal.container.image",
+            "profiles.p.terminal.container.user",
+            "profiles.p.terminal.wrapper",
+            "profiles.p.terminal.network",
+        ],
+        "{found:#?}"
+    );
+    let stray = problems(
+        "default_profile = \"p\"\n[profiles.p]\nallow = [\"terminal:*\"]\n\
+         terminal.container = { image = \"debian\" }\n",
+    );
+    assert_eq!(
+        stray,
+        ["profiles.p.terminal.container: is used only with terminal.backend = \"container\""]
+    );
+    let fine = problems(
+        "default_profile = \"p\"\n[profiles.p]\nallow = [\"terminal:*\"]\n\
+         terminal.backend = \"container\"\n\
+         terminal.container = { image = \"debian:12\", user = \"1000:1000\" }\n",
+    );
+    assert_eq!(fine, Vec::<String>::new());
+}
