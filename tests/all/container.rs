@@ -398,3 +398,42 @@ async fn without_an_engine_a_command_is_refused_and_says_where_it_looked() {
     assert!(refused.contains("/nonexistent/engine.sock"), "{refused}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn doctor_reports_each_container_profiles_engine() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let engine = engine().await;
+    let ws = Workspace::new(bundled);
+    let present = engine.as_deref().map_or(String::new(), |socket| {
+        format!(
+            "[profiles.there]\nterminal.backend = \"container\"\n\
+             terminal.container = {{ image = {IMAGE:?}, socket = {socket:?} }}\n"
+        )
+    });
+    let config = ws.write(
+        "toolhost.toml",
+        format!(
+            "default_profile = \"missing\"\n[profiles.missing]\nterminal.backend = \"container\"\n\
+             terminal.container = {{ image = \"debian:12\", socket = \"/nonexistent/engine.sock\" }}\n\
+             {present}"
+        ),
+    );
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .args(["--config", config.to_str().unwrap(), "doctor"])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("✗ profile \"missing\": container backend: ")
+            && text.contains("/nonexistent/engine.sock"),
+        "{text}"
+    );
+    if engine.is_some() {
+        assert!(
+            text.contains(&format!("✓ profile \"there\": container backend, "))
+                && text.contains(&format!("image {IMAGE:?} present")),
+            "{text}"
+        );
+    }
+}

@@ -8,6 +8,7 @@ use serde_json::json;
 use super::args::{ConfigAction, Format, Global};
 use crate::config::{self, Config};
 use crate::host::Host;
+use crate::policy::TerminalBackend;
 use crate::toolsets::Selection;
 
 pub(super) fn list(
@@ -158,6 +159,17 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
             "! profile {name:?} sets terminal.sandbox = \"none\": its commands run \
              unconfined, with toolhost's own rights"
         );
+    }
+    for (name, profile) in &config.profiles {
+        let (Some(TerminalBackend::Container), Some(container)) =
+            (profile.terminal.backend, &profile.terminal.container)
+        else {
+            continue;
+        };
+        match crate::runtime::check_container_engine(container).await {
+            Ok(engine) => println!("✓ profile {name:?}: container backend, {engine}"),
+            Err(reason) => println!("✗ profile {name:?}: container backend: {reason}"),
+        }
     }
     let refused = !ready && unconfined.len() < config.profiles.len();
     if refused {

@@ -14,6 +14,7 @@ mod tests;
 
 pub use log::{LogSink, with_log_sink};
 pub use progress::{Progress, ProgressSink, with_progress_sink};
+pub(crate) use terminal::session::check_container_engine;
 pub use terminal::session::{MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Terminals};
 
 use crate::runtime::sandbox::Linked;

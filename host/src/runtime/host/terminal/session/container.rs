@@ -89,20 +89,7 @@ impl ContainerBackend {
         settings: &ContainerSettings,
     ) -> Result<Self, String> {
         let socket = socket(settings)?;
-        let docker = Docker::connect_with_unix(
-            &socket.to_string_lossy(),
-            REQUEST_TIMEOUT,
-            bollard::API_DEFAULT_VERSION,
-        )
-        .map_err(|e| format!("the container engine at {}: {e}", socket.display()))?
-        .negotiate_version()
-        .await
-        .map_err(|e| {
-            format!(
-                "the container engine at {} does not answer: {e} (terminal.container.socket)",
-                socket.display()
-            )
-        })?;
+        let docker = connect(settings).await?;
         let swept = socket.clone();
         let _ = tokio::task::spawn_blocking(move || sweep_once(&swept)).await;
         ensure_image(&docker, &settings.image).await?;
@@ -369,6 +356,53 @@ impl ContainerSignals {
         let (socket, id) = (self.socket.clone(), self.container.clone());
         let _ = tokio::task::spawn_blocking(move || remove(&socket, &id)).await;
     }
+}
+
+/// What `toolhost doctor` says of a profile's container engine: `Ok` names
+/// the engine and its version and whether the image is there; `Err` says
+/// why no command could run.
+pub(crate) async fn check_engine(settings: &ContainerSettings) -> Result<String, String> {
+    let docker = connect(settings).await?;
+    let path = socket(settings)?;
+    let version = docker
+        .version()
+        .await
+        .map_err(|e| format!("the container engine at {}: {e}", path.display()))?;
+    let engine = version
+        .components
+        .as_ref()
+        .and_then(|c| c.first())
+        .map(|c| format!("{} {}", c.name, c.version))
+        .or(version.version.clone())
+        .unwrap_or_else(|| "an engine".into());
+    let image = if docker.inspect_image(&settings.image).await.is_ok() {
+        format!("image {:?} present", settings.image)
+    } else {
+        format!(
+            "image {:?} not there yet: pulled at the first command",
+            settings.image
+        )
+    };
+    Ok(format!("{engine} at {}; {image}", path.display()))
+}
+
+/// A client of the engine of `settings`, its API version agreed.
+async fn connect(settings: &ContainerSettings) -> Result<Docker, String> {
+    let socket = socket(settings)?;
+    Docker::connect_with_unix(
+        &socket.to_string_lossy(),
+        REQUEST_TIMEOUT,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .map_err(|e| format!("the container engine at {}: {e}", socket.display()))?
+    .negotiate_version()
+    .await
+    .map_err(|e| {
+        format!(
+            "the container engine at {} does not answer: {e} (terminal.container.socket)",
+            socket.display()
+        )
+    })
 }
 
 /// The engine's socket: the configured one, `DOCKER_HOST`, or the first of

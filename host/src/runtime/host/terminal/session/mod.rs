@@ -32,7 +32,9 @@ use script::ShellState;
 
 use crate::policy::Profile;
 
-pub(crate) use container::remove_all as remove_containers;
+pub(crate) use container::{
+    check_engine as check_container_engine, remove_all as remove_containers,
+};
 
 /// Most terminal sessions of one host at once.
 pub const MAX_TERMINAL_SESSIONS: usize = 64;
