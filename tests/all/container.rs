@@ -431,7 +431,7 @@ async fn doctor_reports_each_container_profiles_engine() {
     );
     if engine.is_some() {
         assert!(
-            text.contains(&format!("✓ profile \"there\": container backend, "))
+            text.contains("✓ profile \"there\": container backend, ")
                 && text.contains(&format!("image {IMAGE:?} present")),
             "{text}"
         );
