@@ -228,6 +228,17 @@ async fn the_session_flow_runs_in_a_container() {
         .unwrap();
     the_repl_answers(&client, repl).await;
 
+    // A command ends when its shell does, though a child it left holds
+    // its output open; the child lives on in the session.
+    let left = tool(
+        &client,
+        "run_command",
+        json!({ "command": "sleep 8473021 & echo hi", "timeout_secs": 5 }),
+    )
+    .await;
+    assert_eq!(left["stdout"], "hi\n", "{left}");
+    wait_running("sleep 8473021").await;
+
     // A file written in the grant is the host's.
     let wrote = run(&client, "echo made > made.txt").await;
     assert_eq!(wrote["exit_code"], 0, "{wrote}");
@@ -249,6 +260,7 @@ async fn the_session_flow_runs_in_a_container() {
     client.cancel().await.unwrap();
     assert_gone(&format!("sleep {marker}")).await;
     assert_gone("python3 -q -i").await;
+    assert_gone("sleep 8473021").await;
     assert_no_container(&socket).await;
 }
 

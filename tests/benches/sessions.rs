@@ -10,6 +10,13 @@
 //! - `new session`: each call in a session of its own, which builds its
 //!   sandbox at the call.
 //!
+//! Then the same under the container backend (`terminal.backend =
+//! "container"`), 21 calls of each kind, where a Docker or Podman socket
+//! is found and has the image of the container tests
+//! (`localhost/toolhost-test-root:latest`, made by `cargo test container::`):
+//! there a new session creates and starts a container, and a warm one
+//! starts an exec in it.
+//!
 //! Run: `cargo bench -p toolhost-tests --bench sessions`. Prints medians.
 
 use std::time::{Duration, Instant};
@@ -19,6 +26,10 @@ use toolhost::config::{Config, ConfigSource};
 use toolhost::{CallRequest, Host};
 
 const RUNS: usize = 101;
+
+/// Calls of each kind under the container backend, where a new session
+/// takes a container.
+const CONTAINER_RUNS: usize = 21;
 
 const PAUSE: Duration = Duration::from_millis(50);
 
@@ -41,10 +52,10 @@ async fn run_true(host: &Host, session: Option<String>) -> Duration {
     took
 }
 
-async fn compare(host: &Host, pause: Duration, label: &str) {
+async fn compare(host: &Host, pause: Duration, label: &str, runs: usize) {
     let (mut warm, mut alone, mut new) = (Vec::new(), Vec::new(), Vec::new());
     run_true(host, Some("warm".into())).await;
-    for i in 0..RUNS {
+    for i in 0..runs {
         tokio::time::sleep(pause).await;
         warm.push(run_true(host, Some("warm".into())).await);
         tokio::time::sleep(pause).await;
@@ -77,7 +88,40 @@ fn main() {
             .build()
             .await
             .unwrap();
-        compare(&host, PAUSE, "paused").await;
-        compare(&host, Duration::ZERO, "back to back").await;
+        compare(&host, PAUSE, "paused", RUNS).await;
+        compare(&host, Duration::ZERO, "back to back", RUNS).await;
+
+        let Some(socket) = ["/var/run/docker.sock", "/run/podman/podman.sock"]
+            .into_iter()
+            .find(|path| std::path::Path::new(path).exists())
+        else {
+            println!("container backend: no engine socket, not measured");
+            return;
+        };
+        let text = format!(
+            "default_profile = \"p\"\n[profiles.p]\n\
+             allow = [\"terminal:execute\", \"file:read\", \"file:write\"]\n\
+             file.write = [\".\"]\nterminal.read = [\"/usr\"]\n\
+             terminal.backend = \"container\"\n\
+             terminal.container = {{ image = \"localhost/toolhost-test-root:latest\", \
+             socket = {socket:?} }}\n"
+        );
+        let config = Config::parse(&text, ConfigSource::Embedded, workspace.path()).unwrap();
+        let host = Host::builder()
+            .config(&config)
+            .unwrap()
+            .bundled(true)
+            .build()
+            .await
+            .unwrap();
+        compare(&host, PAUSE, "container, paused", CONTAINER_RUNS).await;
+        compare(
+            &host,
+            Duration::ZERO,
+            "container, back to back",
+            CONTAINER_RUNS,
+        )
+        .await;
+        host.end_session(None, "warm");
     });
 }

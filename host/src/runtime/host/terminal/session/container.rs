@@ -42,6 +42,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::super::super::process_group::{End, Reader, Writer};
 use super::launch::{Launch, Signals, Started};
+use super::trailer::{Found, Trailer};
 use crate::confine::{Mount, MountKind};
 use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
 
@@ -153,17 +154,30 @@ impl ContainerBackend {
             self.memory / 1024
         );
         let start = if launch.pty.is_some() {
-            // On a terminal the exec leads its own session and group.
-            r#"echo $$ > "$1"; shift; exec "$@""#
+            // On a terminal the exec leads its own session and group; its
+            // end is the engine's to tell.
+            r#"echo $$ > "$1"; shift 2; exec "$@""#
         } else {
             // A job of its own: a process group that a signal reaches whole
             // (job control off again, so that no job notice is printed).
-            r#"p=$1; shift; set -m; "$@" & set +m; echo $! > "$p"; wait $!"#
+            // Then "done" in place of the group, and the trailer.
+            r#"p=$1; s=$2; shift 2; set -m; "$@" & set +m; echo $! > "$p"; wait $!; c=$?
+echo done > "$p"
+{ printf '\0toolhost-end\0%s\0' "$c"
+  if [ -n "$s" ]; then cat -- "$s" 2>/dev/null; rm -f -- "$s"; fi
+  printf '\0toolhost-done\0'; } >&2
+exit "$c""#
         };
         let mut cmd = vec!["bash".to_string(), "-c".into(), limit + start];
-        cmd.extend(["toolhost".into(), pid_file.clone(), "bash".into()]);
+        let state_arg = state_file.clone().unwrap_or_default();
+        cmd.extend([
+            "toolhost".into(),
+            pid_file.clone(),
+            state_arg.clone(),
+            "bash".into(),
+        ]);
         cmd.extend(launch.args.iter().cloned());
-        cmd.push(state_file.clone().unwrap_or_default());
+        cmd.push(state_arg);
         let env = launch
             .env
             .iter()
@@ -227,33 +241,46 @@ impl ContainerBackend {
         let (ended, end) = tokio::sync::oneshot::channel();
         let signalled = Arc::new(AtomicI32::new(0));
         let docker = self.docker.clone();
-        let container = self.id.clone();
         let exec_id = exec.id.clone();
-        let cleanup = pid_file.clone();
         tokio::spawn(async move {
             use bollard::container::LogOutput;
+            let mut trailer = Trailer::default();
+            let mut ended = Some(ended);
             while let Some(Ok(chunk)) = output.next().await {
                 match chunk {
                     LogOutput::StdOut { message } | LogOutput::Console { message } => {
                         let _ = out.write_all(&message).await;
                     }
                     LogOutput::StdErr { message } => {
-                        let _ = err.write_all(&message).await;
+                        for found in trailer.feed(&message) {
+                            match found {
+                                Found::Stderr(bytes) => {
+                                    let _ = err.write_all(&bytes).await;
+                                }
+                                Found::End { code, state: bytes } => {
+                                    // The state first: the end lets the
+                                    // caller stop reading.
+                                    let _ = state.write_all(&bytes).await;
+                                    let _ = state.shutdown().await;
+                                    if let Some(ended) = ended.take() {
+                                        let _ = ended.send(Some(code));
+                                    }
+                                }
+                            }
+                        }
                     }
                     LogOutput::StdIn { .. } => {}
                 }
             }
-            drop((out, err));
-            let status = exit_code(&docker, &exec_id).await;
-            let mut read = format!("rm -f -- '{cleanup}'");
-            if let Some(file) = state_file {
-                read = format!("cat -- '{file}' 2>/dev/null; rm -f -- '{file}'; {read}");
+            if let Some(rest) = trailer.rest() {
+                let _ = err.write_all(&rest).await;
             }
-            if let Ok(bytes) = capture(&docker, &container, &read).await {
-                let _ = state.write_all(&bytes).await;
+            drop((out, err, state));
+            // No trailer (a terminal's output, or a wrapper that was
+            // killed): the engine knows the code.
+            if let Some(ended) = ended {
+                let _ = ended.send(exit_code(&docker, &exec_id).await);
             }
-            drop(state);
-            let _ = ended.send(status);
         });
         let mapped = signalled.clone();
         let end = Box::pin(async move {
@@ -334,7 +361,8 @@ impl ContainerSignals {
         // kill answers, the shell prints a line starting with KILL_RAN.
         let script = format!(
             "for i in 1 2 3 4 5 6 7 8 9 10; do [ -s '{file}' ] && break; sleep 0.1; done; \
-             read group < '{file}'; kill -{signal} -\"$group\" 2>/dev/null; echo {KILL_RAN} $?"
+             read group < '{file}'; [ \"$group\" = done ] && {{ echo {KILL_RAN} ended; exit; }}; \
+             kill -{signal} -\"$group\" 2>/dev/null; echo {KILL_RAN} $?"
         );
         let ran = tokio::time::timeout(
             KILL_TIMEOUT,

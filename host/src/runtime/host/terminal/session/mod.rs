@@ -20,6 +20,7 @@ pub(crate) mod process;
 mod pty;
 pub(crate) mod script;
 mod ssh;
+mod trailer;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
