@@ -114,6 +114,25 @@ impl ContainerBackend {
             )
             .await
             .map_err(|e| format!("creating a container of {:?}: {e}", settings.image))?;
+        // An engine that drops a limit it cannot apply says so in a
+        // warning: such a container does not hold the profile.
+        let dropped: Vec<&String> = created
+            .warnings
+            .iter()
+            .filter(|w| w.to_ascii_lowercase().contains("limit"))
+            .collect();
+        if !dropped.is_empty() {
+            let (socket, id) = (socket.clone(), created.id.clone());
+            let _ = tokio::task::spawn_blocking(move || remove(&socket, &id)).await;
+            return Err(format!(
+                "the container engine cannot apply the profile's limits: {}",
+                dropped
+                    .iter()
+                    .map(|w| w.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
         let backend = Self {
             docker,
             socket: socket.clone(),
@@ -140,6 +159,19 @@ impl ContainerBackend {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The container is there and running (as far as the engine says).
+    async fn running(&self) -> bool {
+        let path = format!("/containers/{}/json", self.id);
+        let socket = self.socket.clone();
+        let answer = tokio::task::spawn_blocking(move || request(&socket, "GET", &path)).await;
+        // Read as a JSON value: engines name states the models do not know.
+        match answer {
+            Ok(Ok((200, body))) => serde_json::from_slice::<serde_json::Value>(&body)
+                .is_ok_and(|c| c["State"]["Running"] == true),
+            _ => false,
+        }
     }
 
     /// Starts one command in the container.
@@ -200,12 +232,17 @@ exit "$c""#
                 },
             )
             .await
-            .map_err(|e| {
+            .map_err(|e| io::Error::other(format!("the session's container: {e}")));
+        let exec = match exec {
+            Ok(exec) => exec,
+            Err(e) => {
                 // Gone or stopped: the next command gets a new container.
-                let reason = format!("the session's container: {e}");
-                *self.broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
-                io::Error::other(reason)
-            })?;
+                if !self.running().await {
+                    *self.broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+                }
+                return Err(e);
+            }
+        };
         let started = self
             .docker
             .start_exec(
@@ -575,7 +612,6 @@ fn container_body(
             memory_swap: Some(memory),
             ulimits: Some(vec![
                 limit("nofile", OPEN_FILES as u64),
-                limit("nproc", terminal.max_processes),
                 limit("fsize", terminal.max_file_size),
             ]),
             ..Default::default()
@@ -585,21 +621,27 @@ fn container_body(
 }
 
 /// A directory of this machine holding the empty, unreadable file and
-/// directory that masks are bind-mounted from.
+/// directory that masks are bind-mounted from: made new by this process
+/// (never one found in the shared temporary directory, which another user
+/// could have planted), mode 0700.
 fn masks() -> Result<PathBuf, String> {
     static MASKS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     MASKS
         .get_or_init(|| {
-            use std::os::unix::fs::PermissionsExt;
-            // SAFETY: getuid cannot fail.
-            let uid = unsafe { libc::getuid() };
-            let dir = std::env::temp_dir().join(format!("toolhost-masks-{uid}"));
+            use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+            let dir = std::env::temp_dir().join(format!(
+                "toolhost-masks-{}-{:x}",
+                std::process::id(),
+                super::rand_u64()
+            ));
             let made = (|| {
-                std::fs::create_dir_all(dir.join("dir"))?;
-                std::fs::File::create(dir.join("file"))?;
-                let none = std::fs::Permissions::from_mode(0o000);
-                std::fs::set_permissions(dir.join("dir"), none.clone())?;
-                std::fs::set_permissions(dir.join("file"), none)?;
+                std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+                std::fs::DirBuilder::new().mode(0o000).create(dir.join("dir"))?;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o000)
+                    .open(dir.join("file"))?;
                 io::Result::Ok(())
             })();
             made.map(|()| dir.clone())
