@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 pub(crate) use plan::plan;
+pub(crate) use rlimit::hard_limit;
 pub use spec::Spec;
 pub(crate) use spec::{Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT, Run};
 

@@ -43,7 +43,7 @@ fn limit(resource: libc::__rlimit_resource_t) -> libc::rlimit {
 }
 
 /// This process's hard limit of `resource`.
-fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
+pub(crate) fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
     limit(resource).rlim_max
 }
 

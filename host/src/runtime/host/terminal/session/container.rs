@@ -41,7 +41,7 @@ use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
 use super::super::super::process_group::{End, Reader, Writer};
-use super::launch::{Launch, Signals, Started};
+use super::launch::{Launch, Signaller, Signals, Started};
 use super::trailer::{Found, Trailer};
 use crate::confine::{Mount, MountKind};
 use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
@@ -67,8 +67,11 @@ const KILL_TIMEOUT: Duration = Duration::from_secs(2);
 /// What the shell of a `kill` in a container prints first.
 const KILL_RAN: &str = "toolhost-kill-ran";
 
+/// The least `RLIMIT_NPROC` of a container's processes.
+const NPROC_FLOOR: u64 = 4096;
+
 /// Most open files of each process, as in the kernel sandbox.
-const OPEN_FILES: i64 = 1024;
+const OPEN_FILES: u64 = 1024;
 
 /// One session's container.
 pub(crate) struct ContainerBackend {
@@ -106,7 +109,7 @@ impl ContainerBackend {
                     name: Some(format!(
                         "toolhost-{}-{:x}",
                         std::process::id(),
-                        super::rand_u64() & 0xffff_ffff
+                        super::script::nonce() & 0xffff_ffff
                     )),
                     ..Default::default()
                 }),
@@ -346,7 +349,7 @@ exit "$c""#
             stderr: (!tty).then(|| reader(err_read)).flatten(),
             state: launch.state.then(|| Box::new(state_read) as Reader),
             end,
-            signals: Signals::Container(Arc::new(ContainerSignals {
+            signals: Signals::Other(Arc::new(ContainerSignals {
                 docker: self.docker.clone(),
                 socket: self.socket.clone(),
                 container: self.id.clone(),
@@ -378,7 +381,7 @@ impl Drop for ContainerBackend {
 /// process limit taken by a fork bomb, say) is removed with everything in
 /// it, so no command outlives its deadline; the session's next command gets
 /// a new one.
-pub(crate) struct ContainerSignals {
+struct ContainerSignals {
     docker: Docker,
     socket: PathBuf,
     container: String,
@@ -388,8 +391,14 @@ pub(crate) struct ContainerSignals {
     broken: Arc<Mutex<Option<String>>>,
 }
 
+impl Signaller for ContainerSignals {
+    fn send(&self, signal: libc::c_int) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(self.signal(signal))
+    }
+}
+
 impl ContainerSignals {
-    pub(crate) async fn send(&self, signal: libc::c_int) {
+    async fn signal(&self, signal: libc::c_int) {
         self.signalled.store(signal, Ordering::Relaxed);
         let file = &self.pid_file;
         // The group id is written as the command starts: wait for it a
@@ -559,7 +568,10 @@ fn container_body(
             }
         })
         .collect();
-    let limit = |name: &str, value: u64| {
+    // Each lowered to this process's hard limit where that is lower (a
+    // runtime may not raise one past what it has).
+    let limit = |name: &str, resource, value: u64| {
+        let value = value.min(crate::confine::hard_limit(resource));
         let value = i64::try_from(value).unwrap_or(i64::MAX);
         ResourcesUlimits {
             name: Some(name.into()),
@@ -611,8 +623,18 @@ fn container_body(
             memory: Some(memory),
             memory_swap: Some(memory),
             ulimits: Some(vec![
-                limit("nofile", OPEN_FILES as u64),
-                limit("fsize", terminal.max_file_size),
+                limit("nofile", libc::RLIMIT_NOFILE, OPEN_FILES),
+                limit("fsize", libc::RLIMIT_FSIZE, terminal.max_file_size),
+                // RLIMIT_NPROC counts every process of the uid on the host,
+                // so it is not the container's limit (its pids limit is);
+                // it is set, generously but below what engines run with,
+                // so that the runtime does not try a default (Podman's is
+                // its own maximum) that its hard limit refuses.
+                limit(
+                    "nproc",
+                    libc::RLIMIT_NPROC,
+                    terminal.max_processes.max(NPROC_FLOOR),
+                ),
             ]),
             ..Default::default()
         }),
@@ -632,11 +654,13 @@ fn masks() -> Result<PathBuf, String> {
             let dir = std::env::temp_dir().join(format!(
                 "toolhost-masks-{}-{:x}",
                 std::process::id(),
-                super::rand_u64()
+                super::script::nonce()
             ));
             let made = (|| {
                 std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-                std::fs::DirBuilder::new().mode(0o000).create(dir.join("dir"))?;
+                std::fs::DirBuilder::new()
+                    .mode(0o000)
+                    .create(dir.join("dir"))?;
                 std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)

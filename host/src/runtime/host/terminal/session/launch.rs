@@ -12,7 +12,6 @@ use russh::client::Msg;
 use russh::{ChannelWriteHalf, Sig};
 
 use super::super::super::process_group::{End, GroupGuard, Reader, Writer};
-use super::container::ContainerSignals;
 use crate::confine::control::Control;
 
 /// One command to start.
@@ -63,8 +62,14 @@ pub(crate) enum Signals {
     },
     /// Its SSH channel (a signal request).
     Ssh(Arc<ChannelWriteHalf<Msg>>),
-    /// Its process group in a container.
-    Container(Arc<ContainerSignals>),
+    /// However its backend reaches it (a process group in a container).
+    Other(Arc<dyn Signaller>),
+}
+
+/// How a backend signals one of its commands.
+pub(crate) trait Signaller: Send + Sync {
+    /// Sends `signal` (a libc number) to the command's process group.
+    fn send(&self, signal: libc::c_int) -> BoxFuture<'_, ()>;
 }
 
 impl Signals {
@@ -76,7 +81,7 @@ impl Signals {
                 let _ = sender.lock().await.send_kill(*id, signal).await;
             }
             Self::Ssh(channel) => send_ssh_signal(channel, signal).await,
-            Self::Container(container) => container.send(signal).await,
+            Self::Other(signaller) => signaller.send(signal).await,
         }
     }
 }

@@ -269,13 +269,6 @@ impl TerminalSession {
     }
 }
 
-/// A number no other session of this process is likely to draw (names of
-/// state files and containers).
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    RandomState::new().hash_one(std::time::SystemTime::now())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

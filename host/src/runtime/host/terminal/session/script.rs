@@ -43,6 +43,13 @@ pub(crate) const MOST_STATE: usize = 1 << 20;
 /// Variables the shell sets itself, not carried.
 const SHELLS_OWN: &[&str] = &["PWD", "SHLVL", "_"];
 
+/// A number no other session of this process is likely to draw: names of
+/// state files on a remote host, of containers and their mask directory.
+pub(crate) fn nonce() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
 /// A session's state between commands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ShellState {

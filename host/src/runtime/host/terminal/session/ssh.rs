@@ -96,7 +96,7 @@ impl SshBackend {
         Ok(Self {
             handle: Arc::new(handle),
             workdir: settings.workdir.clone(),
-            nonce: format!("{:x}", super::rand_u64()),
+            nonce: format!("{:x}", super::script::nonce()),
             next_id: AtomicU32::new(1),
         })
     }
