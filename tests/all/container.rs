@@ -17,6 +17,7 @@ use toolhost::HostBuilder;
 
 use crate::mcp::Client;
 use crate::mcp::connect;
+use crate::sandbox::network::http_server;
 use crate::sessions::{read_until, the_repl_answers, tool, tool_error, wait_running};
 use crate::{Workspace, assert_gone};
 
@@ -448,4 +449,55 @@ async fn doctor_reports_each_container_profiles_engine() {
             "{text}"
         );
     }
+}
+
+#[tokio::test]
+async fn the_container_reaches_allowed_hosts_only_through_the_proxy() {
+    use std::sync::atomic::Ordering;
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let Some(socket) = engine().await else { return };
+    let ws = Workspace::new(bundled);
+    // Servers on this machine's loopback, outside the container.
+    let (allowed, reached) = http_server("127.0.0.2", "hello from the host");
+    let (other, other_reached) = http_server("127.0.0.3", "must stay unreachable");
+    let rules = profile(&format!(
+        "network.allow_hosts = [\"127.0.0.2:{allowed}\"]\n"
+    ));
+    ws.write(
+        "direct.py",
+        "import socket, sys\nsocket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)\n",
+    );
+    let (client, _) = connect(ws.host(&rules).await, None).await;
+
+    // Allowed: through the proxy the commands are pointed at.
+    let url = format!("http://127.0.0.2:{allowed}/hello");
+    let got = run(&client, &format!("curl -sS {url}")).await;
+    assert_eq!(got["stdout"], "hello from the host", "{got}");
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+
+    // Denied: another host, with the rule named.
+    let refused = run(
+        &client,
+        &format!("curl -sS -w ' %{{http_code}}' http://127.0.0.3:{other}/"),
+    )
+    .await;
+    let out = refused["stdout"].as_str().unwrap();
+    assert!(
+        out.ends_with(" 403") && out.contains("network.allow_hosts"),
+        "{refused}"
+    );
+
+    // Around the proxy there is no way out.
+    for line in [
+        format!("curl -sS --noproxy '*' {url}"),
+        format!("python3 direct.py 127.0.0.3 {other}"),
+        format!("python3 direct.py 127.0.0.2 {allowed}"),
+    ] {
+        let result = run(&client, &line).await;
+        assert_ne!(result["exit_code"], 0, "{line}: {result}");
+    }
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    assert_eq!(other_reached.load(Ordering::SeqCst), 0);
+    client.cancel().await.unwrap();
+    assert_no_container(&socket).await;
 }

@@ -203,14 +203,6 @@ pub(super) fn resolve_profile(
                         .into(),
                 ));
             }
-            if terminal.network == Some(TerminalNetwork::Proxy) {
-                problems.push((
-                    key("terminal.network"),
-                    "the container backend has no proxy: its commands get no network \
-                     (\"none\") or the host's (\"host\")"
-                        .into(),
-                ));
-            }
         }
         (_, Some(_)) => problems.push((
             key("terminal.container"),
@@ -232,15 +224,13 @@ pub(super) fn resolve_profile(
         ssh: terminal.ssh.clone(),
         container: terminal.container.clone(),
         sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
-        network: terminal.network.unwrap_or(
-            if profile.hosts.allow_hosts.is_empty()
-                || terminal.backend == Some(TerminalBackend::Container)
-            {
+        network: terminal
+            .network
+            .unwrap_or(if profile.hosts.allow_hosts.is_empty() {
                 TerminalNetwork::None
             } else {
                 TerminalNetwork::Proxy
-            },
-        ),
+            }),
         read: terminal
             .read
             .iter()

@@ -130,7 +130,7 @@ fn a_container_backend_needs_its_table_and_refuses_what_it_cannot_hold() {
     );
     let found = problems(
         "default_profile = \"p\"\n[profiles.p]\nallow = [\"terminal:*\"]\n\
-         terminal.backend = \"container\"\nterminal.network = \"proxy\"\n\
+         terminal.backend = \"container\"\n\
          terminal.wrapper = [\"apptainer\"]\n\
          terminal.container = { image = \" \", user = \"root\" }\n",
     );
@@ -144,7 +144,6 @@ fn a_container_backend_needs_its_table_and_refuses_what_it_cannot_hold() {
             "profiles.p.terminal.container.image",
             "profiles.p.terminal.container.user",
             "profiles.p.terminal.wrapper",
-            "profiles.p.terminal.network",
         ],
         "{found:#?}"
     );

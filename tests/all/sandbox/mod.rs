@@ -8,7 +8,7 @@
 mod built_ahead;
 mod files;
 mod kernel;
-mod network;
+pub(crate) mod network;
 mod processes;
 mod rules;
 

@@ -39,7 +39,7 @@ async fn commands_have_no_network_unless_the_profile_shares_it() {
 
 /// A plain HTTP server on `addr` answering every request with `body`; the
 /// number of connections it accepted.
-fn http_server(addr: &str, body: &'static str) -> (u16, std::sync::Arc<AtomicUsize>) {
+pub(crate) fn http_server(addr: &str, body: &'static str) -> (u16, std::sync::Arc<AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind(format!("{addr}:0")).unwrap();
     let port = listener.local_addr().unwrap().port();

@@ -79,7 +79,8 @@ impl Backend {
     pub(crate) fn proxy(&self) -> Option<&Proxy> {
         match self {
             Self::Sandbox(sandbox) => sandbox.proxy.as_ref(),
-            Self::Host(_) | Self::Ssh(_) | Self::Container(_) => None,
+            Self::Container(container) => container.proxy(),
+            Self::Host(_) | Self::Ssh(_) => None,
         }
     }
 

@@ -40,10 +40,11 @@ use bollard::query_parameters::{CreateContainerOptions, CreateImageOptions};
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
+use super::super::super::http::proxy::Proxy;
 use super::super::super::process_group::{End, Reader, Writer};
 use super::launch::{Launch, Signaller, Signals, Started};
 use super::trailer::{Found, Trailer};
-use crate::confine::{Mount, MountKind};
+use crate::confine::{Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT};
 use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
 
 /// Bytes a pipe between an exec's stream and its reader holds.
@@ -83,6 +84,9 @@ pub(crate) struct ContainerBackend {
     memory: u64,
     /// Why the container can no longer serve, once it cannot.
     broken: Arc<Mutex<Option<String>>>,
+    /// The session's proxy and its relay into the container
+    /// (`terminal.network = "proxy"`).
+    relay: Option<Relay>,
 }
 
 impl ContainerBackend {
@@ -143,6 +147,7 @@ impl ContainerBackend {
             next_id: AtomicU32::new(1),
             memory: profile.terminal.memory,
             broken: Arc::default(),
+            relay: None,
         };
         live()
             .lock()
@@ -153,7 +158,16 @@ impl ContainerBackend {
             .start_container(&backend.id, None)
             .await
             .map_err(|e| format!("starting a container of {:?}: {e}", settings.image))?;
+        let mut backend = backend;
+        if profile.terminal.network == TerminalNetwork::Proxy {
+            backend.relay = Some(Relay::start(&backend, profile).await?);
+        }
         Ok(backend)
+    }
+
+    /// The network proxy the session's commands use, if any.
+    pub(crate) fn proxy(&self) -> Option<&Proxy> {
+        self.relay.as_ref().map(|relay| &relay.proxy)
     }
 
     /// Why no more commands can start, once the container is gone.
@@ -374,6 +388,92 @@ impl Drop for ContainerBackend {
             }
         });
     }
+}
+
+/// The way out of a container under `terminal.network = "proxy"`: a
+/// listener on the container's loopback at [`PROXY_PORT`], made by a thread
+/// of this process that entered the container's network namespace (so
+/// nothing needs to run in the image), whose connections go to the
+/// session's proxy of the allowed hosts. The container has no other
+/// interface.
+struct Relay {
+    proxy: Proxy,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    async fn start(backend: &ContainerBackend, profile: &Profile) -> Result<Self, String> {
+        let fail = |e: String| {
+            format!(
+                "terminal.network = \"proxy\" in a container: {e}; toolhost reaches into the \
+                 container's network namespace, which needs a rootful engine on this machine and \
+                 toolhost running as root (or set terminal.network = \"none\")"
+            )
+        };
+        let path = format!("/containers/{}/json", backend.id);
+        let socket = backend.socket.clone();
+        let inspected = tokio::task::spawn_blocking(move || request(&socket, "GET", &path))
+            .await
+            .map_err(|e| fail(e.to_string()))?
+            .map_err(|e| fail(e.to_string()))?;
+        let pid = serde_json::from_slice::<serde_json::Value>(&inspected.1)
+            .ok()
+            .and_then(|c| c["State"]["Pid"].as_i64())
+            .filter(|&pid| pid > 0)
+            .ok_or_else(|| fail("the engine names no process of the container".into()))?;
+        let listener = tokio::task::spawn_blocking(move || listen_in(pid))
+            .await
+            .map_err(|e| fail(e.to_string()))?
+            .map_err(|e| fail(e.to_string()))?;
+        let listener =
+            tokio::net::TcpListener::from_std(listener).map_err(|e| fail(e.to_string()))?;
+        let proxy = Proxy::start(profile.hosts.clone())
+            .map_err(|e| format!("could not start the network proxy of the session: {e}"))?;
+        let target = proxy.socket();
+        let task = tokio::spawn(async move {
+            let permits = Arc::new(tokio::sync::Semaphore::new(PROXY_CONNECTIONS));
+            while let Ok((mut client, _)) = listener.accept().await {
+                // Past the cap a connection is closed at once.
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    continue;
+                };
+                let target = target.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut proxy) = tokio::net::UnixStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut proxy).await;
+                    }
+                    drop(permit);
+                });
+            }
+        });
+        Ok(Self { proxy, task })
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A listener on `127.0.0.1:PROXY_PORT` in the network namespace of
+/// process `pid`, made on a thread of its own (a namespace is a thread's;
+/// the socket stays in the one it was made in).
+fn listen_in(pid: i64) -> io::Result<std::net::TcpListener> {
+    use std::os::fd::AsRawFd;
+    let namespace = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
+    std::thread::spawn(move || {
+        // SAFETY: changes the network namespace of this thread only, which
+        // ends once the listener is made.
+        if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, PROXY_PORT))?;
+        listener.set_nonblocking(true)?;
+        Ok(listener)
+    })
+    .join()
+    .map_err(|_| io::Error::other("the thread entering the namespace panicked"))?
 }
 
 /// How a command in a container is signalled: `kill` of its process group,
