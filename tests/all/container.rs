@@ -289,7 +289,7 @@ async fn the_container_holds_the_profile() {
     ws.write("private/key", "another secret");
     std::os::unix::fs::symlink("secret.txt", ws.join("link")).unwrap();
     let rules = profile(
-        "file.deny = [\"secret.txt\", \"private\"]\nterminal.max_processes = 20\n\
+        "file.deny = [\"secret.txt\", \"private\", \"late.txt\"]\nterminal.max_processes = 20\n\
          terminal.timeout = \"3s\"\nterminal.deny_commands = [\"cowsay *\"]\n",
     );
     let (client, _) = connect(ws.host(&rules).await, None).await;
@@ -297,6 +297,13 @@ async fn the_container_holds_the_profile() {
     // Allowed: reading the grant.
     let read = run(&client, "cat notes.txt").await;
     assert_eq!(read["stdout"], "readable", "{read}");
+
+    // A file the deny rule matches that appears during the session is
+    // masked from the next command (in a new container).
+    ws.write("late.txt", "a late secret");
+    let late = run(&client, "cat late.txt").await;
+    assert_ne!(late["exit_code"], 0, "{late}");
+    assert!(!late.to_string().contains("late secret"), "{late}");
 
     // Denied files are masked, by any name.
     for line in [

@@ -523,3 +523,45 @@ async fn idle_sessions_end_with_their_processes() {
     assert_eq!(host.terminals().expire_idle(Duration::from_millis(10)), 1);
     assert_gone(&format!("sleep {marker}")).await;
 }
+
+#[tokio::test]
+async fn a_denied_path_that_appears_during_a_session_is_masked_from_the_next_command() {
+    let ws = Workspace::new(bundled);
+    let profile = r#"
+allow = ["terminal:*"]
+file.write = ["."]
+file.deny = ["secret.txt"]
+"#;
+    let (client, _) = connect(ws.host(profile).await, None).await;
+    run(&client, "true").await;
+    tool(
+        &client,
+        "process_start",
+        json!({ "command": "sleep 8476031" }),
+    )
+    .await;
+    wait_running("sleep 8476031").await;
+
+    // A new directory changes nothing the sandbox shows: it stays, with
+    // its background process.
+    ws.mkdir("made-meanwhile");
+    let listed = run(&client, "ls").await;
+    assert!(
+        listed["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("made-meanwhile"),
+        "{listed}"
+    );
+    assert!(!processes_with("sleep 8476031").is_empty());
+
+    // A file the deny rule matches, written by someone else meanwhile: the
+    // next command runs in a sandbox that masks it.
+    ws.write("secret.txt", "the secret");
+    let read = run(&client, "cat secret.txt").await;
+    assert_ne!(read["exit_code"], 0, "{read}");
+    assert!(!read.to_string().contains("the secret"), "{read}");
+    // The old sandbox ended with what ran in it.
+    assert_gone("sleep 8476031").await;
+    client.cancel().await.unwrap();
+}

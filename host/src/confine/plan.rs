@@ -53,9 +53,12 @@ pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec,
 /// grants, `terminal.read` directories, masks and read-only repository
 /// metadata as the kernel sandbox, without the host's system directories
 /// (the image brings its own). Blocking: it walks the grants.
-pub(crate) fn grant_mounts(profile: &Profile) -> Result<Vec<Mount>, String> {
+pub(crate) fn grant_mounts(
+    profile: &Profile,
+    watch: Option<&mut Watch>,
+) -> Result<Vec<Mount>, String> {
     let mut mounts = Mounts::default();
-    add_grants(profile, None, &mut mounts)?;
+    add_grants(profile, watch, &mut mounts)?;
     // The host's private `/etc` entries stay masked under any mount that
     // brings them in (`terminal.read = ["/etc"]`).
     for path in private_etc() {
@@ -364,6 +367,102 @@ impl Walk<'_> {
     }
 }
 
+/// The mounts a long-lived sandbox (a terminal session's, or its
+/// container) was built with, and a watch that tells when a plan made now
+/// might differ. A session checks before each command: where the walk's
+/// answer may have changed (a new directory, an entry `file.deny` matches),
+/// the grants are walked again, and mounts that no longer match the plan
+/// (a path to mask that was not there) end the sandbox; the session's next
+/// sandbox is built from the new plan.
+pub(crate) struct Planned {
+    mounts: Vec<Mount>,
+    watch: Option<Watch>,
+    /// Planned by [`grant_mounts`] (a container) rather than [`plan`].
+    grants_only: bool,
+}
+
+impl Planned {
+    /// The mounts of `profile`'s long-lived sandbox and their watch (none
+    /// where the grants cannot be watched: then each check walks them).
+    /// Blocking.
+    pub(crate) fn new(profile: &Profile, grants_only: bool) -> Result<(Self, Vec<Mount>), String> {
+        let (mounts, watch) = Self::walk(profile, grants_only)?;
+        let planned = Self {
+            mounts: mounts.clone(),
+            watch,
+            grants_only,
+        };
+        Ok((planned, mounts))
+    }
+
+    /// Of a sandbox planned elsewhere, from its `mounts` and `watch`.
+    pub(crate) fn of(mounts: Vec<Mount>, watch: Option<Watch>) -> Self {
+        Self {
+            mounts,
+            watch,
+            grants_only: false,
+        }
+    }
+
+    fn walk(profile: &Profile, grants_only: bool) -> Result<(Vec<Mount>, Option<Watch>), String> {
+        let mut watch = Watch::new(profile).ok();
+        let mounts = if grants_only {
+            grant_mounts(profile, watch.as_mut())?
+        } else {
+            plan(profile, watch.as_mut())?.mounts
+        };
+        if watch.as_ref().is_some_and(|w| w.broken().is_some()) {
+            watch = None;
+        }
+        Ok((mounts, watch))
+    }
+
+    /// `Ok` while the sandbox's mounts are still those a plan made now
+    /// would make; `Err` names what is not. Blocking.
+    pub(crate) fn still_holds(&mut self, profile: &Profile) -> Result<(), String> {
+        if self
+            .watch
+            .as_ref()
+            .is_some_and(|watch| watch.unchanged(profile).is_ok())
+        {
+            return Ok(());
+        }
+        let (mounts, watch) = Self::walk(profile, self.grants_only)?;
+        if let Some(new) = mounts.iter().find(|m| !self.mounts.contains(m)) {
+            return Err(match new.kind {
+                MountKind::MaskFile | MountKind::MaskDir => format!(
+                    "file.deny now matches {}, which the session's sandbox shows",
+                    new.path.display()
+                ),
+                _ => format!("{} is now mounted otherwise", new.path.display()),
+            });
+        }
+        if let Some(gone) = self.mounts.iter().find(|m| !mounts.contains(m)) {
+            return Err(format!("{} is no longer mounted so", gone.path.display()));
+        }
+        self.watch = watch;
+        Ok(())
+    }
+}
+
+/// [`Planned::still_holds`] off the async threads: `None` while it holds,
+/// else why not.
+pub(crate) async fn still_holds(
+    planned: &std::sync::Arc<std::sync::Mutex<Planned>>,
+    profile: &std::sync::Arc<Profile>,
+) -> Option<String> {
+    let (planned, profile) = (planned.clone(), profile.clone());
+    tokio::task::spawn_blocking(move || {
+        planned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .still_holds(&profile)
+            .err()
+    })
+    .await
+    .unwrap_or_else(|e| Some(format!("checking the sandbox's mounts: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,7 +471,7 @@ mod tests {
     fn a_container_reading_etc_gets_the_private_entries_masked() {
         let mut profile = Profile::deny_all("p", "/w");
         profile.terminal.read = vec![PathBuf::from("/etc")];
-        let mounts = grant_mounts(&profile).unwrap();
+        let mounts = grant_mounts(&profile, None).unwrap();
         assert_eq!(
             mounts.first(),
             Some(&Mount {

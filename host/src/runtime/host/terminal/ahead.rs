@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use super::super::http::proxy::Proxy;
 use super::super::process_group::Launched;
+use crate::confine::plan::Planned;
 use crate::confine::{self, pids::PidsGroup, watch::Watch};
 use crate::policy::{Profile, TerminalNetwork};
 
@@ -37,6 +38,8 @@ pub(super) struct Built {
     pub(super) pids: Option<PidsGroup>,
     /// What the sandbox was planned from, when built ahead.
     watch: Option<Watch>,
+    /// A session's sandbox: its mounts and their watch.
+    pub(super) planned: Option<Planned>,
 }
 
 /// Where the sandbox built ahead for one profile waits. Its lock is held
@@ -154,20 +157,28 @@ async fn build_spec(
         None
     };
     let planning = profile.clone();
-    let (spec, watch) = tokio::task::spawn_blocking(move || {
+    let (spec, mut watch) = tokio::task::spawn_blocking(move || {
         let mut watch = if ahead {
             Some(Watch::new(&planning).map_err(|e| format!("watching the grants: {e}"))?)
+        } else if session {
+            // A session's sandbox does without (then each command walks
+            // the grants again) where the grants cannot be watched.
+            Watch::new(&planning).ok()
         } else {
             None
         };
         let spec = confine::plan(&planning, watch.as_mut())?;
         if let Some(broken) = watch.as_ref().and_then(Watch::broken) {
-            return Err(format!("the grants cannot be watched: {broken}"));
+            if !session {
+                return Err(format!("the grants cannot be watched: {broken}"));
+            }
+            watch = None;
         }
         Ok((spec, watch))
     })
     .await
     .map_err(|e| format!("planning the sandbox failed: {e}"))??;
+    let planned = session.then(|| Planned::of(spec.mounts.clone(), watch.take()));
     let relay = proxy.is_some() && !spec.host_network;
     let pids = PidsGroup::for_command(spec.limits.processes, relay)?;
     let spec = confine::Spec {
@@ -187,5 +198,6 @@ async fn build_spec(
         proxy,
         pids,
         watch,
+        planned,
     })
 }

@@ -27,6 +27,7 @@ use super::pty::Pty;
 use super::ssh::SshBackend;
 use crate::confine::control::{Control, Report};
 use crate::confine::pids::PidsGroup;
+use crate::confine::plan::{Planned, still_holds};
 use crate::confine::{self, Run};
 use crate::policy::{Profile, TerminalBackend, TerminalSandbox};
 
@@ -80,6 +81,22 @@ impl Backend {
         match self {
             Self::Sandbox(sandbox) => sandbox.proxy.as_ref(),
             Self::Container(container) => container.proxy(),
+            Self::Host(_) | Self::Ssh(_) => None,
+        }
+    }
+
+    /// Why the backend's mounts no longer hold the profile, if they do not
+    /// (a path `file.deny` matches appeared in a grant): then it is
+    /// replaced before the next command. Blocking work off the async
+    /// threads.
+    pub(crate) async fn stale(&self) -> Option<String> {
+        match self {
+            Self::Sandbox(sandbox) => match &sandbox.planned {
+                Some(planned) => still_holds(planned, &sandbox.profile).await,
+                None => None,
+            },
+            Self::Container(container) => container.stale().await,
+            // Nothing of this machine is mounted.
             Self::Host(_) | Self::Ssh(_) => None,
         }
     }
@@ -138,6 +155,9 @@ pub(crate) struct SessionSandbox {
     next_id: std::sync::atomic::AtomicU32,
     reader: tokio::task::JoinHandle<()>,
     proxy: Option<Proxy>,
+    /// Its mounts, checked against the grants before each command.
+    planned: Option<Arc<Mutex<Planned>>>,
+    profile: Arc<Profile>,
     // Dropped last: the launcher's group, then the pids cgroup.
     _launcher: ProcessGroup,
     _pids: Option<PidsGroup>,
@@ -182,6 +202,8 @@ impl SessionSandbox {
             next_id: std::sync::atomic::AtomicU32::new(1),
             reader,
             proxy: built.proxy,
+            planned: built.planned.map(|planned| Arc::new(Mutex::new(planned))),
+            profile: profile.clone(),
             _launcher: group,
             _pids: built.pids,
         })

@@ -44,6 +44,7 @@ use super::super::super::http::proxy::Proxy;
 use super::super::super::process_group::{End, Reader, Writer};
 use super::launch::{Launch, Signaller, Signals, Started};
 use super::trailer::{Found, Trailer};
+use crate::confine::plan::{Planned, still_holds};
 use crate::confine::{Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT};
 use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
 
@@ -87,6 +88,9 @@ pub(crate) struct ContainerBackend {
     /// The session's proxy and its relay into the container
     /// (`terminal.network = "proxy"`).
     relay: Option<Relay>,
+    /// Its mounts, checked against the grants before each command.
+    planned: Arc<Mutex<Planned>>,
+    profile: Arc<Profile>,
 }
 
 impl ContainerBackend {
@@ -101,11 +105,10 @@ impl ContainerBackend {
         let swept = socket.clone();
         let _ = tokio::task::spawn_blocking(move || sweep_once(&swept)).await;
         ensure_image(&docker, &settings.image).await?;
-        let planned = profile.clone();
-        let mounts =
-            tokio::task::spawn_blocking(move || crate::confine::plan::grant_mounts(&planned))
-                .await
-                .map_err(|e| format!("planning the container's mounts: {e}"))??;
+        let planning = profile.clone();
+        let (planned, mounts) = tokio::task::spawn_blocking(move || Planned::new(&planning, true))
+            .await
+            .map_err(|e| format!("planning the container's mounts: {e}"))??;
         let body = container_body(profile, settings, &mounts)?;
         let created = docker
             .create_container(
@@ -148,6 +151,8 @@ impl ContainerBackend {
             memory: profile.terminal.memory,
             broken: Arc::default(),
             relay: None,
+            planned: Arc::new(Mutex::new(planned)),
+            profile: profile.clone(),
         };
         live()
             .lock()
@@ -163,6 +168,12 @@ impl ContainerBackend {
             backend.relay = Some(Relay::start(&backend, profile).await?);
         }
         Ok(backend)
+    }
+
+    /// Why the container's mounts no longer hold the profile, if they do
+    /// not (see [`Planned`]).
+    pub(crate) async fn stale(&self) -> Option<String> {
+        still_holds(&self.planned, &self.profile).await
     }
 
     /// The network proxy the session's commands use, if any.

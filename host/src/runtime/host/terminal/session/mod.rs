@@ -185,9 +185,14 @@ impl TerminalSession {
     pub(crate) async fn backend(&self) -> Result<Arc<Backend>, String> {
         let mut backend = self.backend.lock().await;
         if let Some(running) = backend.as_ref() {
-            match running.broken() {
+            let reason = match running.broken() {
+                Some(reason) => Some(reason),
+                None => running.stale().await,
+            };
+            match reason {
                 None => return Ok(running.clone()),
                 Some(reason) => {
+                    // Its background processes end with it.
                     tracing::info!(%reason, "a terminal session's sandbox ended; starting another");
                 }
             }
