@@ -18,7 +18,7 @@ use toolhost::HostBuilder;
 use crate::mcp::Client;
 use crate::mcp::connect;
 use crate::sandbox::network::http_server;
-use crate::sessions::{read_until, the_repl_answers, tool, tool_error, wait_running};
+use crate::sessions::{read_until, serve_fetch_kill_and_repl, tool, tool_error, wait_running};
 use crate::{Workspace, assert_gone};
 
 /// Tagged `latest`: Podman's import takes no other tag.
@@ -189,45 +189,14 @@ async fn the_session_flow_runs_in_a_container() {
         "{second}"
     );
 
-    // A background server, reached by the next command, then killed.
+    // A background server, reached by the next command, then killed; a
+    // REPL on a pseudo-terminal.
     let port = "8471";
-    let id = tool(
-        &client,
-        "process_start",
-        json!({ "command": format!("python3 -u -m http.server {port} --bind 127.0.0.1"), "cwd": "site" }),
-    )
-    .await["id"]
-        .as_u64()
-        .unwrap();
-    read_until(&client, id, "Serving HTTP").await;
-    let fetched = run(
-        &client,
-        &format!(
-            "python3 {}/fetch.py http://127.0.0.1:{port}/hello.txt",
-            ws.path.display()
-        ),
-    )
-    .await;
-    assert_eq!(fetched["stdout"], "hello from the container\n", "{fetched}");
-    tool(&client, "process_kill", json!({ "id": id })).await;
-    let ended = tool(
-        &client,
-        "process_wait",
-        json!({ "id": id, "timeout_secs": 5 }),
-    )
-    .await;
-    assert_eq!(ended["running"], false, "{ended}");
-
-    // A REPL on a pseudo-terminal.
-    let repl = tool(
-        &client,
-        "process_start",
-        json!({ "command": "python3 -q -i", "pty": true }),
-    )
-    .await["id"]
-        .as_u64()
-        .unwrap();
-    the_repl_answers(&client, repl).await;
+    let fetch = format!(
+        "python3 {}/fetch.py http://127.0.0.1:{port}/hello.txt",
+        ws.path.display()
+    );
+    serve_fetch_kill_and_repl(&client, port, &fetch, "hello from the container\n").await;
 
     // A command ends when its shell does, though a child it left holds
     // its output open; the child lives on in the session.

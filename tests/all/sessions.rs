@@ -85,6 +85,46 @@ pub(crate) async fn the_repl_answers(client: &Client, id: u64) {
     assert!(answer.lines().any(|line| line.trim() == "2"), "{answer:?}");
 }
 
+/// The background part of the session flow, on any backend: an HTTP
+/// server started in `site` on `port`, reached by `fetch` (which must print
+/// `expected`), killed and waited for; then a REPL on a pseudo-terminal.
+pub(crate) async fn serve_fetch_kill_and_repl(
+    client: &Client,
+    port: &str,
+    fetch: &str,
+    expected: &str,
+) {
+    let id = tool(
+        client,
+        "process_start",
+        json!({ "command": format!("python3 -u -m http.server {port} --bind 127.0.0.1"), "cwd": "site" }),
+    )
+    .await["id"]
+        .as_u64()
+        .unwrap();
+    read_until(client, id, "Serving HTTP").await;
+    let fetched = tool(client, "run_command", json!({ "command": fetch })).await;
+    assert_eq!(fetched["stdout"], expected, "{fetched}");
+    tool(client, "process_kill", json!({ "id": id })).await;
+    let ended = tool(
+        client,
+        "process_wait",
+        json!({ "id": id, "timeout_secs": 5 }),
+    )
+    .await;
+    assert_eq!(ended["running"], false, "{ended}");
+
+    let repl = tool(
+        client,
+        "process_start",
+        json!({ "command": "python3 -q -i", "pty": true }),
+    )
+    .await["id"]
+        .as_u64()
+        .unwrap();
+    the_repl_answers(client, repl).await;
+}
+
 /// Waits up to five seconds for a process whose command line holds `marker`.
 pub(crate) async fn wait_running(marker: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);

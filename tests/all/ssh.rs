@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use toolhost::HostBuilder;
 
 use crate::mcp::connect;
-use crate::sessions::{read_until, the_repl_answers, tool, wait_running};
+use crate::sessions::{serve_fetch_kill_and_repl, tool, wait_running};
 use crate::{Workspace, assert_gone};
 
 type Input = Arc<tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>>;
@@ -368,43 +368,14 @@ async fn the_session_flow_runs_over_ssh() {
         format!("{}\n1\n", remote_path.join("site/sub").display())
     );
 
-    // A background server, reached by the next command, then killed.
+    // A background server, reached by the next command, then killed; a
+    // REPL on a pseudo-terminal.
     let port = "8461";
-    let id = tool(
-        &client,
-        "process_start",
-        json!({ "command": format!("python3 -u -m http.server {port} --bind 127.0.0.1"), "cwd": "site" }),
-    )
-    .await["id"]
-        .as_u64()
-        .unwrap();
-    read_until(&client, id, "Serving HTTP").await;
-    let fetched = tool(
-        &client,
-        "run_command",
-        json!({ "command": format!("python3 {}/fetch.py http://127.0.0.1:{port}/hello.txt", remote_path.display()) }),
-    )
-    .await;
-    assert_eq!(fetched["stdout"], "hello over ssh\n", "{fetched}");
-    tool(&client, "process_kill", json!({ "id": id })).await;
-    let ended = tool(
-        &client,
-        "process_wait",
-        json!({ "id": id, "timeout_secs": 5 }),
-    )
-    .await;
-    assert_eq!(ended["running"], false, "{ended}");
-
-    // A REPL on a pseudo-terminal.
-    let repl = tool(
-        &client,
-        "process_start",
-        json!({ "command": "python3 -q -i", "pty": true }),
-    )
-    .await["id"]
-        .as_u64()
-        .unwrap();
-    the_repl_answers(&client, repl).await;
+    let fetch = format!(
+        "python3 {}/fetch.py http://127.0.0.1:{port}/hello.txt",
+        remote_path.display()
+    );
+    serve_fetch_kill_and_repl(&client, port, &fetch, "hello over ssh\n").await;
 
     // Nothing outlives the session.
     let marker = "8462319";

@@ -72,22 +72,30 @@ async fn compare(host: &Host, pause: Duration, label: &str, runs: usize) {
     );
 }
 
+/// A host whose profile runs commands with the workspace writable, and
+/// `more` settings.
+async fn host_with(workspace: &std::path::Path, more: &str) -> Host {
+    let text = format!(
+        "default_profile = \"p\"\n[profiles.p]\n\
+         allow = [\"terminal:execute\", \"file:read\", \"file:write\"]\n\
+         file.write = [\".\"]\n{more}"
+    );
+    let config = Config::parse(&text, ConfigSource::Embedded, workspace).unwrap();
+    Host::builder()
+        .config(&config)
+        .unwrap()
+        .bundled(true)
+        .build()
+        .await
+        .unwrap()
+}
+
 fn main() {
     toolhost::confine::use_launcher(env!("CARGO_BIN_EXE_toolhost-cli"));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let workspace = tempfile::tempdir().unwrap();
-        let text = "default_profile = \"p\"\n[profiles.p]\n\
-             allow = [\"terminal:execute\", \"file:read\", \"file:write\"]\n\
-             file.write = [\".\"]\n";
-        let config = Config::parse(text, ConfigSource::Embedded, workspace.path()).unwrap();
-        let host = Host::builder()
-            .config(&config)
-            .unwrap()
-            .bundled(true)
-            .build()
-            .await
-            .unwrap();
+        let host = host_with(workspace.path(), "").await;
         compare(&host, PAUSE, "paused", RUNS).await;
         compare(&host, Duration::ZERO, "back to back", RUNS).await;
 
@@ -98,22 +106,12 @@ fn main() {
             println!("container backend: no engine socket, not measured");
             return;
         };
-        let text = format!(
-            "default_profile = \"p\"\n[profiles.p]\n\
-             allow = [\"terminal:execute\", \"file:read\", \"file:write\"]\n\
-             file.write = [\".\"]\nterminal.read = [\"/usr\"]\n\
-             terminal.backend = \"container\"\n\
+        let container = format!(
+            "terminal.read = [\"/usr\"]\nterminal.backend = \"container\"\n\
              terminal.container = {{ image = \"localhost/toolhost-test-root:latest\", \
              socket = {socket:?} }}\n"
         );
-        let config = Config::parse(&text, ConfigSource::Embedded, workspace.path()).unwrap();
-        let host = Host::builder()
-            .config(&config)
-            .unwrap()
-            .bundled(true)
-            .build()
-            .await
-            .unwrap();
+        let host = host_with(workspace.path(), &container).await;
         compare(&host, PAUSE, "container, paused", CONTAINER_RUNS).await;
         compare(
             &host,

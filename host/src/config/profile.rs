@@ -156,14 +156,6 @@ pub(super) fn resolve_profile(
                     ),
                 ));
             }
-            if !terminal.wrapper.is_empty() {
-                problems.push((
-                    key("terminal.wrapper"),
-                    "a wrapper runs on this machine; it does not go with terminal.backend = \
-                     \"ssh\""
-                        .into(),
-                ));
-            }
         }
         (_, Some(_)) => problems.push((
             key("terminal.ssh"),
@@ -195,20 +187,26 @@ pub(super) fn resolve_profile(
                     ),
                 ));
             }
-            if !terminal.wrapper.is_empty() {
-                problems.push((
-                    key("terminal.wrapper"),
-                    "a wrapper runs on this machine; it does not go with terminal.backend = \
-                     \"container\""
-                        .into(),
-                ));
-            }
         }
         (_, Some(_)) => problems.push((
             key("terminal.container"),
             "is used only with terminal.backend = \"container\"".into(),
         )),
         _ => {}
+    }
+    let remote = match terminal.backend {
+        Some(TerminalBackend::Ssh) => Some("ssh"),
+        Some(TerminalBackend::Container) => Some("container"),
+        _ => None,
+    };
+    if let (Some(backend), false) = (remote, terminal.wrapper.is_empty()) {
+        problems.push((
+            key("terminal.wrapper"),
+            format!(
+                "a wrapper runs on this machine; it does not go with terminal.backend = \
+                 \"{backend}\""
+            ),
+        ));
     }
     let defaults = TerminalSettings::default();
     profile.terminal = TerminalSettings {

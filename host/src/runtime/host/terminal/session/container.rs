@@ -100,8 +100,7 @@ impl ContainerBackend {
         profile: &Arc<Profile>,
         settings: &ContainerSettings,
     ) -> Result<Self, String> {
-        let socket = socket(settings)?;
-        let docker = connect(settings).await?;
+        let (docker, socket) = connect(settings).await?;
         let swept = socket.clone();
         let _ = tokio::task::spawn_blocking(move || sweep_once(&swept)).await;
         ensure_image(&docker, &settings.image).await?;
@@ -547,8 +546,7 @@ impl ContainerSignals {
 /// the engine and its version and whether the image is there; `Err` says
 /// why no command could run.
 pub(crate) async fn check_engine(settings: &ContainerSettings) -> Result<String, String> {
-    let docker = connect(settings).await?;
-    let path = socket(settings)?;
+    let (docker, path) = connect(settings).await?;
     let version = docker
         .version()
         .await
@@ -571,8 +569,9 @@ pub(crate) async fn check_engine(settings: &ContainerSettings) -> Result<String,
     Ok(format!("{engine} at {}; {image}", path.display()))
 }
 
-/// A client of the engine of `settings`, its API version agreed.
-async fn connect(settings: &ContainerSettings) -> Result<Docker, String> {
+/// A client of the engine of `settings`, its API version agreed, and the
+/// engine's socket.
+async fn connect(settings: &ContainerSettings) -> Result<(Docker, PathBuf), String> {
     let socket = socket(settings)?;
     Docker::connect_with_unix(
         &socket.to_string_lossy(),
@@ -582,6 +581,7 @@ async fn connect(settings: &ContainerSettings) -> Result<Docker, String> {
     .map_err(|e| format!("the container engine at {}: {e}", socket.display()))?
     .negotiate_version()
     .await
+    .map(|docker| (docker, socket.clone()))
     .map_err(|e| {
         format!(
             "the container engine at {} does not answer: {e} (terminal.container.socket)",
