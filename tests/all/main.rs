@@ -1,6 +1,7 @@
 //! Integration tests of toolhost against real plugins: the bundled ones and
 //! the test-only guests in `tests/plugins/`. One test binary, one shared engine.
 
+mod attack;
 mod availability;
 mod bundled;
 mod calls;

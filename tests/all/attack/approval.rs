@@ -1,0 +1,1 @@
+//! Attack tests: approval (see mod.rs).

@@ -1,0 +1,1 @@
+//! Attack tests: git (see mod.rs).

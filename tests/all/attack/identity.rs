@@ -1,0 +1,1 @@
+//! Attack tests: identity (see mod.rs).

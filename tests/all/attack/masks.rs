@@ -1,0 +1,1 @@
+//! Attack tests: masks (see mod.rs).

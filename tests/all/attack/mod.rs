@@ -1,0 +1,16 @@
+//! Attack tests: each reproduces a way into the sandbox or the host that an
+//! adversarial review found, through the real `toolhost` binary or a real
+//! server, and asserts the effect did not happen (the byte never reached
+//! the operator's terminal, the file is not setuid, host git ran nothing,
+//! the masked content never appeared, the other tenant's call went on).
+//! Every test here failed on the commit before its fix.
+
+mod approval;
+mod git;
+mod identity;
+mod masks;
+mod network;
+mod own_files;
+mod params;
+mod tenants;
+mod tty;

@@ -1,0 +1,1 @@
+//! Attack tests: network (see mod.rs).

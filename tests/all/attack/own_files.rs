@@ -1,0 +1,1 @@
+//! Attack tests: own_files (see mod.rs).

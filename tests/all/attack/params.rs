@@ -1,0 +1,1 @@
+//! Attack tests: params (see mod.rs).

@@ -1,0 +1,1 @@
+//! Attack tests: tenants (see mod.rs).

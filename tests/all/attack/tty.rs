@@ -1,0 +1,1 @@
+//! Attack tests: tty (see mod.rs).
