@@ -140,7 +140,7 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
     match &support.namespaces {
         Ok(()) => println!(
             "✓ terminal sandbox: user, mount, PID, IPC, UTS and network namespaces, \
-             seccomp filter, resource limits"
+             seccomp filter, resource limits, no terminal of the host's"
         ),
         Err(reason) => println!("✗ terminal sandbox: {reason}"),
     }
@@ -153,16 +153,41 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
         None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),
     }
     let config = Config::discover(global.config.as_deref())?;
+    println!("✓ commands' ids: {}", identity(&config));
     let unconfined = config.unconfined_terminal_profiles();
     for name in &unconfined {
         println!(
             "! profile {name:?} sets terminal.sandbox = \"none\": its commands run \
-             unconfined, with toolhost's own rights"
+             unconfined, with toolhost's own rights (in a session of their own, without \
+             the terminal toolhost runs on)"
         );
     }
     for (name, profile) in &config.profiles {
+        let terminal = &profile.terminal;
+        if terminal.landlock == Some(crate::policy::TerminalLandlock::Off) {
+            println!(
+                "! profile {name:?} sets terminal.landlock = \"off\": the mounts, the seccomp \
+                 filter and the commands' ids confine its commands without Landlock"
+            );
+        }
+        if !terminal.wrapper.is_empty()
+            && terminal.sandbox == Some(crate::policy::TerminalSandbox::None)
+        {
+            println!(
+                "! profile {name:?}: terminal.wrapper runs on this machine unconfined; what its \
+                 commands reach (files, set-id bits, ids, system calls) is the wrapper's business"
+            );
+        }
+        if terminal.backend == Some(TerminalBackend::Ssh) {
+            println!(
+                "! profile {name:?}: ssh backend: the remote account decides what commands \
+                 reach; toolhost does not enforce there the file grants, nosuid and nodev, \
+                 the refusal of set-id bits, the commands' ids, the seccomp filter or Landlock \
+                 (commands never reach this machine's terminals)"
+            );
+        }
         let (Some(TerminalBackend::Container), Some(container)) =
-            (profile.terminal.backend, &profile.terminal.container)
+            (terminal.backend, &terminal.container)
         else {
             continue;
         };
@@ -182,6 +207,21 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Who sandboxed commands are on the host, as `doctor` says it.
+fn identity(config: &Config) -> String {
+    // SAFETY: geteuid and getegid cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if uid == 0 {
+        let (first, last) = config.sandbox_ids;
+        format!(
+            "toolhost runs as root, so commands run as host ids {first}-{last} (sandbox_ids), \
+             one per tenant, never as root; the grants are idmapped to them"
+        )
+    } else {
+        format!("commands run as toolhost's own uid {uid} and gid {gid} (1000 inside)")
+    }
 }
 
 pub(super) fn config_command(global: &Global, action: ConfigAction) -> Result<ExitCode> {

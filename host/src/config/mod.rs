@@ -96,6 +96,9 @@ pub struct Tenant {
     pub calls_per_minute: Option<u32>,
     /// Its approvals webhook: URL and HMAC secret.
     pub webhook: Option<(String, Vec<u8>)>,
+    /// The host uid and gid its commands run as when toolhost runs as
+    /// root: its own of `sandbox_ids`.
+    pub sandbox_id: u32,
 }
 
 /// A validated configuration.
@@ -140,6 +143,10 @@ pub struct Config {
     pub session_idle: std::time::Duration,
     /// Memory all stateful sessions may hold together, in bytes.
     pub sessions_memory: usize,
+    /// The host ids (first, last) sandboxed commands run as when toolhost
+    /// runs as root: the first for callers that are not tenants, one of
+    /// the next for each tenant.
+    pub sandbox_ids: (u32, u32),
 }
 
 /// Where audit lines go.

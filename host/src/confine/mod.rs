@@ -3,7 +3,8 @@
 //! namespaces built from the caller's profile: the system directories and the
 //! profile's grants mounted at their own paths (read-only unless writable),
 //! `file.deny` matches masked, a private `/proc`, `/dev` and `/tmp`, nothing
-//! else of the host. Inside, the command runs as an unprivileged uid with no
+//! else of the host. Inside, the command runs in a session of its own with no
+//! terminal of the host's, as an unprivileged uid ([`identity`]) with no
 //! capabilities, `no_new_privs`, Landlock as a second filesystem layer, a
 //! seccomp filter and resource limits; when its shell exits, or the call ends,
 //! the PID namespace ends and every process in it.
@@ -18,6 +19,7 @@
 mod child;
 pub(crate) mod control;
 mod forward;
+pub(crate) mod identity;
 pub(crate) mod pids;
 pub(crate) mod plan;
 mod rlimit;

@@ -48,6 +48,13 @@ pub struct Spec {
     /// with it.
     #[serde(default)]
     pub(crate) session: bool,
+    /// The host uid and gid the command runs as, when toolhost runs as
+    /// root (see [`super::identity`]); `None`: toolhost's own.
+    #[serde(default)]
+    pub(crate) identity: Option<u32>,
+    /// Landlock as a second filesystem layer, where the kernel has it.
+    #[serde(default)]
+    pub(crate) landlock: bool,
 }
 
 /// The command a built sandbox runs, sent to the launcher on descriptor 4.

@@ -222,7 +222,7 @@ fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Ent
     let auto = host.auto_rules(&config.approvals_auto)?;
     for tenant in config.tenants.values() {
         let profile = config
-            .profile(&tenant.profile, Some(&tenant.workspace))
+            .tenant_profile(tenant)
             .map_err(|e| format!("tenant {:?}: {e}", tenant.name))?;
         if !tenant.workspace.is_dir() {
             tracing::warn!(

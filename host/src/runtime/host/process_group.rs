@@ -4,8 +4,9 @@
 //! directly: only the environment it is given, optional stdin, stdout and
 //! stderr read concurrently and capped, and the whole group killed when the
 //! shell exits, at the deadline, or when the caller stops waiting. Unconfined,
-//! a process that starts a session of its own (`setsid`) leaves the group and
-//! is not killed.
+//! the shell leads a session of its own without a controlling terminal; a
+//! process that starts another session (`setsid`) leaves the group and is
+//! not killed.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -169,8 +170,8 @@ impl ShellCommand<'_> {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        new_session(&mut command, false);
         let mut group = ProcessGroup::spawn(&mut command)?;
         Ok(Started {
             stdin: boxed_writer(group.child.stdin.take()),
@@ -179,6 +180,24 @@ impl ShellCommand<'_> {
             group,
             control: None,
         })
+    }
+}
+
+/// Makes `command` lead a new session (and so a process group of its own)
+/// with no controlling terminal: it never reaches the terminal toolhost was
+/// started from, whose `/dev/tty` it cannot open. With `terminal`, its
+/// stdin (a pseudo-terminal toolhost opened for it) becomes its
+/// controlling terminal.
+pub(crate) fn new_session(command: &mut tokio::process::Command, terminal: bool) {
+    // SAFETY: only async-signal-safe calls (setsid, ioctl) between fork and
+    // exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 || (terminal && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0) {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 

@@ -178,6 +178,13 @@ async fn build_spec(
     })
     .await
     .map_err(|e| format!("planning the sandbox failed: {e}"))??;
+    if let (Some(proxy), Some(id)) = (&proxy, spec.identity) {
+        // The relay inside runs as the command's id: the proxy's private
+        // directory is its.
+        proxy
+            .give_to(id)
+            .map_err(|e| format!("giving the network proxy to the command's id {id}: {e}"))?;
+    }
     let planned = session.then(|| Planned::of(spec.mounts.clone(), watch.take()));
     let relay = proxy.is_some() && !spec.host_network;
     let pids = PidsGroup::for_command(spec.limits.processes, relay)?;
