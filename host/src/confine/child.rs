@@ -111,15 +111,7 @@ fn launch() -> Result<std::convert::Infallible, String> {
     // `mapped` tells PID 1 its ids are mapped.
     let (lifeline_read, lifeline_write) = pipe()?;
     let (mapped_read, mapped_write) = pipe()?;
-    let init = clone(flags).map_err(|error| {
-        format!(
-            "the kernel refused to create user, mount, PID and network namespaces \
-             ({error}); unprivileged user namespaces are off or restricted here \
-             (kernel.unprivileged_userns_clone, user.max_user_namespaces, an AppArmor or \
-             container policy). Enable them, or set terminal.sandbox = \"none\" in the \
-             profile to run commands unconfined"
-        )
-    })?;
+    let init = clone(flags).map_err(refused)?;
     if init == 0 {
         drop(lifeline_write);
         drop(mapped_write);
@@ -131,6 +123,9 @@ fn launch() -> Result<std::convert::Infallible, String> {
             unsafe { libc::_exit(SETUP_EXIT) }
         }
         drop(mapped_read);
+        if let Err(message) = super::identity::become_inside(spec.identity.is_some()) {
+            fail(&message);
+        }
         match run_init(&spec, lifeline_read, trees) {
             Ok(never) => match never {},
             Err(message) => fail(&message),
@@ -138,7 +133,7 @@ fn launch() -> Result<std::convert::Infallible, String> {
     }
     drop(mapped_read);
     drop(trees);
-    super::identity::write_maps(init, uid, gid)?;
+    super::identity::write_maps(init, uid, gid, spec.identity.is_some())?;
     // SAFETY: writes one byte to our own pipe.
     if unsafe { libc::write(mapped_write.as_raw_fd(), [1u8].as_ptr().cast(), 1) } != 1 {
         return os_error("releasing the sandbox's first process");
@@ -166,6 +161,17 @@ fn launch() -> Result<std::convert::Infallible, String> {
             SETUP_EXIT
         })
     }
+}
+
+/// Why the sandbox cannot be built when the kernel refuses namespaces.
+pub(super) fn refused(error: std::io::Error) -> String {
+    format!(
+        "the kernel refused to create user, mount, PID and network namespaces \
+         ({error}); unprivileged user namespaces are off or restricted here \
+         (kernel.unprivileged_userns_clone, user.max_user_namespaces, an AppArmor or \
+         container policy). Enable them, or set terminal.sandbox = \"none\" in the \
+         profile to run commands unconfined"
+    )
 }
 
 /// A child in new namespaces of `flags`, as `fork` makes one: 0 in the

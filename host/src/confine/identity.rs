@@ -24,15 +24,44 @@ pub(crate) fn host_id(sandbox_id: u32) -> Option<u32> {
 }
 
 /// Writes the maps of `pid`'s new user namespace: [`INSIDE_ID`] is `uid`
-/// and `gid` of the host, and nothing else is mapped.
-pub(super) fn write_maps(pid: libc::pid_t, uid: u32, gid: u32) -> Result<(), String> {
+/// and `gid` of the host, and nothing else is mapped. Unless toolhost runs
+/// as root (whose groups the sandbox's first process drops itself, see
+/// [`become_inside`]), `setgroups` is denied first, as the kernel wants
+/// of a map written without privilege.
+pub(super) fn write_maps(pid: libc::pid_t, uid: u32, gid: u32, root: bool) -> Result<(), String> {
     let write = |name: &str, text: String| {
         let path = format!("/proc/{pid}/{name}");
         std::fs::write(&path, text).map_err(|e| format!("writing {path}: {e}"))
     };
-    write("setgroups", "deny".into())?;
+    if !root {
+        write("setgroups", "deny".into())?;
+    }
     write("uid_map", format!("{INSIDE_ID} {uid} 1\n")).map_err(|e| unmapped(e, uid))?;
     write("gid_map", format!("{INSIDE_ID} {gid} 1\n")).map_err(|e| unmapped(e, gid))
+}
+
+/// In the sandbox's first process, once its maps are written: takes
+/// [`INSIDE_ID`] as its uid and gid. Created by a root launcher (`root`),
+/// it still has root's ids and groups, which its namespace does not map:
+/// it drops the groups (the command, without capabilities, cannot take any
+/// back).
+pub(super) fn become_inside(root: bool) -> Result<(), String> {
+    // SAFETY: sets this process's ids and groups, within its own user
+    // namespace.
+    unsafe {
+        if root && libc::setgroups(0, std::ptr::null()) < 0 {
+            return os_error("dropping root's groups");
+        }
+    }
+    // SAFETY: sets this process's ids, within its own user namespace.
+    unsafe {
+        if libc::setresgid(INSIDE_ID, INSIDE_ID, INSIDE_ID) < 0
+            || libc::setresuid(INSIDE_ID, INSIDE_ID, INSIDE_ID) < 0
+        {
+            return os_error("taking the sandbox's uid and gid");
+        }
+    }
+    Ok(())
 }
 
 /// Why an id could not be mapped, and what to change.
@@ -178,8 +207,7 @@ fn open_tree(path: &Path) -> Result<OwnedFd, String> {
 /// the namespace is open.
 fn namespace(owner: (u32, u32), id: u32) -> Result<OwnedFd, String> {
     let (hold, release) = super::child::pipe()?;
-    let pid = super::child::clone(libc::CLONE_NEWUSER)
-        .map_err(|e| format!("making the user namespace of a grant's idmapping: {e}"))?;
+    let pid = super::child::clone(libc::CLONE_NEWUSER).map_err(super::child::refused)?;
     if pid == 0 {
         drop(release);
         let mut byte = 0u8;

@@ -127,7 +127,10 @@ fn a_command_cannot_leave_a_set_id_file_in_its_grant() {
 #[test]
 fn a_command_is_never_root_on_the_host() {
     let ws = workspace("");
-    let result = run(&ws, "cat /proc/self/uid_map /proc/self/gid_map; id -u");
+    let result = run(
+        &ws,
+        "cat /proc/self/uid_map /proc/self/gid_map; id -G; id -u",
+    );
     let printed = result["stdout"].as_str().unwrap();
     let maps: Vec<Vec<u64>> = printed
         .lines()
@@ -150,6 +153,10 @@ fn a_command_is_never_root_on_the_host() {
         assert_eq!(map, &vec![1000, host, 1], "{printed}");
     }
     assert!(printed.ends_with("1000\n"), "{printed}");
+    // As root, none of root's groups either (another user keeps its own).
+    if root() {
+        assert!(printed.ends_with("\n1000\n1000\n"), "{printed}");
+    }
     // The file it writes is not root's either.
     run(&ws, "echo made > made");
     assert_ne!(std::fs::metadata(ws.join("out/made")).unwrap().uid(), 0);
@@ -247,7 +254,8 @@ async fn a_container_command_is_not_root_and_leaves_no_set_id_file() {
     };
     ws.mkdir("out");
     std::os::unix::fs::chown(ws.join("out"), Some(uid), Some(gid)).unwrap();
-    let host = ws.host(&profile("file.write = [\"out\"]\n")).await;
+    let rules = "file.write = [\"out\"]\nterminal.dangerous = \"allow\"\n";
+    let host = ws.host(&profile(rules)).await;
     let (client, _) = crate::mcp::connect(host, None).await;
     let run = |line: String| {
         let client = &client;

@@ -215,7 +215,7 @@ async fn a_session_cannot_reach_the_operators_terminal_over_mcp() {
         .arg(ws.join("toolhost.toml"))
         .arg("serve")
         .current_dir(&ws.path)
-        .env_remove("RUST_LOG")
+        .env("RUST_LOG", "error")
         .stderr(std::process::Stdio::null());
     terminal.control(&mut command);
     let client = stdio(command.into()).await;

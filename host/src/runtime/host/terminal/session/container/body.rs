@@ -43,6 +43,11 @@ const MODE_ARGUMENTS: &[(&str, u32)] = &[
     ("mkdirat", 2),
 ];
 
+/// System calls whose mode a filter cannot read: no longer allowed, they
+/// get the profile's default answer (Podman's is `ENOSYS`, and the C
+/// library falls back to `openat`).
+const UNREADABLE: &[&str] = &["openat2"];
+
 /// What the engine can be asked for.
 pub(super) struct Engine {
     /// Podman: bind mounts take `nosuid,nodev`, and a seccomp profile is
@@ -166,7 +171,7 @@ pub(super) fn container_body(
             readonly_rootfs: Some(true),
             tmpfs: Some(HashMap::from([(
                 "/tmp".to_string(),
-                format!("rw,nosuid,nodev,size={}", terminal.tmp_size),
+                format!("rw,nosuid,nodev,mode=1777,size={}", terminal.tmp_size),
             )])),
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(security),
@@ -248,15 +253,19 @@ fn seccomp_profile() -> Result<Option<PathBuf>, String> {
 
 /// `profile` (OCI seccomp JSON) with each call of [`MODE_ARGUMENTS`]
 /// allowed only for a mode without the set-id bits and refused with
-/// `EPERM` otherwise. A call that the profile allows with no condition
-/// loses that rule (a condition beside it would not count).
+/// `EPERM` otherwise, and [`UNREADABLE`] calls not allowed. A call that the
+/// profile allows with no condition loses that rule (a condition beside it
+/// would not count).
 fn refusing_set_id(profile: &str) -> Result<serde_json::Value, String> {
     use serde_json::{Value, json};
     let mut profile: Value = serde_json::from_str(profile).map_err(|e| e.to_string())?;
     let calls = profile["syscalls"]
         .as_array_mut()
         .ok_or("it has no \"syscalls\" list")?;
-    let ours = |name: &Value| MODE_ARGUMENTS.iter().any(|(call, _)| name == *call);
+    let ours = |name: &Value| {
+        MODE_ARGUMENTS.iter().any(|(call, _)| name == *call)
+            || UNREADABLE.iter().any(|call| name == *call)
+    };
     for rule in calls.iter_mut() {
         let unconditional = rule["args"].as_array().is_none_or(Vec::is_empty)
             && rule["includes"].as_object().is_none_or(|i| i.is_empty())
@@ -291,7 +300,7 @@ mod tests {
     #[test]
     fn the_seccomp_profile_allows_modes_only_without_set_id_bits() {
         let base = r#"{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [
-            {"names": ["read", "chmod", "openat"], "action": "SCMP_ACT_ALLOW", "args": []},
+            {"names": ["read", "chmod", "openat", "openat2"], "action": "SCMP_ACT_ALLOW", "args": []},
             {"names": ["fchmod"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_X"]}}
         ]}"#;
         let profile = refusing_set_id(base).unwrap();
