@@ -30,7 +30,7 @@ fn word(call: &Call, offset: u32) -> u32 {
         4 => call.arch,
         16..=63 => {
             let arg = call.args[(offset as usize - 16) / 8];
-            if offset % 8 == 0 {
+            if offset.is_multiple_of(8) {
                 arg as u32
             } else {
                 (arg >> 32) as u32
@@ -216,7 +216,7 @@ fn the_kernel_refuses_what_the_filter_says() {
         // files; each result is checked against what the filter says.
         unsafe {
             let byte = b'x';
-            let sti = (1u64 << 32) | libc::TIOCSTI as u64;
+            let sti = (1u64 << 32) | u64::from(libc::TIOCSTI as u32);
             if libc::syscall(libc::SYS_ioctl, terminal, sti, &byte) != -1 || errno() != libc::EPERM
             {
                 return 1;
