@@ -31,7 +31,7 @@ use super::control;
 use super::root::build_root;
 use super::shell::{CONTROL, check_descriptors, control, drop_capabilities, fork, run_shell};
 use super::spec::{Mount, MountKind, Run, SETUP_EXIT, Spec};
-use super::sys::{check, os_error};
+use super::sys::{check, clone, os_error, pipe, refused};
 
 /// Runs the launcher; never returns.
 pub(crate) fn main() -> ! {
@@ -160,48 +160,6 @@ fn launch() -> Result<std::convert::Infallible, String> {
         } else {
             SETUP_EXIT
         })
-    }
-}
-
-/// Why the sandbox cannot be built when the kernel refuses namespaces.
-pub(super) fn refused(error: std::io::Error) -> String {
-    format!(
-        "the kernel refused to create user, mount, PID and network namespaces \
-         ({error}); unprivileged user namespaces are off or restricted here \
-         (kernel.unprivileged_userns_clone, user.max_user_namespaces, an AppArmor or \
-         container policy). Enable them, or set terminal.sandbox = \"none\" in the \
-         profile to run commands unconfined"
-    )
-}
-
-/// A child in new namespaces of `flags`, as `fork` makes one: 0 in the
-/// child, its pid in the parent, or the kernel's reason.
-pub(super) fn clone(flags: libc::c_int) -> Result<libc::pid_t, std::io::Error> {
-    // SAFETY: the launcher is single-threaded; without a new stack the
-    // child continues on a copy of this one, as after `fork`, with this
-    // program's own code only, then execs or exits.
-    let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            libc::c_ulong::from((flags | libc::SIGCHLD) as u32),
-            0usize,
-            0usize,
-            0usize,
-            0usize,
-        )
-    };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(pid as libc::pid_t)
-}
-
-pub(super) fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors, which are then owned here.
-    unsafe {
-        check(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), "pipe")?;
-        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
     }
 }
 

@@ -15,14 +15,6 @@ use super::sys::{cstring, os_error};
 /// The uid and gid of the command inside the sandbox.
 pub(crate) const INSIDE_ID: u32 = 1000;
 
-/// The host id the sandbox's [`INSIDE_ID`] stands for when toolhost runs
-/// as root: `sandbox_id`, the caller's of `sandbox_ids`; otherwise `None`
-/// (toolhost's own ids).
-pub(crate) fn host_id(sandbox_id: u32) -> Option<u32> {
-    // SAFETY: geteuid cannot fail.
-    (unsafe { libc::geteuid() } == 0).then_some(sandbox_id)
-}
-
 /// Writes the maps of `pid`'s new user namespace: [`INSIDE_ID`] is `uid`
 /// and `gid` of the host, and nothing else is mapped. Unless toolhost runs
 /// as root (whose groups the sandbox's first process drops itself, see
@@ -206,8 +198,8 @@ fn open_tree(path: &Path) -> Result<OwnedFd, String> {
 /// a grant whose root `owner` holds. Made by a child that lives only until
 /// the namespace is open.
 fn namespace(owner: (u32, u32), id: u32) -> Result<OwnedFd, String> {
-    let (hold, release) = super::child::pipe()?;
-    let pid = super::child::clone(libc::CLONE_NEWUSER).map_err(super::child::refused)?;
+    let (hold, release) = super::sys::pipe()?;
+    let pid = super::sys::clone(libc::CLONE_NEWUSER).map_err(super::sys::refused)?;
     if pid == 0 {
         drop(release);
         let mut byte = 0u8;

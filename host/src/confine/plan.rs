@@ -51,7 +51,7 @@ pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec,
         },
         pids: None,
         session: false,
-        identity: super::identity::host_id(settings.sandbox_id),
+        identity: super::spec::host_id(settings.sandbox_id),
         landlock: settings.landlock,
     })
 }
@@ -173,7 +173,7 @@ pub(crate) fn probe_spec() -> (Spec, Run) {
         },
         pids: None,
         session: false,
-        identity: super::identity::host_id(crate::policy::TerminalSettings::default().sandbox_id),
+        identity: super::spec::host_id(crate::policy::TerminalSettings::default().sandbox_id),
         landlock: true,
     };
     (spec, run)

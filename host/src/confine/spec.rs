@@ -167,3 +167,11 @@ pub(crate) struct CommandLimits {
     /// Size of the private `/tmp`, in bytes.
     pub(crate) tmp_size: u64,
 }
+
+/// The host id the sandbox's uid 1000 inside stands for when toolhost runs
+/// as root: `sandbox_id`, the caller's of `sandbox_ids`; otherwise `None`
+/// (toolhost's own ids).
+pub(crate) fn host_id(sandbox_id: u32) -> Option<u32> {
+    // SAFETY: geteuid cannot fail.
+    (unsafe { libc::geteuid() } == 0).then_some(sandbox_id)
+}

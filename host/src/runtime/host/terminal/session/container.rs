@@ -104,7 +104,8 @@ impl ContainerBackend {
             .await
             .map_err(|e| format!("planning the container's mounts: {e}"))??;
         let engine = body::Engine::of(&docker).await;
-        let body = body::container_body(profile, settings, &mounts, &engine)?;
+        let labels = HashMap::from([(LABEL.to_string(), owner())]);
+        let body = body::container_body(profile, settings, &mounts, &engine, labels)?;
         let created = docker
             .create_container(
                 Some(CreateContainerOptions {

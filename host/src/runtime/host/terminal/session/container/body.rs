@@ -76,6 +76,7 @@ pub(super) fn container_body(
     settings: &ContainerSettings,
     mounts: &[Mount],
     engine: &Engine,
+    labels: HashMap<String, String>,
 ) -> Result<ContainerCreateBody, String> {
     let terminal = &profile.terminal;
     let masks = masks()?;
@@ -129,7 +130,7 @@ pub(super) fn container_body(
         // As root, the caller's id of `sandbox_ids`: a command never makes
         // root's files.
         // SAFETY: geteuid, getuid and getgid cannot fail.
-        let (uid, gid) = match crate::confine::identity::host_id(terminal.sandbox_id) {
+        let (uid, gid) = match crate::confine::host_id(terminal.sandbox_id) {
             Some(id) => (id, id),
             None => unsafe { (libc::getuid(), libc::getgid()) },
         };
@@ -141,7 +142,6 @@ pub(super) fn container_body(
     {
         security.push(format!("seccomp={}", profile.display()));
     }
-    let labels = HashMap::from([(super::LABEL.to_string(), super::owner())]);
     Ok(ContainerCreateBody {
         image: Some(settings.image.clone()),
         entrypoint: Some(vec!["bash".into()]),
