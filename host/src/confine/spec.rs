@@ -53,8 +53,13 @@ pub struct Spec {
     #[serde(default)]
     pub(crate) identity: Option<u32>,
     /// Landlock as a second filesystem layer, where the kernel has it.
-    #[serde(default)]
+    #[serde(default = "on")]
     pub(crate) landlock: bool,
+}
+
+/// Landlock unless a spec says otherwise.
+fn on() -> bool {
+    true
 }
 
 /// The command a built sandbox runs, sent to the launcher on descriptor 4.

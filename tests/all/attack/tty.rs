@@ -286,3 +286,23 @@ fn the_sandbox_dev_has_no_terminal_of_the_host() {
     assert!(Path::new("/dev/tty").exists());
     terminal.assert_untouched("listing /dev");
 }
+
+#[tokio::test]
+async fn under_landlock_a_device_takes_ioctls_only_as_the_commands_own_terminal() {
+    let abi = toolhost::confine::probe().await.landlock_abi.unwrap_or(0);
+    // TCGETS on /dev/null opened inside: not a terminal (ENOTTY), unless
+    // Landlock refuses device ioctls first (EACCES).
+    let line = "python3 -c 'import fcntl, termios\ntry:\n fcntl.ioctl(open(\"/dev/null\"), \
+                termios.TCGETS, bytes(64))\nexcept OSError as e: print(\"errno\", e.errno)'";
+    for (extra, expected) in [
+        ("", if abi >= 5 { libc::EACCES } else { libc::ENOTTY }),
+        ("terminal.landlock = \"off\"", libc::ENOTTY),
+    ] {
+        let terminal = OperatorTerminal::open();
+        let printed = call_on(&terminal, &workspace(extra), line);
+        assert!(
+            printed.contains(&format!("errno {expected}")),
+            "{extra}: {printed}"
+        );
+    }
+}
