@@ -156,7 +156,7 @@ impl ShellCommand<'_> {
 
     /// Starts the shell directly, in a process group of its own.
     fn spawn_unconfined(&self) -> io::Result<Started> {
-        let mut command = tokio::process::Command::new(self.shell);
+        let mut command = session_command(self.shell);
         command
             .arg("-c")
             .arg(self.line)
@@ -171,7 +171,6 @@ impl ShellCommand<'_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        new_session(&mut command, false);
         let mut group = ProcessGroup::spawn(&mut command)?;
         Ok(Started {
             stdin: boxed_writer(group.child.stdin.take()),
@@ -180,6 +179,26 @@ impl ShellCommand<'_> {
             group,
             control: None,
         })
+    }
+}
+
+/// A command that runs `program` in a new session without a controlling
+/// terminal, started with `posix_spawn`: through the toolhost binary (see
+/// [`crate::confine::SESSION_ARG`]) where there is one, which takes a
+/// moment to call `setsid` (a kill meanwhile reaches it by its pid, see
+/// [`GroupGuard::kill`]); otherwise by code run between fork and exec.
+fn session_command(program: &Path) -> tokio::process::Command {
+    match crate::confine::launcher() {
+        Ok(launcher) => {
+            let mut command = tokio::process::Command::new(launcher);
+            command.arg(crate::confine::SESSION_ARG).arg(program);
+            command
+        }
+        Err(_) => {
+            let mut command = tokio::process::Command::new(program);
+            new_session(&mut command, false);
+            command
+        }
     }
 }
 
@@ -388,9 +407,12 @@ impl GroupGuard {
         if let Some(pgid) = self.pgid.take() {
             let mut live = live_groups();
             live.remove(&pgid);
-            // SAFETY: as in `signal`.
+            // SAFETY: as in `signal`; a group not there yet (its leader
+            // has not called setsid) is its leader alone, our unreaped child.
             unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
+                if libc::killpg(pgid, libc::SIGKILL) < 0 {
+                    libc::kill(pgid, libc::SIGKILL);
+                }
             }
         }
     }
