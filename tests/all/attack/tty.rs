@@ -207,8 +207,16 @@ async fn finished(client: &crate::mcp::Client, id: &Value) -> String {
 
 #[tokio::test]
 async fn a_session_cannot_reach_the_operators_terminal_over_mcp() {
+    for (extra, sandboxed) in [("", true), ("terminal.sandbox = \"none\"", false)] {
+        session_over_mcp(extra, sandboxed).await;
+    }
+}
+
+/// The session of a `toolhost serve` over stdio on the operator's terminal,
+/// under a profile with `extra`.
+async fn session_over_mcp(extra: &str, sandboxed: bool) {
     let terminal = OperatorTerminal::open();
-    let ws = workspace("");
+    let ws = workspace(extra);
     let mut command = std::process::Command::new(crate::toolhost_cli());
     command
         .arg("--config")
@@ -227,7 +235,7 @@ async fn a_session_cannot_reach_the_operators_terminal_over_mcp() {
         json!({ "command": "python3 attack.py" }),
     )
     .await;
-    assert!(ran.to_string().contains("no terminal"), "{ran}");
+    assert!(ran.to_string().contains("no terminal"), "{extra}: {ran}");
     let started = tool(
         &client,
         "process_start",
@@ -235,12 +243,12 @@ async fn a_session_cannot_reach_the_operators_terminal_over_mcp() {
     )
     .await;
     let output = finished(&client, &started["id"]).await;
-    assert!(output.contains("no terminal"), "{output}");
+    assert!(output.contains("no terminal"), "{extra}: {output}");
     terminal.assert_untouched("a session's command");
 
     // On a pseudo-terminal of its own, a background process has that one
-    // as its terminal: it still cannot type into it, its writes are its
-    // own output, and the terminal works (its size, `stty`).
+    // as its terminal: its writes are its own output, the terminal works
+    // (its size, `stty`), and in the sandbox it cannot type into it.
     let started = tool(
         &client,
         "process_start",
@@ -251,14 +259,16 @@ async fn a_session_cannot_reach_the_operators_terminal_over_mcp() {
     )
     .await;
     let output = finished(&client, &started["id"]).await;
-    assert!(output.contains("33 101"), "{output}");
-    for request in ["0x5412", "0x100005412", "0xffffffff00005412"] {
-        assert!(
-            output.contains(&format!("{request} -1 1")),
-            "{request} was not refused with EPERM: {output}"
-        );
+    assert!(output.contains("33 101"), "{extra}: {output}");
+    if sandboxed {
+        for request in ["0x5412", "0x100005412", "0xffffffff00005412"] {
+            assert!(
+                output.contains(&format!("{request} -1 1")),
+                "{request} was not refused with EPERM: {output}"
+            );
+        }
     }
-    assert!(output.contains(WRITTEN), "{output}");
+    assert!(output.contains(WRITTEN), "{extra}: {output}");
     terminal.assert_untouched("a background process on a pseudo-terminal");
     client.cancel().await.unwrap();
 }
