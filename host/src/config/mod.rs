@@ -1,6 +1,7 @@
 //! `toolhost.toml`: its types, the embedded default, and validation that
 //! reports every problem with the key it is at and why.
 
+mod caps;
 mod file;
 mod load;
 mod parse;
@@ -18,6 +19,7 @@ pub use file::{
     GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,
     TenantConfig, TerminalConfig, ToolConfig,
 };
+pub use caps::{TenantCaps, TenantCapsConfig};
 pub(crate) use parse::parse_toml;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
 
@@ -140,6 +142,8 @@ pub struct Config {
     pub session_idle: std::time::Duration,
     /// Memory all stateful sessions may hold together, in bytes.
     pub sessions_memory: usize,
+    /// How much each tenant may make a server hold (`[tenant_caps]`).
+    pub tenant_caps: TenantCaps,
 }
 
 /// Where audit lines go.
