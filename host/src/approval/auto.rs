@@ -257,6 +257,7 @@ mod tests {
         let ws = root.join("ws");
         std::fs::create_dir_all(ws.join("node_modules/x")).unwrap();
         std::fs::create_dir_all(ws.join("web/dist")).unwrap();
+        std::fs::create_dir_all(ws.join("__pycache__")).unwrap();
         std::fs::create_dir_all(ws.join("src")).unwrap();
         std::fs::create_dir_all(root.join("outside/node_modules")).unwrap();
         std::os::unix::fs::symlink(root.join("outside"), ws.join("target")).unwrap();

@@ -110,13 +110,13 @@ pub(super) fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
         .collect();
     let errors: Vec<String> = host.load_errors().iter().map(ToString::to_string).collect();
     // A server on this config watches the same places, as the same user.
-    let config = host.config();
-    let watched = config.as_ref().and_then(|config| {
-        let file = match &config.source {
-            crate::config::ConfigSource::File(file) => Some(file.as_path()),
-            crate::config::ConfigSource::Embedded => None,
+    let running = host.config();
+    let watched = running.as_ref().and_then(|running| {
+        let file = match &running.source {
+            config::ConfigSource::File(file) => Some(file.as_path()),
+            config::ConfigSource::Embedded => None,
         };
-        Some(crate::reload::can_watch(config.plugins.as_deref()?, file))
+        Some(crate::reload::can_watch(running.plugins.as_deref()?, file))
     });
     if as_json {
         let mut status = json!({ "plugins": plugins, "load_errors": errors });

@@ -127,7 +127,11 @@ impl Shared {
     /// Reads every event the kernel has queued and gives each to the
     /// subscribers of its watch descriptor that asked for it.
     fn pump(&self) -> std::io::Result<()> {
-        let mut state = self.lock();
+        self.pump_locked(&mut self.lock())
+    }
+
+    /// [`Self::pump`] with the state already locked.
+    fn pump_locked(&self, state: &mut State) -> std::io::Result<()> {
         // Aligned for `struct inotify_event`.
         let mut buffer = vec![0u64; 16384 / 8];
         loop {
@@ -199,6 +203,9 @@ impl Subscriber {
     /// descriptor, shared with other subscribers of the same file.
     pub(crate) fn add(&mut self, path: &CStr, events: u32) -> std::io::Result<i32> {
         let mut state = self.shared.lock();
+        // What the kernel queued before goes to those who watched then: a
+        // file others watch already shares its watch descriptor.
+        self.shared.pump_locked(&mut state)?;
         // The events others asked of the same file stay asked.
         let mask = events | libc::IN_MASK_ADD;
         // SAFETY: a NUL-terminated path and a descriptor owned by `shared`.

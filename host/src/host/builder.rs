@@ -270,6 +270,10 @@ impl HostBuilder {
         let toolsets = Toolsets::new(self.toolsets).map_err(|problems| {
             anyhow::anyhow!("invalid toolsets:\n  {}", problems.join("\n  "))
         })?;
+        let terminals = Arc::new(Terminals::default());
+        if let Some(config) = &self.config {
+            terminals.set_output_cap(config.tenant_caps.background_output);
+        }
         let host = Host {
             inner: Arc::new(Inner {
                 runtime,
@@ -286,13 +290,7 @@ impl HostBuilder {
                 batch_concurrency: self.batch_concurrency,
                 session_idle: self.session_idle,
                 sessions_memory: SessionMemory::new(self.sessions_memory),
-                terminals: {
-                    let terminals = Terminals::default();
-                    if let Some(config) = &self.config {
-                        terminals.set_output_cap(config.tenant_caps.background_output);
-                    }
-                    Arc::new(terminals)
-                },
+                terminals,
                 loaded: tokio::sync::watch::channel(false).0,
                 cache: self.cache,
                 not_watching: Mutex::default(),

@@ -119,14 +119,14 @@ impl Narrowings {
             let mut sessions = table.0.lock().unwrap_or_else(|e| e.into_inner());
             match sessions.get_mut(session) {
                 None => return Ok(caller.clone()),
-                Some(Entry::Live { used, .. }) if used.elapsed() >= caps.narrowing_idle => {
-                    expire(&mut sessions, caps);
-                    return Err(expired(session, caps));
-                }
                 Some(Entry::Expired(_)) => return Err(expired(session, caps)),
-                Some(Entry::Live { narrowing, used }) => {
+                Some(Entry::Live { narrowing, used }) if used.elapsed() < caps.narrowing_idle => {
                     *used = Instant::now();
                     narrowing.clone()
+                }
+                Some(Entry::Live { .. }) => {
+                    expire(&mut sessions, caps);
+                    return Err(expired(session, caps));
                 }
             }
         };

@@ -52,11 +52,6 @@ impl OutputBudget {
         Self::new("a call's own session", cap)
     }
 
-    /// Unread bytes held now.
-    pub(crate) fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
-    }
-
     fn charge(&self, bytes: usize) -> usize {
         let used = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
         used.saturating_sub(self.cap.load(Ordering::Relaxed))
