@@ -451,9 +451,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("allow.json");
         for (answer, allowlist) in [(Approval::Session, None), (Approval::Always, Some(file))] {
-            let approvals = Approvals::new(Arc::new(Answers(answer)), Duration::from_secs(5), allowlist);
+            let approvals =
+                Approvals::new(Arc::new(Answers(answer)), Duration::from_secs(5), allowlist);
             for n in 0..=MAX_REMEMBERED {
-                approvals.check("s", &request(&format!("rm -rf d{n}"))).await.unwrap();
+                approvals
+                    .check("s", &request(&format!("rm -rf d{n}")))
+                    .await
+                    .unwrap();
             }
             let remembered = approvals.remembered.lock().unwrap().len();
             let listed = approvals.allowlist.count(None);

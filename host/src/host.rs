@@ -131,7 +131,8 @@ impl Host {
     /// How much each tenant may make the host hold (`[tenant_caps]`; the
     /// defaults when it was built without a config).
     pub fn tenant_caps(&self) -> crate::config::TenantCaps {
-        self.config().map_or_else(Default::default, |c| c.tenant_caps)
+        self.config()
+            .map_or_else(Default::default, |c| c.tenant_caps)
     }
 
     /// Why the plugin directory and config file are not watched for

@@ -335,7 +335,10 @@ impl Watched {
     /// Watches `dir`, its parent (so that creating or re-creating it is
     /// noticed) and the directory of `config`; the changed paths come on
     /// the receiver.
-    fn start(dir: &Path, config: Option<&Path>) -> Result<(Self, mpsc::UnboundedReceiver<PathBuf>)> {
+    fn start(
+        dir: &Path,
+        config: Option<&Path>,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<PathBuf>)> {
         let (sender, receiver) = mpsc::unbounded_channel();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {

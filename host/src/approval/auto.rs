@@ -306,13 +306,15 @@ mod tests {
             std::fs::create_dir_all(ws.join(made)).unwrap();
         }
         std::fs::write(ws.join("build"), "a file").unwrap();
-        let link = |target: &str, at: &str| std::os::unix::fs::symlink(target, ws.join(at)).unwrap();
+        let link =
+            |target: &str, at: &str| std::os::unix::fs::symlink(target, ws.join(at)).unwrap();
         link("src", "target");
         link("../src", "sub/node_modules");
         link("real", "via");
         link("web", "weblink");
         let writable = [ws.clone()];
-        let judge = |line: &str, workdir: &Path| judge_build_dirs(&request(line, workdir, &writable));
+        let judge =
+            |line: &str, workdir: &Path| judge_build_dirs(&request(line, workdir, &writable));
 
         for asked in [
             "rm -rf target",
@@ -327,18 +329,30 @@ mod tests {
             "rm -rf targ*",
             "rm -rf target?",
             "rm -rf [t]arget",
-            "rm -rf dist",   // does not exist
-            "rm -rf build",  // a file, not a directory
+            "rm -rf dist",  // does not exist
+            "rm -rf build", // a file, not a directory
             "rm -rf -- dist",
         ] {
             assert_eq!(judge(asked, &ws), AutoAnswer::Ask, "{asked}");
         }
-        assert_eq!(judge("rm -rf web/dist real/node_modules", &ws), AutoAnswer::Approve);
+        assert_eq!(
+            judge("rm -rf web/dist real/node_modules", &ws),
+            AutoAnswer::Approve
+        );
         // Judged where the command starts: in sub, node_modules is the link.
-        assert_eq!(judge("rm -rf node_modules", &ws.join("sub")), AutoAnswer::Ask);
-        assert_eq!(judge("rm -rf node_modules", &ws.join("real")), AutoAnswer::Approve);
+        assert_eq!(
+            judge("rm -rf node_modules", &ws.join("sub")),
+            AutoAnswer::Ask
+        );
+        assert_eq!(
+            judge("rm -rf node_modules", &ws.join("real")),
+            AutoAnswer::Approve
+        );
         // A start reached through a link is not judged.
-        assert_eq!(judge("rm -rf node_modules", &ws.join("via")), AutoAnswer::Ask);
+        assert_eq!(
+            judge("rm -rf node_modules", &ws.join("via")),
+            AutoAnswer::Ask
+        );
         assert!(ws.join("src/lib").exists());
     }
 

@@ -263,7 +263,11 @@ impl Pending {
 #[cfg(test)]
 impl Pending {
     /// [`Pending::ask`] of an owned request, for spawned tasks.
-    async fn ask_owned(self: Arc<Self>, request: ApprovalRequest, max: usize) -> Result<Approval, String> {
+    async fn ask_owned(
+        self: Arc<Self>,
+        request: ApprovalRequest,
+        max: usize,
+    ) -> Result<Approval, String> {
         self.ask(&request, Duration::from_secs(60), max, None).await
     }
 }
@@ -361,9 +365,15 @@ mod tests {
         while pending.list(Some("a"), false).len() < 2 {
             tokio::task::yield_now().await;
         }
-        let refused = pending.clone().ask(&a, Duration::from_secs(60), 2, None).await;
+        let refused = pending
+            .clone()
+            .ask(&a, Duration::from_secs(60), 2, None)
+            .await;
         let refused = refused.unwrap_err();
-        assert!(refused.contains("tenant_caps.pending_approvals = 2"), "{refused}");
+        assert!(
+            refused.contains("tenant_caps.pending_approvals = 2"),
+            "{refused}"
+        );
         let b = tokio::spawn(pending.clone().ask_owned(request("b"), 2));
         while pending.list(Some("b"), false).len() < 1 {
             tokio::task::yield_now().await;
@@ -382,7 +392,10 @@ mod tests {
         let pending = Pending::default();
         let mut theirs = pending.subscribe(Some("b"), false, 1).unwrap();
         let refused = pending.subscribe(Some("b"), false, 1).unwrap_err();
-        assert!(refused.contains("tenant_caps.event_streams = 1"), "{refused}");
+        assert!(
+            refused.contains("tenant_caps.event_streams = 1"),
+            "{refused}"
+        );
         assert!(pending.subscribe(Some("a"), false, 1).is_ok());
         let event = |tenant: &str, n: u64| Event {
             tenant: Some(tenant.into()),

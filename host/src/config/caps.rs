@@ -91,7 +91,11 @@ impl TenantCaps {
             written.pending_approvals,
             defaults.pending_approvals,
         );
-        let event_streams = count("event_streams", written.event_streams, defaults.event_streams);
+        let event_streams = count(
+            "event_streams",
+            written.event_streams,
+            defaults.event_streams,
+        );
         let mcp_sessions = count("mcp_sessions", written.mcp_sessions, defaults.mcp_sessions);
         let background_output = count(
             "background_output",

@@ -14,12 +14,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use caps::{TenantCaps, TenantCapsConfig};
 pub use file::{
     ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
     GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,
     TenantConfig, TerminalConfig, ToolConfig,
 };
-pub use caps::{TenantCaps, TenantCapsConfig};
 pub(crate) use parse::parse_toml;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
 

@@ -110,7 +110,8 @@ impl Shared {
             };
             // SAFETY: one valid pollfd.
             let ready = unsafe { libc::poll(&mut poll, 1, -1) };
-            if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            if ready < 0
+                && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
             {
                 tracing::warn!(
                     error = %std::io::Error::last_os_error(),
@@ -228,7 +229,10 @@ impl Subscriber {
         self.shared.pump()?;
         let mut state = self.shared.lock();
         let queue = state.queues.entry(self.id).or_default();
-        Ok((std::mem::take(&mut queue.bytes), std::mem::take(&mut queue.lost)))
+        Ok((
+            std::mem::take(&mut queue.bytes),
+            std::mem::take(&mut queue.lost),
+        ))
     }
 }
 
@@ -274,9 +278,8 @@ mod tests {
         let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
         std::fs::create_dir(&a_dir).unwrap();
         std::fs::create_dir(&b_dir).unwrap();
-        let path = |p: &std::path::Path| {
-            std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
-        };
+        let path =
+            |p: &std::path::Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
         let mut a = subscribe().unwrap();
         let mut b = subscribe().unwrap();
         let mut both = subscribe().unwrap();
@@ -294,7 +297,10 @@ mod tests {
         assert!(both.take().unwrap().0.is_empty(), "a creation is not asked");
         std::fs::remove_file(a_dir.join("x")).unwrap();
         assert!(!both.take().unwrap().0.is_empty(), "the deletion is seen");
-        assert!(a.take().unwrap().0.is_empty(), "a did not ask for deletions");
+        assert!(
+            a.take().unwrap().0.is_empty(),
+            "a did not ask for deletions"
+        );
         // One subscriber leaving keeps the other's watch on the same file.
         drop(both);
         std::fs::write(a_dir.join("y"), "").unwrap();

@@ -50,10 +50,7 @@ impl Narrowings {
     /// only for this lookup.
     fn table(&self, tenant: Option<&str>) -> Arc<Table> {
         let mut tables = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        tables
-            .entry(tenant.map(String::from))
-            .or_default()
-            .clone()
+        tables.entry(tenant.map(String::from)).or_default().clone()
     }
 
     /// Narrows `session` of `tenant` by `narrowing` too; the session's

@@ -48,7 +48,12 @@ fn start() -> Served {
 /// Runs `line` with `run_command` in `session`, which must succeed.
 async fn run(served: &Served, session: &str, line: &str) -> Value {
     let result = served
-        .call(TOKEN, Some(session), "run_command", json!({ "command": line }))
+        .call(
+            TOKEN,
+            Some(session),
+            "run_command",
+            json!({ "command": line }),
+        )
         .await;
     assert!(result.get("error").is_none(), "{line}: {result}");
     result
@@ -85,11 +90,18 @@ async fn asked(served: &Served, session: &str, tool: &str, arguments: Value, lin
         if let Some(id) = found {
             break id;
         }
-        assert!(std::time::Instant::now() < deadline, "{line:?} never listed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{line:?} never listed"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let (status, body) = served
-        .post(&format!("/v1/approvals/{id}"), TOKEN, &json!({"decision": "deny"}))
+        .post(
+            &format!("/v1/approvals/{id}"),
+            TOKEN,
+            &json!({"decision": "deny"}),
+        )
         .await;
     assert!(status.is_success(), "{body}");
     let result = call.await.unwrap();
@@ -105,7 +117,12 @@ fn run_args(line: &str) -> Value {
 async fn a_symlink_named_like_a_build_dir_is_not_deleted_unasked() {
     let served = start();
     let src = served.path("ws/src/lib/main.rs");
-    run(&served, "s", "ln -s src target && mkdir -p real/node_modules").await;
+    run(
+        &served,
+        "s",
+        "ln -s src target && mkdir -p real/node_modules",
+    )
+    .await;
     for line in [
         "rm -rf target/",
         "rm -rf target",
@@ -136,14 +153,28 @@ async fn operands_are_judged_in_the_sessions_current_directory() {
     )
     .await;
     run(&served, "s", "cd sub").await;
-    asked(&served, "s", "run_command", run_args("rm -rf node_modules"), "rm -rf node_modules").await;
+    asked(
+        &served,
+        "s",
+        "run_command",
+        run_args("rm -rf node_modules"),
+        "rm -rf node_modules",
+    )
+    .await;
     assert!(src.exists(), "the session's node_modules was src");
     // The same line in one command.
     let line = "cd sub && rm -rf node_modules";
     asked(&served, "t", "run_command", run_args(line), line).await;
     // Started in the background, the command starts there too.
     let start_args = json!({ "command": "rm -rf node_modules/" });
-    asked(&served, "s", "process_start", start_args, "rm -rf node_modules/").await;
+    asked(
+        &served,
+        "s",
+        "process_start",
+        start_args,
+        "rm -rf node_modules/",
+    )
+    .await;
     assert!(src.exists());
     // A command given its own directory is judged there: the workspace's
     // real node_modules goes unasked.
@@ -158,13 +189,30 @@ async fn operands_are_judged_in_the_sessions_current_directory() {
 async fn a_line_written_to_a_shell_is_judged_from_nowhere() {
     let served = start();
     let src = served.path("ws/src/lib/main.rs");
-    run(&served, "s", "mkdir -p sub node_modules && ln -s ../src sub/node_modules").await;
+    run(
+        &served,
+        "s",
+        "mkdir -p sub node_modules && ln -s ../src sub/node_modules",
+    )
+    .await;
     let started = served
-        .call(TOKEN, Some("s"), "process_start", json!({ "command": "bash" }))
+        .call(
+            TOKEN,
+            Some("s"),
+            "process_start",
+            json!({ "command": "bash" }),
+        )
         .await;
-    let id = started["id"].as_u64().unwrap_or_else(|| panic!("{started}"));
+    let id = started["id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{started}"));
     let written = served
-        .call(TOKEN, Some("s"), "process_write", json!({ "id": id, "input": "cd sub\n" }))
+        .call(
+            TOKEN,
+            Some("s"),
+            "process_write",
+            json!({ "id": id, "input": "cd sub\n" }),
+        )
         .await;
     assert!(written.get("error").is_none(), "{written}");
     let input = json!({ "id": id, "input": "rm -rf node_modules\n" });

@@ -67,7 +67,12 @@ fn start(caps: &str) -> Served {
 }
 
 /// `{"session": id, "deny": deny}` posted to `/v1/sessions` as `token`.
-async fn narrow(served: &Served, token: &str, session: &str, deny: &[String]) -> (StatusCode, Value) {
+async fn narrow(
+    served: &Served,
+    token: &str,
+    session: &str,
+    deny: &[String],
+) -> (StatusCode, Value) {
     let body = json!({ "session": session, "deny": deny });
     served.post("/v1/sessions", token, &body).await
 }
@@ -88,7 +93,10 @@ async fn one_tenant_filling_its_narrowings_leaves_another_tenants_alone() {
     assert_eq!(n, 256, "refused at its cap: {body}");
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
     let message = body["error"].as_str().unwrap();
-    assert!(message.contains("tenant_caps.narrowed_sessions = 256"), "{message}");
+    assert!(
+        message.contains("tenant_caps.narrowed_sessions = 256"),
+        "{message}"
+    );
     // Tenant b narrows, and a narrows its own sessions further.
     let (status, body) = narrow(&served, B, "mine", &deny).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -100,7 +108,9 @@ async fn one_tenant_filling_its_narrowings_leaves_another_tenants_alone() {
 async fn a_huge_narrowing_is_refused_without_growing_the_server() {
     let served = start("");
     // About 625 KiB of patterns, 41 times into one session.
-    let patterns: Vec<String> = (0..20_000).map(|n| format!("plugin{n:05}:permission-x")).collect();
+    let patterns: Vec<String> = (0..20_000)
+        .map(|n| format!("plugin{n:05}:permission-x"))
+        .collect();
     let before = resident(served.pid());
     for _ in 0..41 {
         let (status, body) = narrow(&served, A, "big", &patterns).await;
@@ -134,11 +144,18 @@ async fn an_idle_narrowing_is_forgotten_and_its_session_refused_not_widened() {
         assert!(Instant::now() < deadline, "the narrowing never expired");
         tokio::time::sleep(Duration::from_millis(1200)).await;
     };
-    assert!(message.contains("tenant_caps.narrowing_idle = 1s"), "{message}");
+    assert!(
+        message.contains("tenant_caps.narrowing_idle = 1s"),
+        "{message}"
+    );
 }
 
 /// Starts a `write_file` call as `token` (which waits for approval).
-fn write_in_background(served: &Served, token: &'static str, path: &str) -> tokio::task::JoinHandle<Value> {
+fn write_in_background(
+    served: &Served,
+    token: &'static str,
+    path: &str,
+) -> tokio::task::JoinHandle<Value> {
     let client = served.client.clone();
     let url = format!("{}/v1/tool_calls", served.base);
     let body = served::batch(None, "write_file", &json!({"path": path, "content": "x"}));
@@ -157,9 +174,15 @@ async fn pending(served: &Served, token: &str, n: usize) -> Vec<String> {
         let (_, body) = served.get("/v1/approvals", token).await;
         let list = body["approvals"].as_array().cloned().unwrap_or_default();
         if list.len() == n {
-            return list.iter().map(|a| a["id"].as_str().unwrap().to_string()).collect();
+            return list
+                .iter()
+                .map(|a| a["id"].as_str().unwrap().to_string())
+                .collect();
         }
-        assert!(Instant::now() < deadline, "{token} never had {n} pending: {body}");
+        assert!(
+            Instant::now() < deadline,
+            "{token} never had {n} pending: {body}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -167,23 +190,37 @@ async fn pending(served: &Served, token: &str, n: usize) -> Vec<String> {
 #[tokio::test]
 async fn a_tenants_pending_approvals_are_capped_and_another_still_asks() {
     let served = start("pending_approvals = 2");
-    let first = [write_in_background(&served, A, "1"), write_in_background(&served, A, "2")];
+    let first = [
+        write_in_background(&served, A, "1"),
+        write_in_background(&served, A, "2"),
+    ];
     pending(&served, A, 2).await;
     let refused = write_in_background(&served, A, "3").await.unwrap();
     let message = refused["error"].as_str().unwrap_or_default();
-    assert!(message.contains("tenant_caps.pending_approvals = 2"), "{refused}");
+    assert!(
+        message.contains("tenant_caps.pending_approvals = 2"),
+        "{refused}"
+    );
     // Tenant b is asked.
     let theirs = write_in_background(&served, B, "b");
     let id = pending(&served, B, 1).await.remove(0);
     let (status, _) = served
-        .post(&format!("/v1/approvals/{id}"), B, &json!({"decision": "once"}))
+        .post(
+            &format!("/v1/approvals/{id}"),
+            B,
+            &json!({"decision": "once"}),
+        )
         .await;
     assert!(status.is_success());
     let written = theirs.await.unwrap();
     assert!(written.get("error").is_none(), "{written}");
     for id in pending(&served, A, 2).await {
         served
-            .post(&format!("/v1/approvals/{id}"), A, &json!({"decision": "deny"}))
+            .post(
+                &format!("/v1/approvals/{id}"),
+                A,
+                &json!({"decision": "deny"}),
+            )
             .await;
     }
     for call in first {
@@ -207,7 +244,10 @@ async fn a_tenants_event_streams_are_capped() {
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     let body: Value = refused.json().await.unwrap();
     let message = body["error"].as_str().unwrap();
-    assert!(message.contains("tenant_caps.event_streams = 2"), "{message}");
+    assert!(
+        message.contains("tenant_caps.event_streams = 2"),
+        "{message}"
+    );
     assert_eq!(open(B).await.unwrap().status(), StatusCode::OK);
 }
 
@@ -234,13 +274,21 @@ async fn a_tenants_mcp_sessions_are_capped() {
     for _ in 0..2 {
         let response = initialize(&served, A).await;
         assert_eq!(response.status(), StatusCode::OK);
-        ids.push(response.headers()["mcp-session-id"].to_str().unwrap().to_string());
+        ids.push(
+            response.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_string(),
+        );
     }
     let refused = initialize(&served, A).await;
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     let body: Value = refused.json().await.unwrap();
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("tenant_caps.mcp_sessions = 2"), "{message}");
+    assert!(
+        message.contains("tenant_caps.mcp_sessions = 2"),
+        "{message}"
+    );
     assert_eq!(initialize(&served, B).await.status(), StatusCode::OK);
     // A session closed makes room.
     let closed = served
@@ -258,16 +306,25 @@ async fn a_tenants_mcp_sessions_are_capped() {
 /// Starts `line` in the background of `session` as `token`; its id.
 async fn start_process(served: &Served, token: &str, session: &str, line: &str) -> u64 {
     let started = served
-        .call(token, Some(session), "process_start", json!({ "command": line }))
+        .call(
+            token,
+            Some(session),
+            "process_start",
+            json!({ "command": line }),
+        )
         .await;
-    started["id"].as_u64().unwrap_or_else(|| panic!("{started}"))
+    started["id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{started}"))
 }
 
 /// Waits until every background process of `session` has ended.
 async fn all_ended(served: &Served, token: &str, session: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let listed = served.call(token, Some(session), "process_list", json!({})).await;
+        let listed = served
+            .call(token, Some(session), "process_list", json!({}))
+            .await;
         let processes = listed["processes"].as_array().cloned().unwrap_or_default();
         if processes.iter().all(|p| p["running"] == false) {
             return;
@@ -314,13 +371,23 @@ async fn a_line_written_to_a_shell_without_its_end_is_capped() {
     let id = start_process(&served, A, "s", "bash").await;
     let input = format!("echo {}", "a".repeat(70_000));
     let written = served
-        .call(A, Some("s"), "process_write", json!({ "id": id, "input": input }))
+        .call(
+            A,
+            Some("s"),
+            "process_write",
+            json!({ "id": id, "input": input }),
+        )
         .await;
     let message = written["error"].as_str().unwrap_or_default();
     assert!(message.contains("limit of 65536 bytes"), "{written}");
     let input = "echo short\n";
     let written = served
-        .call(A, Some("s"), "process_write", json!({ "id": id, "input": input }))
+        .call(
+            A,
+            Some("s"),
+            "process_write",
+            json!({ "id": id, "input": input }),
+        )
         .await;
     assert!(written.get("error").is_none(), "{written}");
 }
@@ -353,10 +420,17 @@ async fn a_webhook_answering_without_end_is_read_no_further_than_its_cap() {
     );
     // The approval is still answered through the API.
     served
-        .post(&format!("/v1/approvals/{id}"), A, &json!({"decision": "deny"}))
+        .post(
+            &format!("/v1/approvals/{id}"),
+            A,
+            &json!({"decision": "deny"}),
+        )
         .await;
     let refused = call.await.unwrap();
-    assert!(refused.to_string().contains("was not approved"), "{refused}");
+    assert!(
+        refused.to_string().contains("was not approved"),
+        "{refused}"
+    );
 }
 
 /// The inotify instances process `pid` holds.
@@ -377,7 +451,12 @@ async fn terminal_sessions_share_one_inotify_instance() {
     for n in 0..12 {
         let session = format!("s{n}");
         let ran = served
-            .call(A, Some(&session), "run_command", json!({ "command": "true" }))
+            .call(
+                A,
+                Some(&session),
+                "run_command",
+                json!({ "command": "true" }),
+            )
             .await;
         assert!(ran.get("error").is_none(), "{ran}");
     }
@@ -403,8 +482,17 @@ async fn a_server_that_cannot_watch_starts_says_so_and_watches_once_it_can() {
     // The limit lifted, it watches within its retry interval, and a plugin
     // added now loads.
     let raised = std::process::Command::new("nsenter")
-        .args(["-U", "--preserve-credentials", "-t", &served.pid().to_string()])
-        .args(["sh", "-c", "echo 128 > /proc/sys/user/max_inotify_instances"])
+        .args([
+            "-U",
+            "--preserve-credentials",
+            "-t",
+            &served.pid().to_string(),
+        ])
+        .args([
+            "sh",
+            "-c",
+            "echo 128 > /proc/sys/user/max_inotify_instances",
+        ])
         .status()
         .unwrap();
     assert!(raised.success());

@@ -22,7 +22,8 @@ pub(crate) fn sha256_hex(token: &str) -> String {
 /// A running server and the lines it wrote to stderr.
 pub(crate) struct Served {
     child: Child,
-    stderr: mpsc::Receiver<String>,
+    /// In a mutex only so that a server can be shared between tasks.
+    stderr: std::sync::Mutex<mpsc::Receiver<String>>,
     log: Vec<String>,
     /// `http://127.0.0.1:PORT`.
     pub(crate) base: String,
@@ -92,7 +93,7 @@ impl Served {
         let (child, stderr) = toolhost_tests::spawn_piped(&mut command);
         let mut served = Self {
             child,
-            stderr,
+            stderr: std::sync::Mutex::new(stderr),
             log: Vec::new(),
             base: String::new(),
             root,
@@ -112,7 +113,8 @@ impl Served {
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            match self.stderr.recv_timeout(left) {
+            let stderr = self.stderr.get_mut().unwrap();
+            match stderr.recv_timeout(left) {
                 Ok(line) => {
                     self.log.push(line.clone());
                     if line.contains(needle) {

@@ -255,11 +255,7 @@ pub(super) async fn spawn(
 ) -> Result<u32, TerminalError> {
     let line = command.command_line.as_str();
     let quoted = quote(line);
-    let current = command
-        .cwd
-        .is_none()
-        .then(|| current_dir(room))
-        .flatten();
+    let current = command.cwd.is_none().then(|| current_dir(room)).flatten();
     let start = current.as_deref().map_or(Start::Own, Start::Session);
     let cwd = admit(room, line, command.cwd.as_deref(), start, "background: ").await?;
     let grants = room.call.grants.clone();

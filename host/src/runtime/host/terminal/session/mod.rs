@@ -137,7 +137,6 @@ impl Terminals {
             .clone()
     }
 
-
     /// The open session `key` under `profile`, if there is one; makes none.
     pub(crate) fn open(&self, key: &str, profile: &Arc<Profile>) -> Option<Arc<TerminalSession>> {
         self.lock()
