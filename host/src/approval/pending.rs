@@ -375,7 +375,7 @@ mod tests {
             "{refused}"
         );
         let b = tokio::spawn(pending.clone().ask_owned(request("b"), 2));
-        while pending.list(Some("b"), false).len() < 1 {
+        while pending.list(Some("b"), false).is_empty() {
             tokio::task::yield_now().await;
         }
         for view in pending.list(None, true) {
