@@ -259,22 +259,32 @@ impl Watcher {
         if !dir.is_dir() {
             tracing::info!(dir = %dir.display(), "plugin directory does not exist yet; waiting for it");
         }
-        let task = tokio::spawn(watch_until_dropped(host, dir, config, options));
+        // Watching starts before this returns: a change made just after is
+        // seen.
+        let first = Watched::start(&dir, config.as_deref());
+        let task = tokio::spawn(watch_until_dropped(host, dir, config, options, first));
         Ok(Self { task })
     }
 }
 
-/// Watches `dir` (and `config`) until aborted, trying again every
-/// [`WATCH_RETRY`] while it cannot.
+type Started = Result<(Watched, mpsc::UnboundedReceiver<PathBuf>)>;
+
+/// Watches `dir` (and `config`) until aborted, from the `first` attempt,
+/// trying again every [`WATCH_RETRY`] while it cannot.
 async fn watch_until_dropped(
     host: Host,
     dir: PathBuf,
     config: Option<PathBuf>,
     options: WatchOptions,
+    first: Started,
 ) {
     let mut missed = false;
+    let mut attempt = Some(first);
     loop {
-        match Watched::start(&dir, config.as_deref()) {
+        let started = attempt
+            .take()
+            .unwrap_or_else(|| Watched::start(&dir, config.as_deref()));
+        match started {
             Ok((watched, events)) => {
                 if missed {
                     tracing::info!(
