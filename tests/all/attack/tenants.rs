@@ -510,3 +510,121 @@ async fn a_server_that_cannot_watch_starts_says_so_and_watches_once_it_can() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn a_session_holds_at_most_its_background_processes() {
+    let served = start("");
+    for _ in 0..16 {
+        start_process(&served, A, "s", "sleep 60").await;
+    }
+    let refused = served
+        .call(
+            A,
+            Some("s"),
+            "process_start",
+            json!({ "command": "sleep 60" }),
+        )
+        .await;
+    let message = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("16 background processes, the most it keeps"),
+        "{refused}"
+    );
+    // Another session of the same tenant has room.
+    start_process(&served, A, "t", "sleep 60").await;
+}
+
+#[tokio::test]
+async fn an_oversized_narrowing_in_initialize_keeps_no_permission() {
+    let served = start("");
+    let deny: Vec<String> = (0..300).map(|n| format!("p{n}:x")).collect();
+    let post = |session: Option<&str>, body: Value| {
+        let mut request = served
+            .client
+            .post(format!("{}/mcp", served.base))
+            .bearer_auth(A)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let opened = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"experimental": {"toolhost": {"narrow": {"deny": deny}}}},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(Some(&session), initialized).await.unwrap();
+    let listed = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await
+    .unwrap();
+    // A JSON body, or one server-sent event with it.
+    let text = listed.text().await.unwrap();
+    let json = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(&text);
+    let listed: Value = serde_json::from_str(json.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"read_file"), "{names:?}");
+    assert!(!names.contains(&"run_command"), "{names:?}");
+    assert!(
+        names.contains(&"echo"),
+        "tools without permissions stay: {names:?}"
+    );
+}
+
+#[test]
+fn toolhost_status_says_when_the_plugin_directory_cannot_be_watched() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("plugins")).unwrap();
+    std::fs::write(root.join("toolhost.toml"), config("", "")).unwrap();
+    let status = |most: u32| {
+        let limit =
+            format!("echo {most} > /proc/sys/user/max_inotify_instances && exec \"$0\" \"$@\"");
+        let output = std::process::Command::new("unshare")
+            .args([
+                "-U",
+                "-r",
+                "sh",
+                "-c",
+                &limit,
+                env!("CARGO_BIN_EXE_toolhost-cli"),
+            ])
+            .arg("--config")
+            .arg(root.join("toolhost.toml"))
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let blocked = status(0);
+    assert_eq!(blocked["watching"]["ok"], false, "{blocked}");
+    let why = blocked["watching"]["error"].as_str().unwrap();
+    assert!(
+        why.contains("cannot watch") && why.contains("plugins"),
+        "{why}"
+    );
+    assert_eq!(status(128)["watching"]["ok"], true);
+}
