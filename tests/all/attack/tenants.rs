@@ -435,29 +435,6 @@ async fn a_webhook_answering_without_end_is_read_no_further_than_its_cap() {
 }
 
 #[tokio::test]
-async fn a_session_holds_at_most_its_background_processes() {
-    let served = start("");
-    for _ in 0..16 {
-        start_process(&served, A, "s", "sleep 60").await;
-    }
-    let refused = served
-        .call(
-            A,
-            Some("s"),
-            "process_start",
-            json!({ "command": "sleep 60" }),
-        )
-        .await;
-    let message = refused["error"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("16 background processes, the most it keeps"),
-        "{refused}"
-    );
-    // Another session of the same tenant has room.
-    start_process(&served, A, "t", "sleep 60").await;
-}
-
-#[tokio::test]
 async fn an_oversized_narrowing_in_initialize_keeps_no_permission() {
     let served = start("");
     let deny: Vec<String> = (0..300).map(|n| format!("p{n}:x")).collect();
