@@ -20,7 +20,7 @@ pub mod pending;
 mod request;
 pub mod webhook;
 
-pub use request::{Approval, ApprovalRequest, Approver, Subject, parse_answer};
+pub use request::{Approval, ApprovalRequest, Approver, MAX_ANSWER, Subject, parse_answer};
 
 /// Denies everything: for servers with no channel to a human, and for
 /// non-interactive use.
@@ -84,6 +84,10 @@ fn ask_tty(prompt: &str) -> Approval {
     }
     parse_answer(&line)
 }
+
+/// Most `session` answers one caller's approvals remember, and most
+/// allowlist entries `always` answers add for one tenant.
+pub const MAX_REMEMBERED: usize = 1024;
 
 /// The approvals of one host: the approver, answers remembered per scope, and
 /// the allowlist file.
@@ -180,7 +184,7 @@ impl Approvals {
                 }
             }
         }
-        let Ok(answer) = tokio::time::timeout(self.timeout, self.approver.approve(request)).await
+        let Ok(answer) = tokio::time::timeout(self.timeout, self.approver.ask(request)).await
         else {
             tracing::info!(%request, "approval timed out");
             return Err(format!(
@@ -188,18 +192,31 @@ impl Approvals {
                 self.timeout
             ));
         };
+        let answer = answer.map_err(|why| format!("{request}, and it was not asked: {why}"))?;
         tracing::info!(%request, ?answer, "approval");
         match answer {
             Approval::Once => Ok(None),
             Approval::Session => {
-                self.remembered
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert((scope.to_string(), key));
+                let mut remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
+                if remembered.len() < MAX_REMEMBERED {
+                    remembered.insert((scope.to_string(), key));
+                } else {
+                    tracing::warn!(
+                        %request,
+                        "{MAX_REMEMBERED} `session` answers are remembered already for this \
+                         caller, the most kept; this one counts once"
+                    );
+                }
                 Ok(None)
             }
             Approval::Always => {
-                if let Err(e) = self.allowlist.add(tenant, &key) {
+                if self.allowlist.count(tenant) >= MAX_REMEMBERED {
+                    tracing::warn!(
+                        %request,
+                        "the allowlist holds {MAX_REMEMBERED} entries for this caller, the most \
+                         added by answers; this `always` counts once (edit the file to add more)"
+                    );
+                } else if let Err(e) = self.allowlist.add(tenant, &key) {
                     tracing::warn!(error = %e, "could not save the approval to the allowlist file");
                 }
                 Ok(None)
@@ -283,6 +300,15 @@ impl Allowlist {
             state.1 = modified;
         }
         state.0.contains(tenant, key)
+    }
+
+    /// How many entries `tenant` has.
+    fn count(&self, tenant: Option<&str>) -> usize {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match tenant {
+            None => state.0.approved.len(),
+            Some(tenant) => state.0.tenants.get(tenant).map_or(0, BTreeSet::len),
+        }
     }
 
     fn add(&self, tenant: Option<&str>, key: &str) -> std::io::Result<()> {
@@ -410,6 +436,33 @@ mod tests {
         let reloaded = Approvals::new(Arc::new(DenyApprover), Duration::from_secs(1), Some(file));
         assert!(reloaded.check("s9", &a).await.is_ok());
         assert!(reloaded.check("s9", &b).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn remembered_answers_stop_at_their_cap() {
+        // Always `session`, then always `always`: one answer per question.
+        struct Answers(Approval);
+        impl Approver for Answers {
+            fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+                let answer = self.0;
+                Box::pin(async move { answer })
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("allow.json");
+        for (answer, allowlist) in [(Approval::Session, None), (Approval::Always, Some(file))] {
+            let approvals =
+                Approvals::new(Arc::new(Answers(answer)), Duration::from_secs(5), allowlist);
+            for n in 0..=MAX_REMEMBERED {
+                approvals
+                    .check("s", &request(&format!("rm -rf d{n}")))
+                    .await
+                    .unwrap();
+            }
+            let remembered = approvals.remembered.lock().unwrap().len();
+            let listed = approvals.allowlist.count(None);
+            assert_eq!(remembered.max(listed), MAX_REMEMBERED, "{answer:?}");
+        }
     }
 
     #[tokio::test]

@@ -109,10 +109,32 @@ pub(super) fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
         })
         .collect();
     let errors: Vec<String> = host.load_errors().iter().map(ToString::to_string).collect();
+    // A server on this config watches the same places, as the same user.
+    let running = host.config();
+    let watched = running.as_ref().and_then(|running| {
+        let file = match &running.source {
+            config::ConfigSource::File(file) => Some(file.as_path()),
+            config::ConfigSource::Embedded => None,
+        };
+        Some(crate::reload::can_watch(running.plugins.as_deref()?, file))
+    });
     if as_json {
-        let status = json!({ "plugins": plugins, "load_errors": errors });
+        let mut status = json!({ "plugins": plugins, "load_errors": errors });
+        if let Some(watched) = &watched {
+            status["watching"] = match watched {
+                Ok(()) => json!({ "ok": true }),
+                Err(why) => json!({ "ok": false, "error": why }),
+            };
+        }
         println!("{}", serde_json::to_string_pretty(&status)?);
     } else {
+        if let Some(Err(why)) = &watched {
+            println!(
+                "! {why}: a server would serve without picking up changes, and try again every \
+                 {:?}",
+                crate::reload::WATCH_RETRY
+            );
+        }
         for p in &plugins {
             println!(
                 "{:12} {}  {:8}  {}",

@@ -52,6 +52,9 @@ pub struct ConfigFile {
     /// Memory all stateful sessions may hold together.
     #[serde(default)]
     pub sessions_memory: Option<ByteSize>,
+    /// How much each tenant may make a server hold.
+    #[serde(default)]
+    pub tenant_caps: super::caps::TenantCapsConfig,
 }
 
 /// `[approvals]`.

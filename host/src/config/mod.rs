@@ -1,6 +1,7 @@
 //! `toolhost.toml`: its types, the embedded default, and validation that
 //! reports every problem with the key it is at and why.
 
+mod caps;
 mod file;
 mod load;
 mod parse;
@@ -13,6 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use caps::{TenantCaps, TenantCapsConfig};
 pub use file::{
     ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
     GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,
@@ -140,6 +142,8 @@ pub struct Config {
     pub session_idle: std::time::Duration,
     /// Memory all stateful sessions may hold together, in bytes.
     pub sessions_memory: usize,
+    /// How much each tenant may make a server hold (`[tenant_caps]`).
+    pub tenant_caps: TenantCaps,
 }
 
 /// Where audit lines go.

@@ -19,14 +19,15 @@
 //!   inode), so a grant moved or replaced is not served from its old place.
 //!
 //! Anything that cannot be watched (the inotify limits, say) makes the
-//! sandbox unfit to be built ahead; the command then builds its own.
+//! sandbox unfit to be built ahead; the command then builds its own. Every
+//! watch subscribes to the process's one inotify instance ([`inotify`]).
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use super::inotify::{self, Subscriber};
 use super::spec::GIT_PROTECTED as GIT_NAMES;
 use crate::policy::Profile;
 
@@ -49,8 +50,8 @@ const FILE_EVENTS: u32 = libc::IN_MODIFY
 
 /// The watches of one planned sandbox.
 pub(crate) struct Watch {
-    /// `None` only while being dropped.
-    inotify: Option<OwnedFd>,
+    /// Its watch descriptors in the process's instance, and their events.
+    inotify: Subscriber,
     /// Each granted path and what it resolved to when planned.
     roots: Vec<Root>,
     /// The watched directories: as found (symlinks resolved) and as the
@@ -74,14 +75,8 @@ struct Root {
 impl Watch {
     /// Starts watching for a plan under `profile`; call before planning.
     pub(crate) fn new(profile: &Profile) -> std::io::Result<Self> {
-        // SAFETY: inotify_init1 returns a new descriptor owned here, or -1.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
         Ok(Self {
-            // SAFETY: `fd` was just created and nothing else owns it.
-            inotify: Some(unsafe { OwnedFd::from_raw_fd(fd) }),
+            inotify: inotify::subscribe()?,
             roots: roots(profile),
             dirs: HashMap::new(),
             files: HashSet::new(),
@@ -114,22 +109,18 @@ impl Watch {
             self.broken = Some(format!("{} holds a NUL byte", path.display()));
             return None;
         };
-        // SAFETY: a NUL-terminated path and a descriptor owned here.
-        let wd = unsafe { libc::inotify_add_watch(self.fd(), c.as_ptr(), events) };
-        if wd < 0 {
-            let error = std::io::Error::last_os_error();
+        match self.inotify.add(&c, events) {
+            Ok(wd) => Some(wd),
             // Gone or not a directory: the walk finds nothing there either,
             // and what appears later appears in a watched parent.
-            if !matches!(error.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) {
-                self.broken = Some(format!("watching {}: {error}", path.display()));
+            Err(error) if matches!(error.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+                None
             }
-            return None;
+            Err(error) => {
+                self.broken = Some(format!("watching {}: {error}", path.display()));
+                None
+            }
         }
-        Some(wd)
-    }
-
-    fn fd(&self) -> std::os::fd::RawFd {
-        self.inotify.as_ref().map_or(-1, AsRawFd::as_raw_fd)
     }
 
     /// Why the plan cannot be trusted later, if it cannot.
@@ -143,29 +134,14 @@ impl Watch {
         if let Some(broken) = &self.broken {
             return Err(broken.clone());
         }
-        // Aligned for `struct inotify_event`.
-        let mut buffer = vec![0u64; 4096 / 8];
-        loop {
-            // SAFETY: reads into a buffer of the given length.
-            let read = unsafe {
-                libc::read(
-                    self.fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len() * size_of::<u64>(),
-                )
-            };
-            if read < 0 {
-                let error = std::io::Error::last_os_error();
-                if error.kind() == std::io::ErrorKind::WouldBlock {
-                    break;
-                }
-                return Err(format!("reading the grants' watch: {error}"));
-            }
-            // SAFETY: the kernel wrote `read` bytes of whole events.
-            let bytes =
-                unsafe { std::slice::from_raw_parts(buffer.as_ptr().cast::<u8>(), read as usize) };
-            self.judge(profile, bytes)?;
+        let (bytes, lost) = self
+            .inotify
+            .take()
+            .map_err(|error| format!("reading the grants' watch: {error}"))?;
+        if lost {
+            return Err("more changes inside the grants than were queued".into());
         }
+        self.judge(profile, &bytes)?;
         if roots(profile) != self.roots {
             return Err("a granted path resolves to another directory".into());
         }
@@ -230,18 +206,6 @@ impl Watch {
             return Some("a path file.deny matches appeared or went");
         }
         None
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        // Closing an inotify instance waits for a grace period of the
-        // kernel (milliseconds): not on the time of the call that drops it.
-        if let (Some(fd), Ok(runtime)) =
-            (self.inotify.take(), tokio::runtime::Handle::try_current())
-        {
-            runtime.spawn_blocking(move || drop(fd));
-        }
     }
 }
 

@@ -319,14 +319,20 @@ impl Profile {
     /// This profile narrowed by a session: the same rules, and a permission
     /// must also pass `narrowing` (for every tool).
     pub fn narrowed(&self, narrowing: &Narrowing) -> Profile {
+        self.narrowed_by(&[Arc::new(narrowing.clone())])
+    }
+
+    /// This profile with a session's `narrowings` on top, all at once: one
+    /// copy of the profile (and of each tool's), whatever their number.
+    pub fn narrowed_by(&self, narrowings: &[Arc<Narrowing>]) -> Profile {
         let mut narrowed = self.clone();
-        narrowed.permissions = self.permissions.narrowed(narrowing);
+        narrowed.permissions = self.permissions.narrowed(narrowings);
         narrowed.tools = self
             .tools
             .iter()
             .map(|(name, rules)| {
                 let mut rules = (**rules).clone();
-                rules.profile = Arc::new(rules.profile.narrowed(narrowing));
+                rules.profile = Arc::new(rules.profile.narrowed_by(narrowings));
                 (name.clone(), Arc::new(rules))
             })
             .collect();

@@ -79,6 +79,18 @@ pub(super) struct WorkingDir {
     pub(super) auto: Option<String>,
 }
 
+/// Where a command's relative paths start, as automatic approval rules
+/// judge them.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Start<'a> {
+    /// Its working directory: the one it asked for, or the default.
+    Own,
+    /// Its session's current directory, where the last command left it.
+    Session(&'a Path),
+    /// Not known: a line written to a shell, which may have moved.
+    Unknown,
+}
+
 /// The directories commands under `profile` may write (none when the
 /// profile does not allow `file:write`).
 fn writable_dirs(profile: &Profile) -> Vec<PathBuf> {
@@ -103,6 +115,7 @@ pub(super) async fn admit(
     room: &mut Room<'_, Terminal>,
     line: &str,
     cwd: Option<&str>,
+    start: Start<'_>,
     label: &str,
 ) -> Result<WorkingDir, TerminalError> {
     // `Sandbox` is not `Sync`: nothing borrowed from it lives across an await.
@@ -110,7 +123,7 @@ pub(super) async fn admit(
     let identity = room.call.identity.clone();
     let granted = room.granted();
     let quoted = quote(line);
-    match authorize(granted, &grants, &identity, line, cwd).await {
+    match authorize(granted, &grants, &identity, line, cwd, start).await {
         Ok(cwd) => {
             match &cwd.auto {
                 Some(rule) => room.allowed(format!("{label}{quoted} ({rule})")),
@@ -127,15 +140,16 @@ pub(super) async fn admit(
 }
 
 /// Checks a command line against the grants and the profile, asking the
-/// approver if it is dangerous and the profile says so. `Ok` has where it
-/// runs; `Err` says why it may not run, which setting refused it and how to
-/// allow it.
+/// approver if it is dangerous and the profile says so (automatic rules
+/// judge its paths from `start`). `Ok` has where it runs; `Err` says why it
+/// may not run, which setting refused it and how to allow it.
 pub(super) async fn authorize(
     granted: bool,
     grants: &Grants,
     identity: &Identity,
     line: &str,
     cwd: Option<&str>,
+    start: Start<'_>,
 ) -> Result<WorkingDir, String> {
     let profile = &grants.profile;
     if !granted {
@@ -204,8 +218,14 @@ pub(super) async fn authorize(
                         .iter()
                         .map(|d| (d.category.as_str().to_string(), d.reason.clone()))
                         .collect(),
-                    workdir: (profile.terminal.backend == TerminalBackend::Local)
-                        .then(|| dir.dir.clone()),
+                    workdir: match start {
+                        // Elsewhere paths are the remote host's or the
+                        // container's.
+                        _ if profile.terminal.backend != TerminalBackend::Local => None,
+                        Start::Own => Some(dir.dir.clone()),
+                        Start::Session(current) => Some(current.to_path_buf()),
+                        Start::Unknown => None,
+                    },
                     writable: writable_dirs(profile),
                 },
             };

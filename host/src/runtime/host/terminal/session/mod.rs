@@ -23,12 +23,12 @@ mod ssh;
 mod trailer;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use backend::Backend;
-use process::Process;
+use process::{DEFAULT_OUTPUT_BUDGET, OutputBudget, Process};
 use script::ShellState;
 
 use crate::policy::Profile;
@@ -49,9 +49,22 @@ pub(crate) const MAX_TERMINAL_SESSIONS_PER_TENANT: usize = MAX_TERMINAL_SESSIONS
 pub const MAX_PROCESSES: usize = 16;
 
 /// The terminal sessions of one host, by session key (`tenant\0session`).
-#[derive(Default)]
 pub struct Terminals {
     sessions: Mutex<HashMap<String, Arc<TerminalSession>>>,
+    /// Each tenant's (`""`: the local caller's) unread background output.
+    budgets: Mutex<HashMap<String, Arc<OutputBudget>>>,
+    /// `tenant_caps.background_output`.
+    output_cap: Arc<AtomicUsize>,
+}
+
+impl Default for Terminals {
+    fn default() -> Self {
+        Self {
+            sessions: Mutex::default(),
+            budgets: Mutex::default(),
+            output_cap: Arc::new(AtomicUsize::new(DEFAULT_OUTPUT_BUDGET)),
+        }
+    }
 }
 
 impl std::fmt::Debug for Terminals {
@@ -99,9 +112,37 @@ impl Terminals {
                 }
             }
         }
-        let session = Arc::new(TerminalSession::new(profile.clone()));
+        let tenant = key.split_once('\0').map_or("", |(tenant, _)| tenant);
+        let budget = self.budget(tenant);
+        let session = Arc::new(TerminalSession::new(profile.clone(), budget));
         sessions.insert(key.to_string(), session.clone());
         Ok(session)
+    }
+
+    /// Sets `tenant_caps.background_output`, for every tenant at once.
+    pub fn set_output_cap(&self, bytes: usize) {
+        self.output_cap.store(bytes.max(1), Ordering::Relaxed);
+    }
+
+    /// The unread background output of `tenant` (`""`: the local caller).
+    pub(crate) fn budget(&self, tenant: &str) -> Arc<OutputBudget> {
+        let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let owner = match tenant {
+            "" => "the local caller".to_string(),
+            tenant => format!("tenant {tenant:?}"),
+        };
+        budgets
+            .entry(tenant.to_string())
+            .or_insert_with(|| OutputBudget::new(owner, self.output_cap.clone()))
+            .clone()
+    }
+
+    /// The open session `key` under `profile`, if there is one; makes none.
+    pub(crate) fn open(&self, key: &str, profile: &Arc<Profile>) -> Option<Arc<TerminalSession>> {
+        self.lock()
+            .get(key)
+            .filter(|session| Arc::ptr_eq(&session.profile, profile))
+            .cloned()
     }
 
     /// Ends session `key` and every process in it; false if there was none.
@@ -150,6 +191,8 @@ impl Terminals {
 /// One terminal session.
 pub(crate) struct TerminalSession {
     pub(crate) profile: Arc<Profile>,
+    /// Its tenant's unread background output.
+    pub(crate) budget: Arc<OutputBudget>,
     backend: tokio::sync::Mutex<Option<Arc<Backend>>>,
     state: Mutex<ShellState>,
     processes: Mutex<BTreeMap<u32, Arc<Process>>>,
@@ -158,9 +201,10 @@ pub(crate) struct TerminalSession {
 }
 
 impl TerminalSession {
-    pub(crate) fn new(profile: Arc<Profile>) -> Self {
+    pub(crate) fn new(profile: Arc<Profile>, budget: Arc<OutputBudget>) -> Self {
         Self {
             profile,
+            budget,
             backend: tokio::sync::Mutex::new(None),
             state: Mutex::new(ShellState::default()),
             processes: Mutex::new(BTreeMap::new()),
