@@ -148,6 +148,7 @@ impl Guard {
                 state.by_wd.entry(wd).or_default().push(id);
             }
         }
+        let undone = Arc::new(Mutex::new(None));
         state.guards.insert(
             id,
             Entry {
@@ -156,9 +157,10 @@ impl Guard {
                 wds,
                 gone,
                 ending: false,
+                undone: undone.clone(),
             },
         );
-        Some(Watched { id })
+        Some(Watched { id, undone })
     }
 }
 
@@ -174,6 +176,25 @@ const EVENTS: u32 = libc::IN_CREATE
 /// once the sandbox is gone.
 pub(crate) struct Watched {
     id: u64,
+    /// What the watcher put back, until taken.
+    undone: Arc<Mutex<Option<String>>>,
+}
+
+impl Watched {
+    /// Puts back what changed now, under the watcher's lock (so that what
+    /// its thread is putting back meanwhile is not missed); `Err` names
+    /// what was put back since last asked, by either.
+    pub(crate) fn settle(&self) -> Result<(), String> {
+        let now = watcher().and_then(|watcher| {
+            let state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.guards.get(&self.id).map(|entry| entry.guard.undo())
+        });
+        let before = self.undone.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match (now, before) {
+            (Some(Err(reason)), _) | (_, Some(reason)) => Err(reason),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Drop for Watched {
@@ -207,6 +228,7 @@ struct Entry {
     gone: Option<OwnedFd>,
     /// Its registration was dropped: removed once `gone` is readable.
     ending: bool,
+    undone: Arc<Mutex<Option<String>>>,
 }
 
 #[derive(Default)]
@@ -379,6 +401,7 @@ fn run(inotify: i32, wake: OwnedFd) {
             match entry.guard.check() {
                 (Err(reason), _) => {
                     tracing::warn!(%reason, "a sandbox planted repository metadata; ending it");
+                    *entry.undone.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
                     (entry.end)(&reason);
                 }
                 (Ok(()), Some(reason)) => (entry.end)(&reason),

@@ -210,16 +210,20 @@ async fn a_linked_worktree_keeps_its_metadata() {
     let linked = scene.ws.join("linked");
     let added = scene.git(&root, &["worktree", "add", "-q", linked.to_str().unwrap()]);
     assert!(added.status.success(), "{added:?}");
-    scene.ws.mkdir("evil");
+    // A repository of the command's, with the planted configuration.
+    let evil = "cp -r repo/.git evil && cp planted.cfg evil/config";
     for line in [
-        "cp -r repo/.git/objects repo/.git/refs repo/.git/HEAD evil/ && cp planted.cfg evil/config \
-         && echo ../../../evil > repo/.git/worktrees/linked/commondir",
-        "cp -r repo/.git/objects repo/.git/refs repo/.git/HEAD evil/ && cp planted.cfg evil/config \
-         && echo \"gitdir: $PWD/evil\" > linked/.git",
-        "mv repo/.git/worktrees/linked repo/.git/worktrees/old && mkdir repo/.git/worktrees/linked \
-         && cp -r repo/.git/worktrees/old/. repo/.git/worktrees/linked/ \
-         && echo ../../../evil > repo/.git/worktrees/linked/commondir",
+        format!("{evil} && echo ../../../../evil > repo/.git/worktrees/linked/commondir"),
+        format!("{evil} && echo \"gitdir: $PWD/evil\" > linked/.git"),
+        format!(
+            "{evil} && mv repo/.git/worktrees/linked repo/.git/worktrees/old \
+             && mkdir repo/.git/worktrees/linked \
+             && cp -r repo/.git/worktrees/old/. repo/.git/worktrees/linked/ \
+             && echo ../../../../evil > repo/.git/worktrees/linked/commondir"
+        ),
     ] {
+        std::fs::remove_dir_all(scene.ws.join("evil")).ok();
+        let line = line.as_str();
         run(&host, line).await;
         scene.host_git_runs_nothing(&linked, line);
         scene.host_git_runs_nothing(&root, line);

@@ -74,7 +74,7 @@ impl Host for Room<'_, Terminal> {
         };
         // The pids group and the guard's watch are held until the command
         // has ended.
-        let (launched, proxy, _pids, guard, _watched) = match built {
+        let (launched, proxy, _pids, guard, watched) = match built {
             Some(built) => (
                 Some(built.launched),
                 built.proxy,
@@ -105,7 +105,12 @@ impl Host for Room<'_, Terminal> {
         // What the command planted that git outside would read is put back
         // before anything else runs there (every process of the sandbox
         // has ended).
-        if let Some(Err(reason)) = guard.as_ref().map(confine::guard::Guard::undo) {
+        let undone = match (&watched, &guard) {
+            (Some(watched), _) => watched.settle(),
+            (None, Some(guard)) => guard.undo(),
+            (None, None) => Ok(()),
+        };
+        if let Err(reason) = undone {
             return Ok(Err(TerminalError::Failed(format!(
                 "command {quoted:?}: {reason}"
             ))));

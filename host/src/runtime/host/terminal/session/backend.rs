@@ -105,18 +105,19 @@ impl Backend {
     /// Puts back what a command planted that git outside the sandbox would
     /// read (see [`Guard`](crate::confine::guard::Guard)); `Err` says what.
     pub(crate) fn undo_planted(&self) -> Result<(), String> {
-        let planned = match self {
-            Self::Sandbox(sandbox) => sandbox.planned.as_ref(),
-            Self::Container(container) => Some(container.planned()),
-            Self::Host(_) | Self::Ssh(_) => None,
+        let (planned, watched) = match self {
+            Self::Sandbox(sandbox) => (sandbox.planned.as_ref(), sandbox.watched.as_ref()),
+            Self::Container(container) => (Some(container.planned()), container.watched()),
+            Self::Host(_) | Self::Ssh(_) => (None, None),
         };
-        match planned {
-            Some(planned) => planned
+        match (watched, planned) {
+            (Some(watched), _) => watched.settle(),
+            (None, Some(planned)) => planned
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .guard()
                 .undo(),
-            None => Ok(()),
+            (None, None) => Ok(()),
         }
     }
 
@@ -178,7 +179,7 @@ pub(crate) struct SessionSandbox {
     planned: Option<Arc<Mutex<Planned>>>,
     profile: Arc<Profile>,
     /// The repository guard, watched while the sandbox lives.
-    _watched: Option<Watched>,
+    watched: Option<Watched>,
     // Dropped last: the launcher's group, then the pids cgroup.
     _launcher: ProcessGroup,
     _pids: Option<PidsGroup>,
@@ -237,7 +238,7 @@ impl SessionSandbox {
             proxy: built.proxy,
             planned: built.planned.map(|planned| Arc::new(Mutex::new(planned))),
             profile: profile.clone(),
-            _watched: watched,
+            watched,
             _launcher: group,
             _pids: built.pids,
         })

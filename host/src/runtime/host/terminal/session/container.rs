@@ -238,6 +238,11 @@ impl ContainerBackend {
         &self.planned
     }
 
+    /// The guard's watch.
+    pub(crate) fn watched(&self) -> Option<&Watched> {
+        self.watched.as_ref()
+    }
+
     /// Why the container's mounts no longer hold the profile, if they do
     /// not (see [`Planned`]).
     pub(crate) async fn stale(&self) -> Option<String> {
