@@ -12,6 +12,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// What ends a sandbox whose guard saw a change, told why.
+pub(crate) type End = Box<dyn Fn(&str) + Send + Sync>;
+
 /// The paths of one plan that must stay as they were.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Guard(Vec<(PathBuf, Kept)>);
@@ -124,11 +127,7 @@ impl Guard {
     /// once and `end` is called with why (it ends the sandbox). After the
     /// returned registration is dropped, the watch goes on until `gone`
     /// (the sandbox's PID 1) has exited, then checks one last time.
-    pub(crate) fn watch(
-        self,
-        end: Box<dyn Fn(&str) + Send + Sync>,
-        gone: Option<OwnedFd>,
-    ) -> Option<Watched> {
+    pub(crate) fn watch(self, end: End, gone: Option<OwnedFd>) -> Option<Watched> {
         if self.is_empty() {
             return None;
         }
@@ -222,7 +221,7 @@ impl Drop for Watched {
 
 struct Entry {
     guard: Arc<Guard>,
-    end: Box<dyn Fn(&str) + Send + Sync>,
+    end: End,
     wds: Vec<i32>,
     /// A pidfd of the sandbox's PID 1.
     gone: Option<OwnedFd>,

@@ -97,7 +97,8 @@ impl Watch {
     pub(crate) fn dir(&mut self, real: &Path, written: &Path) {
         if let Some(wd) = self.add(real, DIR_EVENTS) {
             self.dirs
-                .insert(wd, (real.to_path_buf(), written.to_path_buf()));
+                .entry(wd)
+                .or_insert_with(|| (real.to_path_buf(), written.to_path_buf()));
         }
     }
 

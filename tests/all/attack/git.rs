@@ -198,8 +198,16 @@ async fn metadata_git_reads_that_was_not_there_is_put_back() {
     assert!(!root.join(".git/config.worktree").exists());
     // Ordinary work in the repository still runs, and its metadata is the
     // owner's.
-    let work = run(&host, "cd repo && git add a.txt && git status --short").await;
-    assert!(work.contains("M  a.txt"), "{work}");
+    let work = run(
+        &host,
+        "cd repo && git add a.txt && git status --short && git -c user.name=a -c user.email=a@a \
+         commit -qm second && git branch b && git checkout -q b && git gc -q && git log --oneline",
+    )
+    .await;
+    assert!(
+        work.contains("M  a.txt") && work.contains("second") && work.contains("\"exit_code\":0"),
+        "{work}"
+    );
 }
 
 #[tokio::test]

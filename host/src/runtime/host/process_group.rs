@@ -269,7 +269,7 @@ impl Launched {
     pub(crate) fn watch_guard(
         &self,
         guard: crate::confine::guard::Guard,
-        tell: Option<Box<dyn Fn(&str) + Send + Sync>>,
+        tell: Option<crate::confine::guard::End>,
     ) -> Option<crate::confine::guard::Watched> {
         let kill = self.init.as_ref().and_then(|init| init.try_clone().ok());
         let gone = self.init.as_ref().and_then(|init| init.try_clone().ok());
