@@ -18,6 +18,10 @@
 //! - each granted path still resolves to the same directory (device and
 //!   inode), so a grant moved or replaced is not served from its old place.
 //!
+//! Every sandbox is also checked once its mounts are made, so that what
+//! moved between the walk and the mounts (which could have escaped a mask)
+//! has it planned again (see [`super::plan::verify`]).
+//!
 //! Anything that cannot be watched (the inotify limits, say) makes the
 //! sandbox unfit to be built ahead; the command then builds its own.
 
