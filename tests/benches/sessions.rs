@@ -18,8 +18,9 @@
 //! starts an exec in it.
 //!
 //! Run: `cargo bench -p toolhost-tests --bench sessions`. Prints medians.
-//! `BENCH_LAUNCHER=path` starts sandboxes with another build's launcher (to
-//! compare two builds side by side), `BENCH_REPO=1` makes the workspace a git
+//! `BENCH_LAUNCHER=path` names the launcher (a copy of the build's own
+//! `toolhost-cli`, so that copies of two builds' bench and launcher can run
+//! side by side), `BENCH_REPO=1` makes the workspace a git
 //! repository (whose metadata every sandbox then keeps), and
 //! `BENCH_NO_CONTAINER=1` leaves out the container backend.
 
