@@ -26,11 +26,11 @@ const IMAGE: &str = "localhost/toolhost-test-root:latest";
 
 /// One test at a time makes containers, so that the count of this
 /// process's containers tells what a session left.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The engine's socket, with the test image imported; `None` (after
 /// saying why) where there is no engine.
-async fn engine() -> Option<String> {
+pub(crate) async fn engine() -> Option<String> {
     let socket = std::env::var("DOCKER_HOST")
         .ok()
         .and_then(|host| host.strip_prefix("unix://").map(str::to_string))
@@ -148,7 +148,7 @@ fn bundled(builder: HostBuilder) -> HostBuilder {
 }
 
 /// A profile whose commands run in the test image, with `rest` added.
-fn profile(rest: &str) -> String {
+pub(crate) fn profile(rest: &str) -> String {
     format!(
         "allow = [\"terminal:*\", \"file:write\"]\nfile.read = [\".\"]\n\
          terminal.backend = \"container\"\nterminal.read = [\"/usr\"]\n\

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::args::{ConfigAction, Format, Global};
 use crate::config::{self, Config};
 use crate::host::Host;
-use crate::policy::TerminalBackend;
+use crate::policy::{TerminalBackend, TerminalSandbox};
 use crate::toolsets::Selection;
 
 pub(super) fn list(
@@ -181,6 +181,23 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
             "! profile {name:?} sets terminal.sandbox = \"none\": its commands run \
              unconfined, with toolhost's own rights"
         );
+    }
+    for (name, profile) in &config.profiles {
+        let terminal = &profile.terminal;
+        if terminal.backend == Some(TerminalBackend::Ssh) {
+            println!(
+                "! profile {name:?}: ssh backend: toolhost cannot enforce on the remote host the \
+                 file grants, file.deny masks, read-only repository metadata (git run there \
+                 later may run what a command planted) nor the network and process limits; the \
+                 remote account must hold them"
+            );
+        } else if !terminal.wrapper.is_empty() && terminal.sandbox == Some(TerminalSandbox::None) {
+            println!(
+                "! profile {name:?}: terminal.wrapper without the kernel sandbox: toolhost \
+                 cannot mask what file.deny matches nor keep repository metadata read-only (git \
+                 run on this machine later may run what a command planted); the wrapper must"
+            );
+        }
     }
     for (name, profile) in &config.profiles {
         let (Some(TerminalBackend::Container), Some(container)) =

@@ -152,6 +152,10 @@ pub(super) async fn run_in_session(
         ))),
     };
     let uses = backend.proxy().map(|p| p.take_uses()).unwrap_or_default();
+    if let Err(reason) = backend.undo_planted() {
+        let message = format!("command {quoted:?}: {reason}");
+        return (Err(TerminalError::Failed(message)), uses);
+    }
     let result = result.map(|(captured, state)| {
         if let Some(mut state) = state {
             // A command given its own directory does not move the session.

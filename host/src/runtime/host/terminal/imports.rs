@@ -78,10 +78,17 @@ impl Host for Room<'_, Terminal> {
         } else {
             None
         };
-        // The pids group is held until the command has ended.
-        let (launched, proxy, _pids) = match built {
-            Some(built) => (Some(built.launched), built.proxy, built.pids),
-            None => (None, None, None),
+        // The pids group and the guard's watch are held until the command
+        // has ended.
+        let (launched, proxy, _pids, guard, watched) = match built {
+            Some(built) => (
+                Some(built.launched),
+                built.proxy,
+                built.pids,
+                Some(built.guard),
+                built.watched,
+            ),
+            None => (None, None, None, None, None),
         };
         if proxy.is_some() {
             proxy_env(&mut env);
@@ -100,6 +107,19 @@ impl Host for Room<'_, Terminal> {
         let finished = shell.run().await;
         for used in proxy.iter().flat_map(Proxy::take_uses) {
             self.call.record(used);
+        }
+        // What the command planted that git outside would read is put back
+        // before anything else runs there (every process of the sandbox
+        // has ended).
+        let undone = match (&watched, &guard) {
+            (Some(watched), _) => watched.settle(),
+            (None, Some(guard)) => guard.undo(),
+            (None, None) => Ok(()),
+        };
+        if let Err(reason) = undone {
+            return Ok(Err(TerminalError::Failed(format!(
+                "command {quoted:?}: {reason}"
+            ))));
         }
         // A sandbox that could not be built now would not be built ahead
         // either: no background attempt after each refusal.

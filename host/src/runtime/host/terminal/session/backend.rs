@@ -26,6 +26,7 @@ use super::launch::{Launch, Signals, Started};
 use super::pty::Pty;
 use super::ssh::SshBackend;
 use crate::confine::control::{Control, Report};
+use crate::confine::guard::Watched;
 use crate::confine::pids::PidsGroup;
 use crate::confine::plan::{Planned, still_holds};
 use crate::confine::{self, Run};
@@ -101,6 +102,25 @@ impl Backend {
         }
     }
 
+    /// Puts back what a command planted that git outside the sandbox would
+    /// read (see [`Guard`](crate::confine::guard::Guard)); `Err` says what.
+    pub(crate) fn undo_planted(&self) -> Result<(), String> {
+        let (planned, watched) = match self {
+            Self::Sandbox(sandbox) => (sandbox.planned.as_ref(), sandbox.watched.as_ref()),
+            Self::Container(container) => (Some(container.planned()), container.watched()),
+            Self::Host(_) | Self::Ssh(_) => (None, None),
+        };
+        match (watched, planned) {
+            (Some(watched), _) => watched.settle(),
+            (None, Some(planned)) => planned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .guard()
+                .undo(),
+            (None, None) => Ok(()),
+        }
+    }
+
     /// Why the backend can no longer start commands, if it cannot.
     pub(crate) fn broken(&self) -> Option<String> {
         match self {
@@ -158,6 +178,8 @@ pub(crate) struct SessionSandbox {
     /// Its mounts, checked against the grants before each command.
     planned: Option<Arc<Mutex<Planned>>>,
     profile: Arc<Profile>,
+    /// The repository guard, watched while the sandbox lives.
+    watched: Option<Watched>,
     // Dropped last: the launcher's group, then the pids cgroup.
     _launcher: ProcessGroup,
     _pids: Option<PidsGroup>,
@@ -167,11 +189,20 @@ impl SessionSandbox {
     async fn start(profile: &Arc<Profile>, prefix: Vec<String>) -> Result<Self, String> {
         let launcher = confine::launcher()?;
         let built = ahead::build_session(profile, &launcher).await?;
+        let reports = Arc::new(Mutex::new(Reports::default()));
+        // A change to what the guard keeps ends the sandbox, and says why
+        // to the session's next command.
+        let told = reports.clone();
+        let watched = built.launched.watch_guard(
+            built.guard.clone(),
+            Some(Box::new(move |reason| {
+                told.lock().unwrap_or_else(|e| e.into_inner()).broken = Some(reason.to_string());
+            })),
+        );
         let (group, control) = built.launched.into_parts();
         let mut receiver = control
             .try_clone()
             .map_err(|e| format!("the session's sandbox channel: {e}"))?;
-        let reports = Arc::new(Mutex::new(Reports::default()));
         let routed = reports.clone();
         let reader = tokio::spawn(async move {
             loop {
@@ -179,13 +210,16 @@ impl SessionSandbox {
                 let mut reports = routed.lock().unwrap_or_else(|e| e.into_inner());
                 let id = match &report {
                     Report::Done { id, .. } | Report::Refused { id, .. } => *id,
+                    Report::Init(_) | Report::Built => continue,
                     Report::Failed(reason) => {
-                        reports.broken = Some(reason.clone());
+                        reports.broken.get_or_insert_with(|| reason.clone());
                         reports.waiting.clear();
                         return;
                     }
                     Report::Vanished => {
-                        reports.broken = Some("the session's sandbox has ended".into());
+                        reports
+                            .broken
+                            .get_or_insert_with(|| "the session's sandbox has ended".into());
                         reports.waiting.clear();
                         return;
                     }
@@ -204,6 +238,7 @@ impl SessionSandbox {
             proxy: built.proxy,
             planned: built.planned.map(|planned| Arc::new(Mutex::new(planned))),
             profile: profile.clone(),
+            watched,
             _launcher: group,
             _pids: built.pids,
         })
@@ -247,9 +282,9 @@ impl SessionSandbox {
                 Ok(Report::Refused { reason, .. } | Report::Failed(reason)) => {
                     Ok(End::Unbuilt(reason))
                 }
-                Ok(Report::Vanished) | Err(_) => Err(io::Error::other(
-                    "the session's sandbox ended before the command did",
-                )),
+                Ok(Report::Vanished | Report::Init(_) | Report::Built) | Err(_) => Err(
+                    io::Error::other("the session's sandbox ended before the command did"),
+                ),
             }
         });
         Ok(ends.started(
