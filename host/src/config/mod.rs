@@ -3,6 +3,7 @@
 
 mod file;
 mod load;
+mod own;
 mod parse;
 mod profile;
 mod tools;
@@ -140,6 +141,10 @@ pub struct Config {
     pub session_idle: std::time::Duration,
     /// Memory all stateful sessions may hold together, in bytes.
     pub sessions_memory: usize,
+    /// toolhost's own paths under the configuration the host runs with,
+    /// kept protected after a reload (the allowlist, audit log, cache and
+    /// plugin directory it started with stay in use).
+    pub retained_own: Option<std::sync::Arc<crate::policy::OwnPaths>>,
 }
 
 /// Where audit lines go.

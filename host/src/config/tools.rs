@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::file::{GlobalConfig, ToolConfig};
 use crate::policy::layers::check_pointer;
-use crate::policy::{ArgumentRule, Matcher, PermissionRules, Profile, ToolRules};
+use crate::policy::{ArgumentRule, Confinement, Matcher, PermissionRules, Profile, ToolRules};
 
 /// The rules of every tool the global layer or the profile names, each with
 /// the profile as it applies to that tool. `profile` is complete but for
@@ -56,6 +56,11 @@ pub(super) fn resolve_tools(
         let mut applied = profile.clone();
         applied.permissions = profile.permissions.layered(&permissions);
         applied.tools = BTreeMap::new();
+        let confined = confinement(&arguments, profile.workspace()).map(|confinement| {
+            let mut confined = applied.clone();
+            confined.paths = applied.paths.confined(confinement);
+            Arc::new(confined)
+        });
         let rules = ToolRules {
             tool: tool.clone(),
             keys,
@@ -63,10 +68,30 @@ pub(super) fn resolve_tools(
             permissions,
             arguments,
             profile: Arc::new(applied),
+            confined,
         };
         resolved.insert(tool.clone(), Arc::new(rules));
     }
     resolved
+}
+
+/// The globs of the path rules among `arguments` (glob rules not written
+/// as URLs), resolved in `workspace`; `None` if there are none.
+fn confinement(arguments: &[ArgumentRule], workspace: &std::path::Path) -> Option<Confinement> {
+    let mut confinement: Option<Confinement> = None;
+    for rule in arguments {
+        let Matcher::Globs(globs) = &rule.matcher else {
+            continue;
+        };
+        if !rule.matcher.is_path_rule(true) {
+            continue;
+        }
+        match &mut confinement {
+            Some(confinement) => confinement.add(&rule.key, globs, workspace),
+            None => confinement = Some(Confinement::new(&rule.key, globs, workspace)),
+        }
+    }
+    confinement
 }
 
 /// One restriction: a list of globs, or a table with exactly one of

@@ -18,6 +18,7 @@
 mod child;
 pub(crate) mod control;
 mod forward;
+mod own;
 pub(crate) mod pids;
 pub(crate) mod plan;
 mod rlimit;

@@ -139,6 +139,7 @@ fn add_grants(
             mounts.mask(path);
         }
     }
+    super::own::protect(profile.paths.own(), mounts, watch);
     Ok(())
 }
 
@@ -172,11 +173,39 @@ pub(crate) fn probe_spec() -> (Spec, Run) {
 
 /// The mounts being planned, one per path.
 #[derive(Default)]
-struct Mounts(BTreeMap<PathBuf, MountKind>);
+pub(super) struct Mounts(BTreeMap<PathBuf, MountKind>);
 
 impl Mounts {
-    fn add(&mut self, path: PathBuf, kind: MountKind) {
+    pub(super) fn add(&mut self, path: PathBuf, kind: MountKind) {
         self.0.insert(path, kind);
+    }
+
+    /// Whether something is mounted at `path`.
+    pub(super) fn has(&self, path: &Path) -> bool {
+        self.0.contains_key(path)
+    }
+
+    /// The deepest mount at or above `path`, when it shows the host's files
+    /// there (read-only or read-write), with its kind.
+    pub(super) fn covering(&self, path: &Path) -> Option<(PathBuf, MountKind)> {
+        let (mounted, kind) = self
+            .0
+            .iter()
+            .filter(|(mounted, _)| path.starts_with(mounted))
+            .max_by_key(|(mounted, _)| mounted.components().count())?;
+        matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite).then(|| (mounted.clone(), *kind))
+    }
+
+    /// Mounts strictly inside `dir` made read-only, or left out when
+    /// `hidden`.
+    pub(super) fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
+        self.0.retain(|mounted, kind| {
+            let inside = mounted != dir && mounted.starts_with(dir);
+            if inside && *kind == MountKind::ReadWrite {
+                *kind = MountKind::ReadOnly;
+            }
+            !(inside && hidden)
+        });
     }
 
     /// The system directories (or the links that stand for them), the
@@ -201,7 +230,7 @@ impl Mounts {
     }
 
     /// Masks `path` if it exists (a directory or anything else).
-    fn mask(&mut self, path: &Path) {
+    pub(super) fn mask(&mut self, path: &Path) {
         match path.symlink_metadata() {
             Ok(meta) if meta.is_dir() => self.add(path.to_path_buf(), MountKind::MaskDir),
             Ok(meta) if !meta.file_type().is_symlink() => {

@@ -1,0 +1,88 @@
+//! toolhost's own paths in a command's sandbox: hidden ones masked,
+//! read-only ones mounted read-only where a writable grant shows them, and
+//! each directory leading to them inside a writable grant made a mount
+//! point of its own, so that no rename can move it or put another file in
+//! an own path's place (the kernel refuses to rename over a mount point or
+//! move one, in the namespace that has it).
+
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
+
+use super::plan::Mounts;
+use super::spec::MountKind;
+use super::watch::Watch;
+use crate::policy::{OwnPaths, Protection};
+
+/// Adds to `mounts` what keeps `own` out of reach: call after every grant
+/// and mask is planned. A missing own file that toolhost would create
+/// anyway (the allowlist) is created empty inside a writable grant, to be
+/// masked; other missing files are not (nothing is there to read, and the
+/// file capability refuses creating them).
+pub(super) fn protect(own: &OwnPaths, mounts: &mut Mounts, mut watch: Option<&mut Watch>) {
+    for path in own.iter() {
+        let real = &path.real;
+        // A grant inside it gets no more than the path itself allows.
+        mounts.restrict_inside(real, path.protection == Protection::Hidden);
+        let Some((cover, kind)) = mounts.covering(real) else {
+            continue;
+        };
+        let writable = kind == MountKind::ReadWrite;
+        if let (Some(watch), Some(parent)) = (watch.as_deref_mut(), real.parent()) {
+            watch.dir(parent, parent);
+        }
+        let exists = match real.symlink_metadata() {
+            Ok(_) => true,
+            Err(_) => match (path.protection, path.placeholder) {
+                (Protection::Hidden, Some(content)) if writable => placeholder(real, content),
+                _ => false,
+            },
+        };
+        if !exists {
+            continue;
+        }
+        match path.protection {
+            Protection::Hidden => mounts.mask(real),
+            Protection::ReadOnly if writable => mounts.add(real.clone(), MountKind::ReadOnly),
+            Protection::ReadOnly => {}
+        }
+        if writable {
+            pin_between(&cover, real, mounts);
+        }
+    }
+}
+
+/// Makes every directory strictly between `cover` (a writable mount) and
+/// `path` a mount point of its own, read-write as before.
+fn pin_between(cover: &Path, path: &Path, mounts: &mut Mounts) {
+    for dir in path.ancestors().skip(1) {
+        if dir == cover || !dir.starts_with(cover) {
+            break;
+        }
+        let is_dir = dir
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_dir());
+        if is_dir && !mounts.has(dir) {
+            mounts.add(dir.to_path_buf(), MountKind::ReadWrite);
+        }
+    }
+}
+
+/// Creates `path` with `content`, readable by its owner only; true if it
+/// exists now.
+fn placeholder(path: &Path, content: &str) -> bool {
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(content.as_bytes()));
+    match created {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "cannot create a placeholder to mask");
+            false
+        }
+    }
+}
