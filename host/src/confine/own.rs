@@ -7,19 +7,34 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::plan::Mounts;
 use super::spec::MountKind;
 use super::watch::Watch;
 use crate::policy::{OwnPaths, Protection};
+
+/// The mounts of a sandbox being planned, one per path.
+pub(super) trait MountTable {
+    /// Puts `kind` at `path`, replacing what was planned there.
+    fn add(&mut self, path: PathBuf, kind: MountKind);
+    /// Masks `path` if it exists.
+    fn mask(&mut self, path: &Path);
+    /// Whether something is mounted at `path`.
+    fn has(&self, path: &Path) -> bool;
+    /// The deepest mount at or above `path`, when it shows the host's
+    /// files there (read-only or read-write), with its kind.
+    fn covering(&self, path: &Path) -> Option<(PathBuf, MountKind)>;
+    /// Mounts strictly inside `dir` made read-only, or left out when
+    /// `hidden`.
+    fn restrict_inside(&mut self, dir: &Path, hidden: bool);
+}
 
 /// Adds to `mounts` what keeps `own` out of reach: call after every grant
 /// and mask is planned. A missing own file that toolhost would create
 /// anyway (the allowlist) is created empty inside a writable grant, to be
 /// masked; other missing files are not (nothing is there to read, and the
 /// file capability refuses creating them).
-pub(super) fn protect(own: &OwnPaths, mounts: &mut Mounts, mut watch: Option<&mut Watch>) {
+pub(super) fn protect(own: &OwnPaths, mounts: &mut impl MountTable, mut watch: Option<&mut Watch>) {
     for path in own.iter() {
         let real = &path.real;
         // A grant inside it gets no more than the path itself allows.
@@ -54,7 +69,7 @@ pub(super) fn protect(own: &OwnPaths, mounts: &mut Mounts, mut watch: Option<&mu
 
 /// Makes every directory strictly between `cover` (a writable mount) and
 /// `path` a mount point of its own, read-write as before.
-fn pin_between(cover: &Path, path: &Path, mounts: &mut Mounts) {
+fn pin_between(cover: &Path, path: &Path, mounts: &mut impl MountTable) {
     for dir in path.ancestors().skip(1) {
         if dir == cover || !dir.starts_with(cover) {
             break;

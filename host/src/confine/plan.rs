@@ -173,39 +173,11 @@ pub(crate) fn probe_spec() -> (Spec, Run) {
 
 /// The mounts being planned, one per path.
 #[derive(Default)]
-pub(super) struct Mounts(BTreeMap<PathBuf, MountKind>);
+struct Mounts(BTreeMap<PathBuf, MountKind>);
 
 impl Mounts {
-    pub(super) fn add(&mut self, path: PathBuf, kind: MountKind) {
+    fn add(&mut self, path: PathBuf, kind: MountKind) {
         self.0.insert(path, kind);
-    }
-
-    /// Whether something is mounted at `path`.
-    pub(super) fn has(&self, path: &Path) -> bool {
-        self.0.contains_key(path)
-    }
-
-    /// The deepest mount at or above `path`, when it shows the host's files
-    /// there (read-only or read-write), with its kind.
-    pub(super) fn covering(&self, path: &Path) -> Option<(PathBuf, MountKind)> {
-        let (mounted, kind) = self
-            .0
-            .iter()
-            .filter(|(mounted, _)| path.starts_with(mounted))
-            .max_by_key(|(mounted, _)| mounted.components().count())?;
-        matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite).then(|| (mounted.clone(), *kind))
-    }
-
-    /// Mounts strictly inside `dir` made read-only, or left out when
-    /// `hidden`.
-    pub(super) fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
-        self.0.retain(|mounted, kind| {
-            let inside = mounted != dir && mounted.starts_with(dir);
-            if inside && *kind == MountKind::ReadWrite {
-                *kind = MountKind::ReadOnly;
-            }
-            !(inside && hidden)
-        });
     }
 
     /// The system directories (or the links that stand for them), the
@@ -230,7 +202,7 @@ impl Mounts {
     }
 
     /// Masks `path` if it exists (a directory or anything else).
-    pub(super) fn mask(&mut self, path: &Path) {
+    fn mask(&mut self, path: &Path) {
         match path.symlink_metadata() {
             Ok(meta) if meta.is_dir() => self.add(path.to_path_buf(), MountKind::MaskDir),
             Ok(meta) if !meta.file_type().is_symlink() => {
@@ -250,6 +222,39 @@ impl Mounts {
             .collect();
         list.sort_by_key(|mount| mount.path.components().count());
         list
+    }
+}
+
+impl super::own::MountTable for Mounts {
+    fn add(&mut self, path: PathBuf, kind: MountKind) {
+        Mounts::add(self, path, kind);
+    }
+
+    fn mask(&mut self, path: &Path) {
+        Mounts::mask(self, path);
+    }
+
+    fn has(&self, path: &Path) -> bool {
+        self.0.contains_key(path)
+    }
+
+    fn covering(&self, path: &Path) -> Option<(PathBuf, MountKind)> {
+        let (mounted, kind) = self
+            .0
+            .iter()
+            .filter(|(mounted, _)| path.starts_with(mounted))
+            .max_by_key(|(mounted, _)| mounted.components().count())?;
+        matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite).then(|| (mounted.clone(), *kind))
+    }
+
+    fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
+        self.0.retain(|mounted, kind| {
+            let inside = mounted != dir && mounted.starts_with(dir);
+            if inside && *kind == MountKind::ReadWrite {
+                *kind = MountKind::ReadOnly;
+            }
+            !(inside && hidden)
+        });
     }
 }
 

@@ -2,74 +2,18 @@
 //! globs carved out of them, and lexical path normalization.
 
 mod confinement;
+mod lexical;
 
-use std::fmt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 pub use confinement::Confinement;
 pub(crate) use confinement::value_allowed;
+pub use lexical::{Access, normalize};
 
 use super::own::{OwnPath, OwnPaths, Protection};
-
-/// What a path is opened for. `Write` covers reading too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Access {
-    /// Read files and list directories.
-    Read,
-    /// Create, modify, rename and remove, as well as read.
-    Write,
-}
-
-impl Access {
-    /// `"read"` or `"write"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Write => "write",
-        }
-    }
-
-    /// True if a grant of `self` permits `wanted`.
-    pub fn covers(self, wanted: Access) -> bool {
-        self >= wanted
-    }
-}
-
-impl fmt::Display for Access {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Lexically normalizes a path: drops `.`, resolves `..` against the preceding
-/// component and never climbs above `/`. No filesystem access, so symlinks are
-/// not resolved; callers canonicalize where a link could lead elsewhere.
-///
-/// A relative path stays relative and keeps leading `..` components.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
-            },
-            Component::Normal(name) => out.push(name),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
 
 /// A profile's filesystem rules: absolute directories granted for reading or
 /// writing, minus deny globs and toolhost's own paths, and for a tool with
