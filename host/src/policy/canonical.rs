@@ -58,29 +58,14 @@ pub fn canonical_url(text: &str) -> Result<(), String> {
 /// Percent-escapes of unreserved characters (`A-Z a-z 0-9 - . _ ~`)
 /// decoded, the others' hex digits in upper case.
 fn escapes_normalized(text: &str) -> String {
-    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escape = (bytes[i] == b'%')
-            .then(|| bytes.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok());
-        match escape {
-            Some(byte) if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) => {
+    for piece in pieces(text) {
+        match piece {
+            Piece::Escape(byte) if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) => {
                 out.push(char::from(byte));
-                i += 3;
             }
-            Some(byte) => {
-                out.push_str(&format!("%{byte:02X}"));
-                i += 3;
-            }
-            None => {
-                // Not an escape: copied as it is (a whole character).
-                let ch = text[i..].chars().next().unwrap_or('%');
-                out.push(ch);
-                i += ch.len_utf8();
-            }
+            Piece::Escape(byte) => out.push_str(&format!("%{byte:02X}")),
+            Piece::Char(ch) => out.push(ch),
         }
     }
     out
@@ -89,32 +74,40 @@ fn escapes_normalized(text: &str) -> String {
 /// Whether a path segment, decoded, holds a `.` or `..` part between
 /// separators (`/`, `\`) or before a `;` parameter.
 fn reads_as_dot_segment(segment: &str) -> bool {
-    percent_decoded(segment)
+    let mut decoded = Vec::with_capacity(segment.len());
+    for piece in pieces(segment) {
+        match piece {
+            Piece::Escape(byte) => decoded.push(byte),
+            Piece::Char(ch) => decoded.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    String::from_utf8_lossy(&decoded)
         .split(['/', '\\'])
         .any(|part| matches!(part.split(';').next(), Some("." | "..")))
 }
 
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let byte = (bytes[i] == b'%')
-            .then(|| bytes.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok());
-        match byte {
-            Some(byte) => {
-                out.push(byte);
-                i += 3;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
+/// A piece of URL text: a percent-escape's byte, or a character as it is.
+enum Piece {
+    Escape(u8),
+    Char(char),
+}
+
+/// `text` as escapes and characters, in order.
+fn pieces(text: &str) -> impl Iterator<Item = Piece> + '_ {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let escape = rest
+            .strip_prefix('%')
+            .and_then(|after| after.get(..2))
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        if let Some(byte) = escape {
+            rest = &rest[3..];
+            return Some(Piece::Escape(byte));
         }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+        let ch = rest.chars().next()?;
+        rest = &rest[ch.len_utf8()..];
+        Some(Piece::Char(ch))
+    })
 }
 
 /// Whether a glob of a parameter rule is written as a URL (`scheme://...`).

@@ -37,6 +37,17 @@ file.deny = ["**/secret.txt"]
 terminal.dangerous = "allow"
 "#;
 
+/// A profile that reads and writes the config's directory with the file
+/// tools, and an audit log there.
+const FILES: &str = r#"
+audit = "audit.jsonl"
+default_profile = "p"
+[profiles.p]
+allow = ["file:*"]
+file.read = ["."]
+file.write = ["."]
+"#;
+
 /// Waits until the audit log `audit.jsonl` beside the config mentions
 /// `needle` (the host's reason for a refusal the tool saw as an errno).
 async fn audited(server: &Server, needle: &str) {
@@ -147,14 +158,10 @@ async fn a_model_cannot_write_its_own_approvals_with_write_file() {
     );
     let allowlist = server.root.join("toolhost-approvals.json");
     let written = server
-        .call(
+        .write_file(
             None,
-            None,
-            "write_file",
-            json!({
-                "path": "toolhost-approvals.json",
-                "content": "{\"approved\": [\"tool run_command terminal:execute\"]}",
-            }),
+            "toolhost-approvals.json",
+            "{\"approved\": [\"tool run_command terminal:execute\"]}",
         )
         .await;
     let error = error_of(&written).unwrap_or_else(|| panic!("{written}"));
@@ -226,28 +233,13 @@ async fn commands_cannot_rewrite_move_link_or_replace_own_files() {
         .call(None, None, "read_file", json!({ "path": "../secret.txt" }))
         .await;
     assert!(error_of(&secret).is_some(), "{secret}");
-    let write = server
-        .call(
-            None,
-            None,
-            "write_file",
-            json!({ "path": "../note.txt", "content": "x" }),
-        )
-        .await;
+    let write = server.write_file(None, "../note.txt", "x").await;
     assert!(error_of(&write).is_some(), "{write}: {}", server.log());
 }
 
 #[tokio::test]
 async fn a_rewritten_config_cannot_lift_file_deny() {
-    let config = r#"
-audit = "audit.jsonl"
-default_profile = "p"
-[profiles.p]
-allow = ["file:*"]
-file.read = ["."]
-file.write = ["."]
-file.deny = ["**/secret.txt"]
-"#;
+    let config = &format!("{FILES}file.deny = [\"**/secret.txt\"]\n");
     let server = Server::start(config, |root| {
         std::fs::write(root.join("secret.txt"), "the secret").unwrap();
         std::os::unix::fs::symlink(root.join("toolhost.toml"), root.join("link.toml")).unwrap();
@@ -270,14 +262,7 @@ file.deny = ["**/secret.txt"]
         assert!(error_of(&read).is_some(), "{path}: {read}");
     }
     for path in paths {
-        let written = server
-            .call(
-                None,
-                None,
-                "write_file",
-                json!({ "path": path, "content": lifted }),
-            )
-            .await;
+        let written = server.write_file(None, path, &lifted).await;
         // Refused, or (through the symlink) the symlink itself replaced.
         if path != "link.toml" {
             let error = error_of(&written).unwrap_or_else(|| panic!("{path}: {written}"));
@@ -357,28 +342,14 @@ workspace = "."
 
 #[tokio::test]
 async fn a_reloaded_config_naming_new_paths_keeps_the_old_ones_protected() {
-    let config = r#"
-audit = "audit.jsonl"
-default_profile = "p"
-[profiles.p]
-allow = ["file:*"]
-file.read = ["."]
-file.write = ["."]
-"#;
+    let config = FILES;
     let mut server = Server::start(config, |_| {}).await;
     server.wait_for_tool(None, "write_file").await;
     let moved = format!("{config}\n[approvals]\nallowlist = \"elsewhere.json\"\n");
     std::fs::write(server.root.join("toolhost.toml"), moved).unwrap();
     server.wait_for("reloaded");
     for path in ["toolhost-approvals.json", "elsewhere.json"] {
-        let written = server
-            .call(
-                None,
-                None,
-                "write_file",
-                json!({ "path": path, "content": "{\"approved\": []}" }),
-            )
-            .await;
+        let written = server.write_file(None, path, "{\"approved\": []}").await;
         let error = error_of(&written).unwrap_or_else(|| panic!("{path}: {written}"));
         assert!(error.contains("not allowed"), "{path}: {error}");
         assert!(!server.root.join(path).exists(), "{path}");

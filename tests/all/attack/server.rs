@@ -145,6 +145,13 @@ impl Server {
         serde_json::from_str(content).unwrap_or_else(|_| json!(content))
     }
 
+    /// Writes `content` to `path` with `write_file`: its result, or
+    /// `{"error": ...}`.
+    pub(crate) async fn write_file(&self, token: Option<&str>, path: &str, content: &str) -> Value {
+        let arguments = json!({ "path": path, "content": content });
+        self.call(token, None, "write_file", arguments).await
+    }
+
     /// Runs `line` with `run_command`: its result, or `{"error": ...}`.
     pub(crate) async fn run(
         &self,

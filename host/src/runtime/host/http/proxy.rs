@@ -220,17 +220,11 @@ async fn handle(
             return;
         }
     };
-    if let Some(reason) = gate.refused() {
-        tracing::debug!(request = %asked.described, reason, "terminal proxy closed");
-        let _ = reply(&mut client, 403, &reason).await;
-        record(CapabilityUse::refused(
-            "network",
-            asked.described,
-            reason.as_str(),
-        ));
-        return;
-    }
-    let destination = match Destination::check_host(rules, &asked.host, asked.port).await {
+    let checked = match gate.refused() {
+        Some(reason) => Err(Unreachable::Refused(reason)),
+        None => Destination::check_host(rules, &asked.host, asked.port).await,
+    };
+    let destination = match checked {
         Ok(destination) => destination,
         Err(Unreachable::Refused(reason)) => {
             tracing::debug!(request = %asked.described, reason, "terminal proxy refused");
