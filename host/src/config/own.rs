@@ -89,6 +89,27 @@ impl Config {
                 );
             }
         }
+        // The container engines' usual sockets: whoever talks to one runs
+        // anything as root. Masked wherever a grant shows them.
+        let docker_host = std::env::var("DOCKER_HOST").ok();
+        let usual = [
+            "/var/run/docker.sock",
+            "/run/docker.sock",
+            "/run/podman/podman.sock",
+        ];
+        let sockets = docker_host
+            .as_deref()
+            .and_then(|host| host.strip_prefix("unix://"))
+            .into_iter()
+            .chain(usual);
+        for socket in sockets.filter(|socket| Path::new(socket).exists()) {
+            own.add(
+                "container engine's socket",
+                "DOCKER_HOST, or where engines usually listen",
+                Path::new(socket),
+                Protection::Hidden,
+            );
+        }
         if let Some(retained) = &self.retained_own {
             own = own.merged(retained);
         }

@@ -94,18 +94,44 @@ fn confinement(arguments: &[ArgumentRule], workspace: &std::path::Path) -> Optio
     confinement
 }
 
+/// `Err` for a glob written as a URL that no canonical URL can match (its
+/// text before the first `*` is not in canonical form), naming the form.
+fn canonical_url_glob(glob: &str) -> Result<(), String> {
+    if !crate::policy::canonical::is_url_glob(glob) {
+        return Ok(());
+    }
+    let literal = glob.split('*').next().unwrap_or_default();
+    // Only a literal that goes as far as the path is a URL by itself (not
+    // `https://` before `*.host`, nor `http://h:` before a port).
+    let reaches_path = literal
+        .split_once("://")
+        .is_some_and(|(_, rest)| rest.contains('/'));
+    if !reaches_path {
+        return Ok(());
+    }
+    match crate::policy::canonical::canonical_url(literal) {
+        Err(why) => Err(format!(
+            "the glob {glob:?} matches only URLs not in canonical form, which are refused: \
+             {literal:?} {}",
+            why.trim_start_matches("it ")
+        )),
+        Ok(()) => Ok(()),
+    }
+}
+
 /// One restriction: a list of globs, or a table with exactly one of
 /// `glob`, `regex`, `enum`, or `min`/`max`.
 fn argument_rule(pointer: &str, value: &Value) -> Result<Matcher, String> {
     check_pointer(pointer)?;
     let globs = |value: &Value| -> Result<Matcher, String> {
         let items = value.as_array().ok_or("glob takes a list of strings")?;
-        items
+        let globs = items
             .iter()
             .map(|g| g.as_str().map(String::from))
             .collect::<Option<Vec<_>>>()
-            .map(Matcher::Globs)
-            .ok_or_else(|| "glob takes a list of strings".to_string())
+            .ok_or_else(|| "glob takes a list of strings".to_string())?;
+        globs.iter().try_for_each(|glob| canonical_url_glob(glob))?;
+        Ok(Matcher::Globs(globs))
     };
     let table = match value {
         Value::Array(_) => return globs(value),
@@ -183,6 +209,8 @@ mod tests {
             (json!({"enum": []}), "non-empty"),
             (json!({"min": 5, "max": 1}), "above max"),
             (json!({"glob": ["a"], "regex": "b"}), "use one of"),
+            (json!(["HTTP://Api.example/*"]), "\"http://api.example/\""),
+            (json!(["http://h/a/../b/*"]), "\"http://h/b/\""),
             (json!([1]), "list of strings"),
         ] {
             let problem = argument_rule("/u", &bad).unwrap_err();

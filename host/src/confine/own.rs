@@ -101,3 +101,100 @@ fn placeholder(path: &Path, content: &str) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// Mounts as a plain map, as the plan keeps them.
+    #[derive(Default)]
+    struct Table(BTreeMap<PathBuf, MountKind>);
+
+    impl MountTable for Table {
+        fn add(&mut self, path: PathBuf, kind: MountKind) {
+            self.0.insert(path, kind);
+        }
+        fn mask(&mut self, path: &Path) {
+            if path.exists() {
+                let kind = if path.is_dir() {
+                    MountKind::MaskDir
+                } else {
+                    MountKind::MaskFile
+                };
+                self.0.insert(path.to_path_buf(), kind);
+            }
+        }
+        fn has(&self, path: &Path) -> bool {
+            self.0.contains_key(path)
+        }
+        fn covering(&self, path: &Path) -> Option<(PathBuf, MountKind)> {
+            let (mounted, kind) = self
+                .0
+                .iter()
+                .filter(|(mounted, _)| path.starts_with(mounted))
+                .max_by_key(|(mounted, _)| mounted.components().count())?;
+            matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite)
+                .then(|| (mounted.clone(), *kind))
+        }
+        fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
+            self.0.retain(|mounted, kind| {
+                let inside = mounted != dir && mounted.starts_with(dir);
+                if inside && *kind == MountKind::ReadWrite {
+                    *kind = MountKind::ReadOnly;
+                }
+                !(inside && hidden)
+            });
+        }
+    }
+
+    #[test]
+    fn own_paths_are_masked_made_read_only_and_their_directories_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("conf/plugins/sub")).unwrap();
+        std::fs::write(root.join("conf/toolhost.toml"), "").unwrap();
+        let mut own = OwnPaths::none();
+        own.add(
+            "configuration",
+            "--config",
+            &root.join("conf/toolhost.toml"),
+            Protection::Hidden,
+        );
+        own.add(
+            "approvals allowlist",
+            "approvals.allowlist",
+            &root.join("conf/toolhost-approvals.json"),
+            Protection::Hidden,
+        )
+        .placeholder = Some("{}\n");
+        own.add(
+            "plugin directory",
+            "plugins",
+            &root.join("conf/plugins"),
+            Protection::ReadOnly,
+        );
+        let mut mounts = Table::default();
+        mounts.add(root.clone(), MountKind::ReadWrite);
+        mounts.add(root.join("conf/plugins/sub"), MountKind::ReadWrite);
+        protect(&own, &mut mounts, None);
+        let kind = |path: &str| mounts.0.get(&root.join(path)).copied();
+        assert_eq!(kind("conf/toolhost.toml"), Some(MountKind::MaskFile));
+        // The missing allowlist was made, to be masked.
+        assert_eq!(
+            kind("conf/toolhost-approvals.json"),
+            Some(MountKind::MaskFile)
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("conf/toolhost-approvals.json")).unwrap(),
+            "{}\n"
+        );
+        assert_eq!(kind("conf/plugins"), Some(MountKind::ReadOnly));
+        // A grant inside a read-only own directory is read-only too.
+        assert_eq!(kind("conf/plugins/sub"), Some(MountKind::ReadOnly));
+        // The directory holding them cannot be moved aside.
+        assert_eq!(kind("conf"), Some(MountKind::ReadWrite));
+        assert_eq!(kind(""), Some(MountKind::ReadWrite));
+    }
+}

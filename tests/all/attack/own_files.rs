@@ -338,6 +338,19 @@ workspace = "."
         "{stdout}"
     );
     assert!(stdout.contains("approvals allowlist"), "{stdout}");
+    // `doctor` too.
+    let output = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .arg("--config")
+        .arg(server.root.join("toolhost.toml"))
+        .args(["--no-bundled", "doctor"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("toolhost's own paths") && stdout.contains("hidden from every tool"),
+        "{stdout}"
+    );
 }
 
 #[tokio::test]
