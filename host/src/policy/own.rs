@@ -233,13 +233,18 @@ impl OwnPaths {
         self.paths.iter().find(|own| own.lies_in(path))
     }
 
-    /// The own file that `identity` (device and inode) is, if any: a hard
-    /// link reaches the file under another name.
-    pub fn by_identity(&self, identity: (u64, u64)) -> Option<&OwnPath> {
+    /// The own file that the file `meta` describes is, if any: a hard link
+    /// reaches it under another name. (A file with one name is reached only
+    /// by that name, which the path checks judge.)
+    pub fn by_identity(&self, meta: &std::fs::Metadata) -> Option<&OwnPath> {
         use std::os::unix::fs::MetadataExt;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        let identity = (meta.dev(), meta.ino());
         self.paths.iter().find(|own| {
             std::fs::metadata(&own.real)
-                .is_ok_and(|meta| meta.is_file() && (meta.dev(), meta.ino()) == identity)
+                .is_ok_and(|own| own.is_file() && (own.dev(), own.ino()) == identity)
         })
     }
 }

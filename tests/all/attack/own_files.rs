@@ -422,3 +422,49 @@ fn a_compile_cache_entry_this_host_did_not_write_is_not_loaded() {
     );
     assert_eq!(compiled(&plugins, &ours), "cached");
 }
+
+#[tokio::test]
+async fn the_file_capability_refuses_moving_replacing_or_linking_own_files() {
+    // The config in `conf/`, the workspace its parent: `conf` can be moved.
+    let config = FILES
+        .replace("[\".\"]", "[\"..\"]")
+        .replace("audit.jsonl", "../audit.jsonl");
+    let server = Server::start_at("conf/toolhost.toml", &config, |root| {
+        std::fs::copy(toolhost_tests::FILES, root.join("conf/plugins/files.wasm")).unwrap();
+        std::fs::write(root.join("evil.toml"), "[profiles.p]\nallow = [\"*\"]\n").unwrap();
+    })
+    .await;
+    server.wait_for_tool(None, "rename").await;
+    let root = server.root.clone();
+    let at = |name: &str| root.join(name).to_string_lossy().into_owned();
+    for (tool, from, to) in [
+        ("rename", at("evil.toml"), at("conf/toolhost.toml")),
+        ("rename", at("conf"), at("conf.old")),
+        ("rename", at("conf/toolhost.toml"), at("moved.toml")),
+        ("link", at("conf/toolhost.toml"), at("copy.toml")),
+        ("symlink", at("conf/toolhost.toml"), at("link.toml")),
+        ("link", at("evil.toml"), at("conf/toolhost-approvals.json")),
+    ] {
+        let result = server
+            .call(None, None, tool, json!({ "from": from, "to": to }))
+            .await;
+        assert_eq!(
+            result["error"], "permission_denied",
+            "{tool} {from} {to}: {result}"
+        );
+    }
+    for tool in ["remove", "read"] {
+        let result = server
+            .call(
+                None,
+                None,
+                tool,
+                json!({ "path": at("conf/toolhost.toml") }),
+            )
+            .await;
+        assert_eq!(result["error"], "permission_denied", "{tool}: {result}");
+    }
+    unchanged(&root.join("conf/toolhost.toml"), &config);
+    assert!(!root.join("conf.old").exists() && !root.join("copy.toml").exists());
+    audited(&server, "is toolhost's configuration").await;
+}

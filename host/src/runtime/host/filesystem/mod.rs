@@ -217,7 +217,7 @@ impl PolicedFs<'_> {
         let held = paths.iter().find_map(|path| {
             let held = own.held_in(path).or_else(|| {
                 let meta = std::fs::symlink_metadata(path).ok()?;
-                own.by_identity(identity(&meta))
+                own.by_identity(&meta)
             })?;
             Some(PathRefusal::own(path.to_path_buf(), held))
         });
@@ -237,7 +237,7 @@ impl PolicedFs<'_> {
             return Ok(());
         };
         let refusal = opened
-            .and_then(|meta| rules.own().by_identity(identity(&meta)))
+            .and_then(|meta| rules.own().by_identity(&meta))
             .map(|own| PathRefusal::own(target.to_path_buf(), own));
         self.refuse(target, "open", refusal)
     }
@@ -346,12 +346,6 @@ fn real_path_within(written: &Path, follow: bool, links_left: usize) -> Option<P
         return real_path_within(&parent.join(target), follow, links_left.checked_sub(1)?);
     }
     Some(entry)
-}
-
-/// A file's device and inode.
-fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
 }
 
 /// What an open descriptor refers to.
