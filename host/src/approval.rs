@@ -312,6 +312,8 @@ impl Allowlist {
     }
 
     fn add(&self, tenant: Option<&str>, key: &str) -> std::io::Result<()> {
+        use std::io::{Read as _, Seek as _};
+        use std::os::unix::fs::OpenOptionsExt as _;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.0.entries(tenant).insert(key.to_string());
         let Some(path) = &self.path else {
@@ -319,41 +321,65 @@ impl Allowlist {
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
-        let mut lock_path = path.clone().into_os_string();
-        lock_path.push(".lock");
-        let lock = std::fs::OpenOptions::new()
+        // Rewritten in place under a lock of the file itself: a rename
+        // would put another file at its name, which a terminal sandbox
+        // masking the old one would then show.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
             .create(true)
             .truncate(false)
-            .write(true)
-            .open(&lock_path)?;
-        // Held until `lock` is closed at the end of this function.
-        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let (on_disk, _) = read_allowlist(path);
-        state.0.merge(on_disk);
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer_pretty(&mut file, &state.0)?;
-        file.write_all(b"\n")?;
-        file.as_file().sync_data()?;
-        file.persist(path).map_err(|e| e.error)?;
-        state.1 = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+            .mode(0o600)
+            .open(path)?;
+        lock(&file, libc::LOCK_EX)?;
+        let mut text = String::new();
+        file.read_to_string(&mut text)?;
+        state.0.merge(parse_allowlist(&text, path));
+        let mut json = serde_json::to_vec_pretty(&state.0)?;
+        json.push(b'\n');
+        file.set_len(0)?;
+        file.rewind()?;
+        file.write_all(&json)?;
+        file.sync_data()?;
+        state.1 = file.metadata().and_then(|m| m.modified()).ok();
         Ok(())
     }
 }
 
-/// The file's entries and modification time; a missing file is empty, a
-/// malformed one is ignored with a warning.
+/// Takes the advisory lock `operation` of `file` (released when it closes).
+fn lock(file: &std::fs::File, operation: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: flock on a descriptor this function borrows.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(file), operation) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The file's entries and modification time; a missing file (or an empty
+/// one) is empty, a malformed one is ignored with a warning.
 fn read_allowlist(path: &Path) -> (AllowlistFile, Option<std::time::SystemTime>) {
-    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return (AllowlistFile::default(), modified);
+    use std::io::Read as _;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return (AllowlistFile::default(), None);
     };
-    match serde_json::from_str::<AllowlistFile>(&text) {
-        Ok(file) => (file, modified),
+    let mut text = String::new();
+    let read = lock(&file, libc::LOCK_SH).and_then(|()| file.read_to_string(&mut text));
+    let modified = file.metadata().and_then(|m| m.modified()).ok();
+    if read.is_err() {
+        return (AllowlistFile::default(), modified);
+    }
+    (parse_allowlist(&text, path), modified)
+}
+
+fn parse_allowlist(text: &str, path: &Path) -> AllowlistFile {
+    if text.trim().is_empty() {
+        return AllowlistFile::default();
+    }
+    match serde_json::from_str::<AllowlistFile>(text) {
+        Ok(file) => file,
         Err(e) => {
             tracing::warn!(error = %e, path = %path.display(), "ignoring a malformed approvals allowlist file");
-            (AllowlistFile::default(), modified)
+            AllowlistFile::default()
         }
     }
 }

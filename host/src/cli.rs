@@ -5,6 +5,7 @@
 mod args;
 mod call;
 mod layers;
+mod own;
 mod serve;
 mod setup;
 mod show;
@@ -185,6 +186,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 "{}",
                 layers::report(&config, &profile, &specs, tool.as_deref())
             );
+            if tool.is_none() {
+                print!("\n{}", own::report(&config));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Check {

@@ -134,6 +134,17 @@ impl Host {
     /// atomically; when not, keeps the running configuration.
     pub fn reload_config(&self, path: &Path) -> Result<(), String> {
         let shown = path.display().to_string();
+        // The file was written: a file replaced by a rename is no longer the
+        // one terminal sandboxes mask. Sessions end (their processes and
+        // connections); their next commands get sandboxes masking the new
+        // file.
+        let ended = self.terminals().end_all();
+        if ended > 0 {
+            tracing::info!(
+                ended,
+                "terminal sessions ended: the configuration file changed"
+            );
+        }
         let applied = Config::load(path)
             .map_err(|e| e.to_string())
             .and_then(|config| self.apply_config(config));
@@ -165,6 +176,9 @@ impl Host {
             config.default_profile = pinned.clone();
             config.pinned_profile = Some(pinned);
         }
+        // What the running host still uses (the plugin directory, cache,
+        // audit log and allowlist it started with) stays protected.
+        config.retained_own = current.config.as_ref().map(|running| running.own_paths());
         let profile = config.profile(&config.default_profile, None)?;
         let caller = Caller::new(profile, current.caller.approvals().clone());
         self.terminals()
@@ -255,7 +269,11 @@ impl Watcher {
     fn start(host: Host, dir: &Path, config: Option<&Path>, options: WatchOptions) -> Result<Self> {
         let dir =
             std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
-        let config = config.map(std::path::absolute).transpose()?;
+        // Symlinks on the way resolved once: a link a command could replace
+        // does not lead a reload elsewhere.
+        let config = config
+            .map(|path| path.canonicalize().or_else(|_| std::path::absolute(path)))
+            .transpose()?;
         if !dir.is_dir() {
             tracing::info!(dir = %dir.display(), "plugin directory does not exist yet; waiting for it");
         }

@@ -174,7 +174,8 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
         Some(abi) => println!("✓ Landlock ABI {abi}: second filesystem layer, signal scoping"),
         None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),
     }
-    let config = Config::discover(global.config.as_deref())?;
+    let config = super::setup::effective_config(global)?;
+    print!("{}", super::own::report(&config));
     let unconfined = config.unconfined_terminal_profiles();
     for name in &unconfined {
         println!(

@@ -4,6 +4,7 @@
 mod caps;
 mod file;
 mod load;
+mod own;
 mod parse;
 mod profile;
 mod tools;
@@ -144,6 +145,10 @@ pub struct Config {
     pub sessions_memory: usize,
     /// How much each tenant may make a server hold (`[tenant_caps]`).
     pub tenant_caps: TenantCaps,
+    /// toolhost's own paths under the configuration the host runs with,
+    /// kept protected after a reload (the allowlist, audit log, cache and
+    /// plugin directory it started with stay in use).
+    pub retained_own: Option<std::sync::Arc<crate::policy::OwnPaths>>,
 }
 
 /// Where audit lines go.

@@ -21,6 +21,7 @@ mod forward;
 mod git;
 pub(crate) mod guard;
 mod inotify;
+mod own;
 pub(crate) mod pids;
 pub(crate) mod plan;
 mod rlimit;

@@ -151,6 +151,7 @@ fn add_grants(
             mounts.mask(path);
         }
     }
+    super::own::protect(profile.paths.own(), mounts, watch);
     Ok(())
 }
 
@@ -284,6 +285,45 @@ impl Mounts {
             .collect();
         list.sort_by_key(|mount| mount.path.components().count());
         (list, self.guard)
+    }
+}
+
+impl super::own::MountTable for Mounts {
+    /// Planned against what is there now, so the launcher checks it is
+    /// still the same file when it mounts it; a writable directory is a pin.
+    fn add(&mut self, path: PathBuf, kind: MountKind) {
+        match path.symlink_metadata() {
+            Ok(meta) if kind == MountKind::ReadWrite && meta.is_dir() => self.pin(path, &meta),
+            Ok(meta) => self.bind(path, kind, &meta),
+            Err(_) => Mounts::add(self, path, kind),
+        }
+    }
+
+    fn mask(&mut self, path: &Path) {
+        Mounts::mask(self, path);
+    }
+
+    fn has(&self, path: &Path) -> bool {
+        self.planned.contains_key(path)
+    }
+
+    fn covering(&self, path: &Path) -> Option<(PathBuf, MountKind)> {
+        let (mounted, (kind, _)) = self
+            .planned
+            .iter()
+            .filter(|(mounted, _)| path.starts_with(mounted))
+            .max_by_key(|(mounted, _)| mounted.components().count())?;
+        matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite).then(|| (mounted.clone(), *kind))
+    }
+
+    fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
+        self.planned.retain(|mounted, (kind, _)| {
+            let inside = mounted != dir && mounted.starts_with(dir);
+            if inside && *kind == MountKind::ReadWrite {
+                *kind = MountKind::ReadOnly;
+            }
+            !(inside && hidden)
+        });
     }
 }
 

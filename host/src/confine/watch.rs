@@ -245,6 +245,12 @@ impl Watch {
         {
             return Some(("a path file.deny matches appeared or went", true));
         }
+        if rules.own().held_in(&real.join(name)).is_some() {
+            return Some((
+                "one of toolhost's own paths appeared, went or was replaced",
+                true,
+            ));
+        }
         None
     }
 }

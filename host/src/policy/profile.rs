@@ -264,6 +264,10 @@ pub struct ToolRules {
     /// The profile as it applies to this tool: its permission rules with
     /// the tool's on top (the tool's denies win; its allows add).
     pub profile: Arc<Profile>,
+    /// The same when the tool declares file permissions and has path rules
+    /// (glob rules not written as URLs): every path it touches is confined
+    /// to their globs.
+    pub confined: Option<Arc<Profile>>,
 }
 
 impl Profile {
@@ -292,6 +296,19 @@ impl Profile {
     pub fn for_tool(self: &Arc<Self>, tool: &str) -> Arc<Profile> {
         match self.tools.get(tool) {
             Some(rules) => rules.profile.clone(),
+            None => self.clone(),
+        }
+    }
+
+    /// The profile a call of `tool` runs under: [`Profile::for_tool`], with
+    /// its paths confined to the tool's path rules when the tool declares
+    /// file permissions (`files`).
+    pub fn for_call(self: &Arc<Self>, tool: &str, files: bool) -> Arc<Profile> {
+        match self.tools.get(tool) {
+            Some(rules) => match (&rules.confined, files) {
+                (Some(confined), true) => confined.clone(),
+                _ => rules.profile.clone(),
+            },
             None => self.clone(),
         }
     }
@@ -333,6 +350,10 @@ impl Profile {
             .map(|(name, rules)| {
                 let mut rules = (**rules).clone();
                 rules.profile = Arc::new(rules.profile.narrowed_by(narrowings));
+                rules.confined = rules
+                    .confined
+                    .as_ref()
+                    .map(|confined| Arc::new(confined.narrowed_by(narrowings)));
                 (name.clone(), Arc::new(rules))
             })
             .collect();

@@ -35,9 +35,10 @@ pub(crate) fn routes() -> Router<Api> {
 /// `POST /v1/sessions` with `{"session": ID, "allow": [...], "deny": [...]}`:
 /// the session's calls (`Toolhost-Session: ID`) keep only what `allow`
 /// matches and lose what `deny` matches. Narrowing again narrows further.
-/// What the session holds under its old rules (a terminal's sandbox, a
-/// stateful plugin's instance) is started again under the new ones at its
-/// next call: both are kept only for the profile they were made under.
+/// The session's terminal ends at once (its processes, and every
+/// connection through its proxy); a stateful plugin's instance is started
+/// again under the new rules at its next call (it is kept only for the
+/// profile it was made under).
 async fn narrow(
     State(api): State<Api>,
     Extension(auth): Extension<Authenticated>,
@@ -85,6 +86,8 @@ async fn narrow(
             );
         }
     };
+    api.host
+        .end_session(auth.caller.tenant_name(), &request.session);
     let offered: Vec<String> = api
         .host
         .listing(&narrowed, &crate::toolsets::Selection::default())

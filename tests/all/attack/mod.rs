@@ -12,5 +12,6 @@ mod masks;
 mod network;
 mod own_files;
 mod params;
+mod server;
 mod tenants;
 mod tty;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use super::super::http::proxy::Proxy;
+use super::super::http::proxy::{Gate, Proxy};
 use super::super::process_group::Launched;
 use crate::confine::guard::{Guard, Watched};
 use crate::confine::plan::Planned;
@@ -141,27 +141,30 @@ pub(super) async fn build(
     launcher: &Path,
     ahead: bool,
 ) -> Result<Built, String> {
-    build_spec(profile, launcher, ahead, false).await
+    build_spec(profile, launcher, ahead, None).await
 }
 
 /// Builds the sandbox of a terminal session for `profile`: it runs every
-/// command it is sent until it is dropped.
+/// command it is sent until it is dropped; its proxy serves while the
+/// session's `gate` is open.
 pub(super) async fn build_session(
     profile: &Arc<Profile>,
     launcher: &Path,
+    gate: &Gate,
 ) -> Result<Built, String> {
-    build_spec(profile, launcher, false, true).await
+    build_spec(profile, launcher, false, Some(gate)).await
 }
 
+/// Builds a sandbox: a session's when it has the session's `gate`.
 async fn build_spec(
     profile: &Arc<Profile>,
     launcher: &Path,
     ahead: bool,
-    session: bool,
+    session_gate: Option<&Gate>,
 ) -> Result<Built, String> {
     let mut last = String::new();
     for _ in 0..TRIES {
-        match build_once(profile, launcher, ahead, session).await {
+        match build_once(profile, launcher, ahead, session_gate).await {
             Ok(built) => return Ok(built),
             Err(Attempt::Moved(reason)) => last = reason,
             Err(Attempt::Failed(reason)) => return Err(reason),
@@ -186,10 +189,14 @@ async fn build_once(
     profile: &Arc<Profile>,
     launcher: &Path,
     ahead: bool,
-    session: bool,
+    session_gate: Option<&Gate>,
 ) -> Result<Built, Attempt> {
+    let session = session_gate.is_some();
     let proxy = if profile.terminal.network == TerminalNetwork::Proxy {
-        let proxy = Proxy::start(profile.hosts.clone()).map_err(|e| {
+        let gate = session_gate
+            .cloned()
+            .unwrap_or_else(|| Gate::for_profile(profile));
+        let proxy = Proxy::start(profile.hosts.clone(), gate).map_err(|e| {
             Attempt::Failed(format!(
                 "could not start the network proxy of the command: {e}"
             ))

@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::super::http::proxy::network_refusal;
 use super::super::process_group::{self, Captured};
 use super::PERMISSION;
 use super::Terminal;
@@ -15,7 +16,7 @@ use crate::contract::bindings::toolhost::plugin::terminal::Output;
 use crate::contract::bindings::toolhost::plugin::terminal::TerminalError;
 use crate::policy::{
     Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalBackend,
-    dangerous, paths,
+    TerminalNetwork, dangerous, paths,
 };
 use crate::runtime::grants::{ApprovalScope, Grants};
 use crate::runtime::sandbox::{Identity, Room};
@@ -154,6 +155,18 @@ pub(super) async fn authorize(
     let profile = &grants.profile;
     if !granted {
         return Err(not_granted(identity, profile));
+    }
+    let shares_network = profile.terminal.network == TerminalNetwork::Host
+        && profile.terminal.backend != TerminalBackend::Ssh;
+    if shares_network && let Some(refusal) = network_refusal(profile) {
+        return Err(format!(
+            "terminal.network = \"host\" gives commands the host's whole network, and {refusal}; \
+             allow \"network:fetch\" to the tool ([profiles.{}.tools.{}] allow = \
+             [\"network:fetch\"]), or set terminal.network = \"proxy\" (the allowed hosts only) \
+             or \"none\"",
+            profile.name,
+            identity.tool.as_deref().unwrap_or("TOOL"),
+        ));
     }
     profile
         .commands

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
 
-use super::super::super::http::proxy::Proxy;
+use super::super::super::http::proxy::{Gate, Proxy};
 use super::super::super::process_group::{
     End, GroupGuard, ProcessGroup, Reader, Writer, boxed_reader, boxed_writer,
 };
@@ -42,8 +42,9 @@ pub(crate) enum Backend {
 
 impl Backend {
     /// The backend of `profile`'s sessions, with `prefix` before every
-    /// command (resolved to a program).
-    pub(crate) async fn start(profile: &Arc<Profile>) -> Result<Self, String> {
+    /// command (resolved to a program); its proxy serves while `gate` is
+    /// open.
+    pub(crate) async fn start(profile: &Arc<Profile>, gate: &Gate) -> Result<Self, String> {
         if let (TerminalBackend::Ssh, Some(ssh)) = (profile.terminal.backend, &profile.terminal.ssh)
         {
             return Ok(Self::Ssh(Box::new(SshBackend::connect(ssh).await?)));
@@ -52,14 +53,14 @@ impl Backend {
             (profile.terminal.backend, &profile.terminal.container)
         {
             return Ok(Self::Container(Box::new(
-                ContainerBackend::start(profile, container).await?,
+                ContainerBackend::start(profile, container, gate).await?,
             )));
         }
         let prefix = wrapper(profile)?;
         Ok(match profile.terminal.sandbox {
-            TerminalSandbox::Kernel => {
-                Self::Sandbox(Box::new(SessionSandbox::start(profile, prefix).await?))
-            }
+            TerminalSandbox::Kernel => Self::Sandbox(Box::new(
+                SessionSandbox::start(profile, prefix, gate).await?,
+            )),
             TerminalSandbox::None => Self::Host(HostProcesses {
                 prefix,
                 groups: Mutex::new(Vec::new()),
@@ -186,9 +187,13 @@ pub(crate) struct SessionSandbox {
 }
 
 impl SessionSandbox {
-    async fn start(profile: &Arc<Profile>, prefix: Vec<String>) -> Result<Self, String> {
+    async fn start(
+        profile: &Arc<Profile>,
+        prefix: Vec<String>,
+        gate: &Gate,
+    ) -> Result<Self, String> {
         let launcher = confine::launcher()?;
-        let built = ahead::build_session(profile, &launcher).await?;
+        let built = ahead::build_session(profile, &launcher, gate).await?;
         let reports = Arc::new(Mutex::new(Reports::default()));
         // A change to what the guard keeps ends the sandbox, and says why
         // to the session's next command.

@@ -40,7 +40,7 @@ use bollard::query_parameters::{CreateContainerOptions, CreateImageOptions};
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use super::super::super::http::proxy::Proxy;
+use super::super::super::http::proxy::{Gate, Proxy};
 use super::super::super::process_group::{End, Reader, Writer};
 use super::launch::{Launch, Signaller, Signals, Started};
 use super::trailer::{Found, Trailer};
@@ -107,6 +107,7 @@ impl ContainerBackend {
     pub(crate) async fn start(
         profile: &Arc<Profile>,
         settings: &ContainerSettings,
+        gate: &Gate,
     ) -> Result<Self, String> {
         let (docker, socket) = connect(settings).await?;
         let swept = socket.clone();
@@ -132,7 +133,7 @@ impl ContainerBackend {
             }
             backend.watch_guard();
             if profile.terminal.network == TerminalNetwork::Proxy {
-                backend.relay = Some(Relay::start(&backend, profile).await?);
+                backend.relay = Some(Relay::start(&backend, profile, gate.clone()).await?);
             }
             return Ok(backend);
         }
@@ -498,7 +499,11 @@ struct Relay {
 }
 
 impl Relay {
-    async fn start(backend: &ContainerBackend, profile: &Profile) -> Result<Self, String> {
+    async fn start(
+        backend: &ContainerBackend,
+        profile: &Profile,
+        gate: Gate,
+    ) -> Result<Self, String> {
         let fail = |e: String| {
             format!(
                 "terminal.network = \"proxy\" in a container: {e}; toolhost reaches into the \
@@ -523,7 +528,7 @@ impl Relay {
             .map_err(|e| fail(e.to_string()))?;
         let listener =
             tokio::net::TcpListener::from_std(listener).map_err(|e| fail(e.to_string()))?;
-        let proxy = Proxy::start(profile.hosts.clone())
+        let proxy = Proxy::start(profile.hosts.clone(), gate)
             .map_err(|e| format!("could not start the network proxy of the session: {e}"))?;
         let target = proxy.socket();
         let task = tokio::spawn(async move {

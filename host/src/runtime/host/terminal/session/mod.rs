@@ -31,6 +31,7 @@ use backend::Backend;
 use process::{DEFAULT_OUTPUT_BUDGET, OutputBudget, Process};
 use script::ShellState;
 
+use super::super::http::proxy::Gate;
 use crate::policy::Profile;
 
 pub(crate) use container::{
@@ -91,6 +92,9 @@ impl Terminals {
             return Ok(session.clone());
         }
         let replaced = sessions.remove(key);
+        if let Some(replaced) = &replaced {
+            replaced.ended();
+        }
         if replaced.is_none() {
             if sessions.len() >= MAX_TERMINAL_SESSIONS {
                 return Err(format!(
@@ -145,9 +149,10 @@ impl Terminals {
             .cloned()
     }
 
-    /// Ends session `key` and every process in it; false if there was none.
+    /// Ends session `key` and every process in it, and cuts its
+    /// connections; false if there was none.
     pub fn end(&self, key: &str) -> bool {
-        self.lock().remove(key).is_some()
+        self.lock().remove(key).inspect(|s| s.ended()).is_some()
     }
 
     /// Ends the terminal of session id `session` whatever its tenant;
@@ -155,7 +160,13 @@ impl Terminals {
     pub fn end_session(&self, session: &str) -> bool {
         let mut sessions = self.lock();
         let before = sessions.len();
-        sessions.retain(|key, _| key.rsplit('\0').next() != Some(session));
+        sessions.retain(|key, terminal| {
+            let keep = key.rsplit('\0').next() != Some(session);
+            if !keep {
+                terminal.ended();
+            }
+            keep
+        });
         sessions.len() < before
     }
 
@@ -163,13 +174,20 @@ impl Terminals {
     pub fn expire_idle(&self, idle: Duration) -> usize {
         let mut sessions = self.lock();
         let before = sessions.len();
-        sessions.retain(|_, session| session.idle() < idle);
+        sessions.retain(|_, session| {
+            let keep = session.idle() < idle;
+            if !keep {
+                session.ended();
+            }
+            keep
+        });
         before - sessions.len()
     }
 
     /// Ends every session.
     pub fn end_all(&self) -> usize {
         let ended = std::mem::take(&mut *self.lock());
+        ended.values().for_each(|session| session.ended());
         ended.len()
     }
 
@@ -193,6 +211,9 @@ pub(crate) struct TerminalSession {
     pub(crate) profile: Arc<Profile>,
     /// Its tenant's unread background output.
     pub(crate) budget: Arc<OutputBudget>,
+    /// Whether its proxy serves: closed when the profile does not allow
+    /// `network:fetch`, and when the session ends.
+    gate: Gate,
     backend: tokio::sync::Mutex<Option<Arc<Backend>>>,
     state: Mutex<ShellState>,
     processes: Mutex<BTreeMap<u32, Arc<Process>>>,
@@ -203,6 +224,7 @@ pub(crate) struct TerminalSession {
 impl TerminalSession {
     pub(crate) fn new(profile: Arc<Profile>, budget: Arc<OutputBudget>) -> Self {
         Self {
+            gate: Gate::for_profile(&profile),
             profile,
             budget,
             backend: tokio::sync::Mutex::new(None),
@@ -211,6 +233,15 @@ impl TerminalSession {
             next_process: AtomicU32::new(1),
             last_used: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Cuts the session's connections and refuses new ones: it has ended
+    /// (its processes go with the last call holding it).
+    fn ended(&self) {
+        self.gate.close(
+            "the terminal session ended (ended by its caller, its permissions narrowed, or its \
+             profile changed); the next command starts a new one",
+        );
     }
 
     fn touch(&self) {
@@ -241,7 +272,7 @@ impl TerminalSession {
                 }
             }
         }
-        let started = Arc::new(Backend::start(&self.profile).await?);
+        let started = Arc::new(Backend::start(&self.profile, &self.gate).await?);
         *backend = Some(started.clone());
         Ok(started)
     }
