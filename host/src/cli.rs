@@ -18,6 +18,7 @@ use anyhow::Result;
 use clap::Parser as _;
 
 use crate::check;
+use crate::escape::escape_lines;
 use crate::toolsets::Selection;
 use args::{Command, Format};
 
@@ -97,7 +98,7 @@ pub fn main() -> ExitCode {
     let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", escape_lines(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     };
@@ -121,6 +122,7 @@ fn init_logging(verbose: u8, quiet: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .fmt_fields(crate::escape::LogFields)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
@@ -183,7 +185,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }
             print!(
                 "{}",
-                layers::report(&config, &profile, &specs, tool.as_deref())
+                escape_lines(&layers::report(&config, &profile, &specs, tool.as_deref()))
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -191,7 +193,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             file: Some(file), ..
         } => {
             let report = check::check_file(&file).await?;
-            print!("{report}");
+            print!("{}", escape_lines(&report.to_string()));
             Ok(if report.is_ok() {
                 ExitCode::SUCCESS
             } else {
