@@ -44,6 +44,11 @@ pub(super) const DANGEROUS: &[(&str, DangerCategory)] = &[
         "find . -exec sh -c 'rm -rf \"$1\"' sh {} \\;",
         RecursiveDelete,
     ),
+    // What ssh runs on the other machine.
+    ("ssh host 'rm -rf /'", DeleteRoot),
+    ("ssh -p 2222 host git push -f", GitDestructive),
+    ("echo 'docker restart app' | ssh host", ShellIndirection),
+    ("ssh host <<EOF\nreboot\nEOF", Shutdown),
     // Listeners and tunnels.
     ("nc -lvnp 4444", NetworkListener),
     ("ncat --listen 8080", NetworkListener),
@@ -124,6 +129,7 @@ pub(super) const SAFE: &[&str] = &[
     "tar -I zstd -xf a.tar.zst",
     "tar --use-compress-program='zstd -19' -cf a.tar.zst src",
     "git -c core.pager=cat log",
+    "git -c core.pager=less log",
     "git -c color.ui=false status",
     "git -c core.fsmonitor=false status",
     "git config --global core.editor vim",
