@@ -56,8 +56,12 @@ impl TtyApprover {
 
 impl Approver for TtyApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        let prompt =
-            format!("\n⚠ approval needed: {request}\n  [o]nce, [s]ession, [a]lways, [d]eny? ");
+        // The request names a command line or arguments a guest chose: shown
+        // escaped, they cannot move the cursor or repaint the question.
+        let prompt = format!(
+            "\n⚠ approval needed: {}\n  [o]nce, [s]ession, [a]lways, [d]eny? ",
+            crate::escape::escape(&request.to_string())
+        );
         Box::pin(async move {
             tokio::task::spawn_blocking(move || ask_tty(&prompt))
                 .await

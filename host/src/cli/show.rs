@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::args::{ConfigAction, Format, Global};
 use crate::config::{self, Config};
+use crate::escape;
 use crate::host::Host;
 use crate::policy::{TerminalBackend, TerminalSandbox};
 use crate::toolsets::Selection;
@@ -29,19 +30,19 @@ pub(super) fn list(
     match format {
         Format::Table => {}
         Format::Json => {
-            println!("{}", serde_json::to_string_pretty(&tools)?);
+            println!("{}", escape::json_pretty(&tools)?);
             return Ok(ExitCode::SUCCESS);
         }
         Format::Openai => {
             let tools = host
                 .openai_tools(selection, strict)
                 .map_err(anyhow::Error::msg)?;
-            println!("{}", serde_json::to_string_pretty(&tools)?);
+            println!("{}", escape::json_pretty(&tools)?);
             return Ok(ExitCode::SUCCESS);
         }
         Format::Mcp => {
             let tools = host.mcp_tools(selection).map_err(anyhow::Error::msg)?;
-            println!("{}", serde_json::to_string_pretty(&tools)?);
+            println!("{}", escape::json_pretty(&tools)?);
             return Ok(ExitCode::SUCCESS);
         }
     }
@@ -85,10 +86,11 @@ pub(super) fn list(
                 .to_string(),
             Some(reason) => format!("(hidden: {reason})"),
         };
-        println!(
+        let row = format!(
             "{:name_width$}  {:set_width$}  {permissions:11}  {summary}",
             tool.name, tool.toolset
         );
+        println!("{}", escape::escape(&row));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -126,26 +128,28 @@ pub(super) fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
                 Err(why) => json!({ "ok": false, "error": why }),
             };
         }
-        println!("{}", serde_json::to_string_pretty(&status)?);
+        println!("{}", escape::json_pretty(&status)?);
     } else {
         if let Some(Err(why)) = &watched {
             println!(
-                "! {why}: a server would serve without picking up changes, and try again every \
+                "! {}: a server would serve without picking up changes, and try again every \
                  {:?}",
+                escape::escape(why),
                 crate::reload::WATCH_RETRY
             );
         }
         for p in &plugins {
-            println!(
+            let row = format!(
                 "{:12} {}  {:8}  {}",
                 p["plugin"].as_str().unwrap_or_default(),
                 &p["version"].as_str().unwrap_or_default()[..12],
                 p["compiled"].as_str().unwrap_or_default(),
                 p["source"].as_str().unwrap_or_default()
             );
+            println!("{}", escape::escape(&row));
         }
         for error in &errors {
-            println!("✗ {error}");
+            println!("✗ {}", escape::escape_lines(error));
         }
     }
     Ok(if errors.is_empty() {
@@ -250,7 +254,7 @@ pub(super) fn config_command(global: &Global, action: ConfigAction) -> Result<Ex
                 Ok(ExitCode::SUCCESS)
             }
             Err(error) => {
-                println!("✗ {error}");
+                println!("✗ {}", escape::escape_lines(&error.to_string()));
                 Ok(ExitCode::FAILURE)
             }
         },
