@@ -20,7 +20,7 @@ pub mod pending;
 mod request;
 pub mod webhook;
 
-pub use request::{Approval, ApprovalRequest, Approver, Subject, parse_answer};
+pub use request::{Approval, ApprovalRequest, Approver, MAX_ANSWER, Subject, parse_answer};
 
 /// Denies everything: for servers with no channel to a human, and for
 /// non-interactive use.
@@ -56,8 +56,12 @@ impl TtyApprover {
 
 impl Approver for TtyApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        let prompt =
-            format!("\n⚠ approval needed: {request}\n  [o]nce, [s]ession, [a]lways, [d]eny? ");
+        // The request names a command line or arguments a guest chose: shown
+        // escaped, they cannot move the cursor or repaint the question.
+        let prompt = format!(
+            "\n⚠ approval needed: {}\n  [o]nce, [s]ession, [a]lways, [d]eny? ",
+            crate::escape::escape(&request.to_string())
+        );
         Box::pin(async move {
             tokio::task::spawn_blocking(move || ask_tty(&prompt))
                 .await
@@ -84,6 +88,10 @@ fn ask_tty(prompt: &str) -> Approval {
     }
     parse_answer(&line)
 }
+
+/// Most `session` answers one caller's approvals remember, and most
+/// allowlist entries `always` answers add for one tenant.
+pub const MAX_REMEMBERED: usize = 1024;
 
 /// The approvals of one host: the approver, answers remembered per scope, and
 /// the allowlist file.
@@ -180,7 +188,7 @@ impl Approvals {
                 }
             }
         }
-        let Ok(answer) = tokio::time::timeout(self.timeout, self.approver.approve(request)).await
+        let Ok(answer) = tokio::time::timeout(self.timeout, self.approver.ask(request)).await
         else {
             tracing::info!(%request, "approval timed out");
             return Err(format!(
@@ -188,18 +196,31 @@ impl Approvals {
                 self.timeout
             ));
         };
+        let answer = answer.map_err(|why| format!("{request}, and it was not asked: {why}"))?;
         tracing::info!(%request, ?answer, "approval");
         match answer {
             Approval::Once => Ok(None),
             Approval::Session => {
-                self.remembered
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert((scope.to_string(), key));
+                let mut remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
+                if remembered.len() < MAX_REMEMBERED {
+                    remembered.insert((scope.to_string(), key));
+                } else {
+                    tracing::warn!(
+                        %request,
+                        "{MAX_REMEMBERED} `session` answers are remembered already for this \
+                         caller, the most kept; this one counts once"
+                    );
+                }
                 Ok(None)
             }
             Approval::Always => {
-                if let Err(e) = self.allowlist.add(tenant, &key) {
+                if self.allowlist.count(tenant) >= MAX_REMEMBERED {
+                    tracing::warn!(
+                        %request,
+                        "the allowlist holds {MAX_REMEMBERED} entries for this caller, the most \
+                         added by answers; this `always` counts once (edit the file to add more)"
+                    );
+                } else if let Err(e) = self.allowlist.add(tenant, &key) {
                     tracing::warn!(error = %e, "could not save the approval to the allowlist file");
                 }
                 Ok(None)
@@ -285,7 +306,18 @@ impl Allowlist {
         state.0.contains(tenant, key)
     }
 
+    /// How many entries `tenant` has.
+    fn count(&self, tenant: Option<&str>) -> usize {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match tenant {
+            None => state.0.approved.len(),
+            Some(tenant) => state.0.tenants.get(tenant).map_or(0, BTreeSet::len),
+        }
+    }
+
     fn add(&self, tenant: Option<&str>, key: &str) -> std::io::Result<()> {
+        use std::io::{Read as _, Seek as _};
+        use std::os::unix::fs::OpenOptionsExt as _;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.0.entries(tenant).insert(key.to_string());
         let Some(path) = &self.path else {
@@ -293,41 +325,65 @@ impl Allowlist {
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
-        let mut lock_path = path.clone().into_os_string();
-        lock_path.push(".lock");
-        let lock = std::fs::OpenOptions::new()
+        // Rewritten in place under a lock of the file itself: a rename
+        // would put another file at its name, which a terminal sandbox
+        // masking the old one would then show.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
             .create(true)
             .truncate(false)
-            .write(true)
-            .open(&lock_path)?;
-        // Held until `lock` is closed at the end of this function.
-        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let (on_disk, _) = read_allowlist(path);
-        state.0.merge(on_disk);
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer_pretty(&mut file, &state.0)?;
-        file.write_all(b"\n")?;
-        file.as_file().sync_data()?;
-        file.persist(path).map_err(|e| e.error)?;
-        state.1 = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+            .mode(0o600)
+            .open(path)?;
+        lock(&file, libc::LOCK_EX)?;
+        let mut text = String::new();
+        file.read_to_string(&mut text)?;
+        state.0.merge(parse_allowlist(&text, path));
+        let mut json = serde_json::to_vec_pretty(&state.0)?;
+        json.push(b'\n');
+        file.set_len(0)?;
+        file.rewind()?;
+        file.write_all(&json)?;
+        file.sync_data()?;
+        state.1 = file.metadata().and_then(|m| m.modified()).ok();
         Ok(())
     }
 }
 
-/// The file's entries and modification time; a missing file is empty, a
-/// malformed one is ignored with a warning.
+/// Takes the advisory lock `operation` of `file` (released when it closes).
+fn lock(file: &std::fs::File, operation: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: flock on a descriptor this function borrows.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(file), operation) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The file's entries and modification time; a missing file (or an empty
+/// one) is empty, a malformed one is ignored with a warning.
 fn read_allowlist(path: &Path) -> (AllowlistFile, Option<std::time::SystemTime>) {
-    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return (AllowlistFile::default(), modified);
+    use std::io::Read as _;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return (AllowlistFile::default(), None);
     };
-    match serde_json::from_str::<AllowlistFile>(&text) {
-        Ok(file) => (file, modified),
+    let mut text = String::new();
+    let read = lock(&file, libc::LOCK_SH).and_then(|()| file.read_to_string(&mut text));
+    let modified = file.metadata().and_then(|m| m.modified()).ok();
+    if read.is_err() {
+        return (AllowlistFile::default(), modified);
+    }
+    (parse_allowlist(&text, path), modified)
+}
+
+fn parse_allowlist(text: &str, path: &Path) -> AllowlistFile {
+    if text.trim().is_empty() {
+        return AllowlistFile::default();
+    }
+    match serde_json::from_str::<AllowlistFile>(text) {
+        Ok(file) => file,
         Err(e) => {
             tracing::warn!(error = %e, path = %path.display(), "ignoring a malformed approvals allowlist file");
-            (AllowlistFile::default(), modified)
+            AllowlistFile::default()
         }
     }
 }
@@ -410,6 +466,33 @@ mod tests {
         let reloaded = Approvals::new(Arc::new(DenyApprover), Duration::from_secs(1), Some(file));
         assert!(reloaded.check("s9", &a).await.is_ok());
         assert!(reloaded.check("s9", &b).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn remembered_answers_stop_at_their_cap() {
+        // Always `session`, then always `always`: one answer per question.
+        struct Answers(Approval);
+        impl Approver for Answers {
+            fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+                let answer = self.0;
+                Box::pin(async move { answer })
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("allow.json");
+        for (answer, allowlist) in [(Approval::Session, None), (Approval::Always, Some(file))] {
+            let approvals =
+                Approvals::new(Arc::new(Answers(answer)), Duration::from_secs(5), allowlist);
+            for n in 0..=MAX_REMEMBERED {
+                approvals
+                    .check("s", &request(&format!("rm -rf d{n}")))
+                    .await
+                    .unwrap();
+            }
+            let remembered = approvals.remembered.lock().unwrap().len();
+            let listed = approvals.allowlist.count(None);
+            assert_eq!(remembered.max(listed), MAX_REMEMBERED, "{answer:?}");
+        }
     }
 
     #[tokio::test]

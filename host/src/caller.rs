@@ -147,20 +147,63 @@ impl Caller {
     }
 }
 
+/// Most patterns (`allow` and `deny`, every narrowing together) of one
+/// session's narrowings.
+pub(crate) const MAX_PATTERNS: usize = 256;
+
+/// Most bytes of pattern text of one session's narrowings.
+pub(crate) const MAX_PATTERN_BYTES: usize = 16 << 10;
+
+/// Why narrowings of `patterns` patterns and `bytes` bytes are too large
+/// for one session, if they are.
+pub(crate) fn too_large(patterns: usize, bytes: usize) -> Option<String> {
+    if patterns > MAX_PATTERNS {
+        return Some(format!(
+            "the session's narrowings would hold {patterns} patterns, more than the limit of \
+             {MAX_PATTERNS} per session; narrow with fewer patterns (a `*` pattern covers many \
+             permissions)"
+        ));
+    }
+    (bytes > MAX_PATTERN_BYTES).then(|| {
+        format!(
+            "the session's narrowings would hold {bytes} bytes of patterns, more than the limit \
+             of {MAX_PATTERN_BYTES} bytes per session; narrow with shorter patterns"
+        )
+    })
+}
+
 /// A session's narrowings of its caller's profile (never wider). The
-/// narrowed profile is made once per session and remembered with the profile
-/// it was made from, not made again for every call.
+/// narrowed profile is made once per session, in one pass over all the
+/// narrowings and outside any lock but its own, and remembered with the
+/// profile it was made from, not made again for every call.
 #[derive(Debug, Default)]
 pub(crate) struct SessionNarrowing {
-    narrowings: Vec<Narrowing>,
+    narrowings: Vec<Arc<Narrowing>>,
     made: std::sync::Mutex<Option<(Arc<Profile>, Arc<Profile>)>>,
 }
 
 impl SessionNarrowing {
     /// Narrows by `narrowing` too.
     pub(crate) fn push(&mut self, narrowing: Narrowing) {
-        self.narrowings.push(narrowing);
+        self.narrowings.push(Arc::new(narrowing));
         *self.made.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// These narrowings with `narrowing` after them, as a new value (the
+    /// narrowings are shared, not copied).
+    pub(crate) fn and(&self, narrowing: Narrowing) -> Self {
+        let mut narrowings = self.narrowings.clone();
+        narrowings.push(Arc::new(narrowing));
+        Self {
+            narrowings,
+            made: Default::default(),
+        }
+    }
+
+    /// How many patterns the narrowings hold together, and their bytes.
+    pub(crate) fn size(&self) -> (usize, usize) {
+        let patterns = self.narrowings.iter().map(|n| n.patterns()).sum();
+        (patterns, self.narrowings.iter().map(|n| n.bytes()).sum())
     }
 
     /// `caller` (same slots and rate) with its profile narrowed.
@@ -168,19 +211,19 @@ impl SessionNarrowing {
         if self.narrowings.is_empty() {
             return caller.clone();
         }
-        let mut made = self.made.lock().unwrap_or_else(|e| e.into_inner());
-        let narrowed = match &*made {
-            Some((base, narrowed)) if Arc::ptr_eq(base, &caller.profile) => narrowed.clone(),
-            _ => {
-                let narrowed = Arc::new(
-                    self.narrowings
-                        .iter()
-                        .fold((*caller.profile).clone(), |profile, n| profile.narrowed(n)),
-                );
-                *made = Some((caller.profile.clone(), narrowed.clone()));
-                narrowed
-            }
-        };
+        let made = self
+            .made
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|(base, _)| Arc::ptr_eq(base, &caller.profile))
+            .map(|(_, narrowed)| narrowed.clone());
+        let narrowed = made.unwrap_or_else(|| {
+            let narrowed = Arc::new(caller.profile.narrowed_by(&self.narrowings));
+            *self.made.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((caller.profile.clone(), narrowed.clone()));
+            narrowed
+        });
         let mut caller = caller.clone();
         caller.profile = narrowed;
         caller

@@ -5,6 +5,7 @@
 mod args;
 mod call;
 mod layers;
+mod own;
 mod serve;
 mod setup;
 mod show;
@@ -18,6 +19,7 @@ use anyhow::Result;
 use clap::Parser as _;
 
 use crate::check;
+use crate::escape::escape_lines;
 use crate::toolsets::Selection;
 use args::{Command, Format};
 
@@ -97,7 +99,7 @@ pub fn main() -> ExitCode {
     let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", escape_lines(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     };
@@ -121,6 +123,7 @@ fn init_logging(verbose: u8, quiet: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .fmt_fields(crate::escape::LogFields)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
@@ -183,15 +186,18 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }
             print!(
                 "{}",
-                layers::report(&config, &profile, &specs, tool.as_deref())
+                escape_lines(&layers::report(&config, &profile, &specs, tool.as_deref()))
             );
+            if tool.is_none() {
+                print!("\n{}", own::report(&config));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Check {
             file: Some(file), ..
         } => {
             let report = check::check_file(&file).await?;
-            print!("{report}");
+            print!("{}", escape_lines(&report.to_string()));
             Ok(if report.is_ok() {
                 ExitCode::SUCCESS
             } else {

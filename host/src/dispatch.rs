@@ -144,8 +144,10 @@ impl Host {
             );
             return (Err(error), Vec::new());
         }
-        // The profile as it applies to this tool (the tool layer on top).
-        let profile = &caller.profile().for_tool(&entry.spec.name);
+        // The profile as it applies to this tool (the tool layer on top, its
+        // path rules confining its files when it declares file permissions).
+        let files = declares_files(&entry.spec);
+        let profile = &caller.profile().for_call(&entry.spec.name, files);
         let limits = &profile.limits;
         let (arguments, text) = match parse_arguments(&entry.spec, arguments, limits.max_arguments)
         {
@@ -156,7 +158,14 @@ impl Host {
             return (Err(schema_error(&entry.spec, &violations)), Vec::new());
         }
         let rules = caller.profile().argument_rules(&entry.spec.name);
-        if let Some(refusal) = rules.iter().find_map(|rule| rule.refuses(&arguments)) {
+        let context = crate::policy::layers::CallContext {
+            workspace: profile.workspace(),
+            files,
+        };
+        if let Some(refusal) = rules
+            .iter()
+            .find_map(|rule| rule.refuses(&arguments, &context))
+        {
             let error = CallError::new(
                 ErrorKind::Denied,
                 format!("tool {:?}: {refusal}", entry.spec.name),
@@ -330,4 +339,13 @@ impl Host {
             hook.after_call(info, result, elapsed);
         }
     }
+}
+
+/// Whether `spec` declares a permission to read or write files.
+fn declares_files(spec: &ToolSpec) -> bool {
+    spec.permissions.iter().any(|declared| {
+        crate::policy::PermissionPattern::parse(declared).is_ok_and(|p| {
+            p.matches(crate::runtime::FILE_READ) || p.matches(crate::runtime::FILE_WRITE)
+        })
+    })
 }

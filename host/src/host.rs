@@ -67,6 +67,9 @@ struct Inner {
     /// True once the plugins found at start are loaded (or failed to).
     loaded: tokio::sync::watch::Sender<bool>,
     cache: Option<ArtifactCache>,
+    /// Why the plugin directory (or the config) is not watched now, if it
+    /// is not.
+    not_watching: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -123,6 +126,31 @@ impl Host {
     /// The configuration the host runs on, if it was built from one.
     pub fn config(&self) -> Option<Arc<Config>> {
         self.inner.settings.load().config.clone()
+    }
+
+    /// How much each tenant may make the host hold (`[tenant_caps]`; the
+    /// defaults when it was built without a config).
+    pub fn tenant_caps(&self) -> crate::config::TenantCaps {
+        self.config()
+            .map_or_else(Default::default, |c| c.tenant_caps)
+    }
+
+    /// Why the plugin directory and config file are not watched for
+    /// changes now, if they are not (a watcher retries on an interval).
+    pub fn not_watching(&self) -> Option<String> {
+        self.inner
+            .not_watching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_not_watching(&self, why: Option<String>) {
+        *self
+            .inner
+            .not_watching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = why;
     }
 
     pub(crate) fn settings(&self) -> Arc<Settings> {

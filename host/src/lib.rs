@@ -35,6 +35,7 @@ pub mod contract;
 mod declarative;
 mod dispatch;
 mod error;
+pub mod escape;
 pub mod hooks;
 mod host;
 pub mod policy;

@@ -134,6 +134,17 @@ impl Host {
     /// atomically; when not, keeps the running configuration.
     pub fn reload_config(&self, path: &Path) -> Result<(), String> {
         let shown = path.display().to_string();
+        // The file was written: a file replaced by a rename is no longer the
+        // one terminal sandboxes mask. Sessions end (their processes and
+        // connections); their next commands get sandboxes masking the new
+        // file.
+        let ended = self.terminals().end_all();
+        if ended > 0 {
+            tracing::info!(
+                ended,
+                "terminal sessions ended: the configuration file changed"
+            );
+        }
         let applied = Config::load(path)
             .map_err(|e| e.to_string())
             .and_then(|config| self.apply_config(config));
@@ -165,8 +176,13 @@ impl Host {
             config.default_profile = pinned.clone();
             config.pinned_profile = Some(pinned);
         }
+        // What the running host still uses (the plugin directory, cache,
+        // audit log and allowlist it started with) stays protected.
+        config.retained_own = current.config.as_ref().map(|running| running.own_paths());
         let profile = config.profile(&config.default_profile, None)?;
         let caller = Caller::new(profile, current.caller.approvals().clone());
+        self.terminals()
+            .set_output_cap(config.tenant_caps.background_output);
         self.set_settings(Settings {
             caller,
             toolsets: config.toolsets.clone(),
@@ -206,9 +222,21 @@ impl Default for WatchOptions {
     }
 }
 
-/// A running directory watcher. Dropping it stops watching.
+/// Whether `dir` (and `config`) can be watched now; why not, if not.
+pub fn can_watch(dir: &Path, config: Option<&Path>) -> Result<(), String> {
+    Watched::start(dir, config)
+        .map(drop)
+        .map_err(|error| format!("cannot watch {}: {error:#}", dir.display()))
+}
+
+/// How often a watcher that could not watch tries again.
+pub const WATCH_RETRY: Duration = Duration::from_secs(5);
+
+/// A running directory watcher. Dropping it stops watching. One that cannot
+/// watch (the inotify limits reached, say) says so in the log and in
+/// [`Host::not_watching`], tries again every [`WATCH_RETRY`], and once it
+/// can, loads what changed meanwhile.
 pub struct Watcher {
-    _watcher: Arc<std::sync::Mutex<notify::RecommendedWatcher>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -241,55 +269,76 @@ impl Watcher {
     fn start(host: Host, dir: &Path, config: Option<&Path>, options: WatchOptions) -> Result<Self> {
         let dir =
             std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
-        let config = config.map(std::path::absolute).transpose()?;
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-                Ok(event) if is_change(&event.kind) => {
-                    for path in event.paths {
-                        let _ = sender.send(path);
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "file watcher error"),
-            })
-            .context("starting the file watcher")?;
-        // The directory itself, and its parent so that creating (or
-        // re-creating) the directory is noticed.
-        let parent = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
-        if parent.is_dir() {
-            watcher
-                .watch(&parent, RecursiveMode::NonRecursive)
-                .with_context(|| format!("watching {}", parent.display()))?;
-        }
-        if dir.is_dir() {
-            watcher
-                .watch(&dir, RecursiveMode::NonRecursive)
-                .with_context(|| format!("watching {}", dir.display()))?;
-        }
-        if let Some(config) = &config
-            && let Some(config_dir) = config.parent()
-            && config_dir != parent
-            && config_dir != dir
-        {
-            watcher
-                .watch(config_dir, RecursiveMode::NonRecursive)
-                .with_context(|| format!("watching {}", config_dir.display()))?;
-        }
+        // Symlinks on the way resolved once: a link a command could replace
+        // does not lead a reload elsewhere.
+        let config = config
+            .map(|path| path.canonicalize().or_else(|_| std::path::absolute(path)))
+            .transpose()?;
         if !dir.is_dir() {
             tracing::info!(dir = %dir.display(), "plugin directory does not exist yet; waiting for it");
         }
-        let watcher = Arc::new(std::sync::Mutex::new(watcher));
-        let watched = Watched {
-            dir,
-            config,
-            watcher: watcher.clone(),
-        };
-        let task = tokio::spawn(run(host, watched, receiver, options));
-        Ok(Self {
-            _watcher: watcher,
-            task,
-        })
+        // Watching starts before this returns: a change made just after is
+        // seen.
+        let first = Watched::start(&dir, config.as_deref());
+        let task = tokio::spawn(watch_until_dropped(host, dir, config, options, first));
+        Ok(Self { task })
+    }
+}
+
+type Started = Result<(Watched, mpsc::UnboundedReceiver<PathBuf>)>;
+
+/// Watches `dir` (and `config`) until aborted, from the `first` attempt,
+/// trying again every [`WATCH_RETRY`] while it cannot.
+async fn watch_until_dropped(
+    host: Host,
+    dir: PathBuf,
+    config: Option<PathBuf>,
+    options: WatchOptions,
+    first: Started,
+) {
+    let mut missed = false;
+    let mut attempt = Some(first);
+    loop {
+        let started = attempt
+            .take()
+            .unwrap_or_else(|| Watched::start(&dir, config.as_deref()));
+        match started {
+            Ok((watched, events)) => {
+                if missed {
+                    tracing::info!(
+                        dir = %dir.display(),
+                        "watching the plugin directory again; loading what changed meanwhile"
+                    );
+                }
+                host.set_not_watching(None);
+                // What changed while nothing watched is looked at again.
+                let mut changed = Vec::new();
+                if missed {
+                    changed = plugin_files(&dir).unwrap_or_default();
+                    changed.extend(host.plugins().iter().filter_map(|p| match p.source() {
+                        PluginSource::File(file) if file.parent() == Some(&dir) => {
+                            Some(file.clone())
+                        }
+                        _ => None,
+                    }));
+                    changed.extend(config.clone());
+                }
+                return run(host, watched, events, options, changed).await;
+            }
+            Err(error) => {
+                let why = format!(
+                    "cannot watch {}: {error:#}; changes to plugins and to the config are not \
+                     picked up until it can (tried again every {WATCH_RETRY:?})",
+                    dir.display()
+                );
+                if !missed {
+                    tracing::warn!("{why}");
+                }
+                host.set_not_watching(Some(why));
+                missed = true;
+                tokio::time::sleep(WATCH_RETRY).await;
+            }
+        }
     }
 }
 
@@ -311,6 +360,52 @@ struct Watched {
 }
 
 impl Watched {
+    /// Watches `dir`, its parent (so that creating or re-creating it is
+    /// noticed) and the directory of `config`; the changed paths come on
+    /// the receiver.
+    fn start(
+        dir: &Path,
+        config: Option<&Path>,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<PathBuf>)> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+                Ok(event) if is_change(&event.kind) => {
+                    for path in event.paths {
+                        let _ = sender.send(path);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "file watcher error"),
+            })
+            .context("starting the file watcher")?;
+        let parent = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+        if parent.is_dir() {
+            watcher
+                .watch(&parent, RecursiveMode::NonRecursive)
+                .with_context(|| format!("watching {}", parent.display()))?;
+        }
+        if dir.is_dir() {
+            watcher
+                .watch(dir, RecursiveMode::NonRecursive)
+                .with_context(|| format!("watching {}", dir.display()))?;
+        }
+        if let Some(config_dir) = config.and_then(Path::parent)
+            && config_dir != parent
+            && config_dir != dir
+        {
+            watcher
+                .watch(config_dir, RecursiveMode::NonRecursive)
+                .with_context(|| format!("watching {}", config_dir.display()))?;
+        }
+        let watched = Self {
+            dir: dir.to_path_buf(),
+            config: config.map(Path::to_path_buf),
+            watcher: Arc::new(std::sync::Mutex::new(watcher)),
+        };
+        Ok((watched, receiver))
+    }
+
     /// (Re)starts watching the directory after it appeared.
     fn watch_directory(&self) {
         let mut watcher = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
@@ -339,8 +434,15 @@ async fn run(
     watched: Watched,
     mut events: mpsc::UnboundedReceiver<PathBuf>,
     options: WatchOptions,
+    changed: Vec<PathBuf>,
 ) {
-    let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
+    let mut pending: HashMap<PathBuf, Pending> = changed
+        .into_iter()
+        .map(|path| {
+            let since = Instant::now();
+            (path, Pending { since, attempts: 0 })
+        })
+        .collect();
     let mut busy: HashSet<PathBuf> = HashSet::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(PathBuf, bool)>();
     let mut dir_watched = watched.dir.is_dir();

@@ -270,7 +270,7 @@ approval_required = ["network:fetch"]
         "   tool http_request (profiles.dev.tools.http_request)",
         "4. parameters",
         "   http_request /url: one of the globs [\"https://api.github.com/*\"] \
-         (profiles.dev.tools.http_request.arguments./url)",
+         (profiles.dev.tools.http_request.arguments./url; canonical URLs only)",
         "   http_request: offered",
         "     network:fetch: needs approval (approval_required \"network:fetch\")",
     ] {

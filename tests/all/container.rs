@@ -451,9 +451,12 @@ async fn the_container_reaches_allowed_hosts_only_through_the_proxy() {
     // Servers on this machine's loopback, outside the container.
     let (allowed, reached) = http_server("127.0.0.2", "hello from the host");
     let (other, other_reached) = http_server("127.0.0.3", "must stay unreachable");
+    // Commands reach the network only while the profile allows
+    // network:fetch (the terminal tool need not declare it).
     let rules = profile(&format!(
         "network.allow_hosts = [\"127.0.0.2:{allowed}\"]\n"
-    ));
+    ))
+    .replace("\"terminal:*\"", "\"terminal:*\", \"network:fetch\"");
     ws.write(
         "direct.py",
         "import socket, sys\nsocket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)\n",

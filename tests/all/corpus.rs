@@ -1,16 +1,19 @@
 //! The dangerous-command detector scored on a public corpus of command lines
 //! labelled by peers' own test suites (`tests/corpus/`, with sources and
-//! commits). Prints the score; fails if it drops below the recorded floors.
+//! commits), in two splits: the rows the detector is tuned on
+//! (`commands.tsv`) and rows held out from tuning (`held-out.tsv`). Prints
+//! both scores; fails if either drops below its recorded floors.
 //!
 //! A dangerous line may also be marked `contained:<mechanism>` in the
 //! corpus: the terminal's kernel sandbox makes it harmless whatever the
 //! profile grants (see `tests/corpus/README.md`). Those are counted apart
 //! from the lines the detector flags.
 //!
-//! Run alone to see the lines it misses and the safe lines it flags:
+//! Run alone to see the tuned split's misses and false alarms (the held-out
+//! split prints only its figures, so that nobody tunes against it):
 //! `cargo test -p toolhost-tests --test all corpus -- --nocapture`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use toolhost::policy::dangerous;
 
@@ -34,6 +37,18 @@ const MECHANISMS: &[&str] = &[
     // seen or signalled.
     "pid-ns",
 ];
+
+/// The peers whose test suites the rows come from.
+const PEERS: &[&str] = &[
+    "NousResearch/hermes-agent",
+    "openai/codex",
+    "All-Hands-AI/OpenHands",
+    "OpenHands/software-agent-sdk",
+    "block/goose",
+];
+
+const TUNED: &str = include_str!("../corpus/commands.tsv");
+const HELD_OUT: &str = include_str!("../corpus/held-out.tsv");
 
 /// Decodes the corpus's escapes (`\\`, `\t`, `\n`, `\r`, `\xHH`) in one pass.
 fn decode(field: &str) -> String {
@@ -59,13 +74,22 @@ fn decode(field: &str) -> String {
     out
 }
 
-fn corpus() -> Vec<Case> {
-    let text = include_str!("../corpus/commands.tsv");
-    text.lines()
-        .skip(1)
+fn corpus(text: &str) -> Vec<Case> {
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("label\tcommand\tsource\tcommit\tsandbox")
+    );
+    lines
         .map(|line| {
             let fields: Vec<&str> = line.split('\t').collect();
             assert_eq!(fields.len(), 5, "{line:?}");
+            let repository = fields[2].split(':').next().unwrap();
+            assert!(PEERS.contains(&repository), "{line:?}");
+            assert!(
+                fields[3].len() == 40 && fields[3].bytes().all(|b| b.is_ascii_hexdigit()),
+                "{line:?}"
+            );
             let contained = match fields[4] {
                 "" => None,
                 note => {
@@ -89,78 +113,171 @@ fn corpus() -> Vec<Case> {
         .collect()
 }
 
-/// The shares (percent) of dangerous lines flagged, and flagged or
-/// contained, must not fall below these floors, nor the share of safe lines
-/// flagged rise above the ceiling.
-const FLAGGED_DANGEROUS_FLOOR: f64 = 95.8;
-const COVERED_DANGEROUS_FLOOR: f64 = 96.5;
-const FLAGGED_SAFE_CEILING: f64 = 1.7;
+/// How the detector did on one split.
+#[derive(Default)]
+struct Score<'a> {
+    dangerous: usize,
+    flagged: usize,
+    contained: usize,
+    covered: usize,
+    safe: usize,
+    false_alarms: usize,
+    /// Misses by the test file they come from.
+    missed: BTreeMap<&'a str, Vec<&'a str>>,
+    /// Contained lines the detector does not flag, by mechanism.
+    contained_only: BTreeMap<&'a str, Vec<&'a str>>,
+    /// Safe lines flagged, by the first category found.
+    alarms: BTreeMap<String, Vec<&'a str>>,
+}
 
 fn share(part: usize, whole: usize) -> f64 {
     100.0 * part as f64 / whole as f64
 }
 
-#[test]
-fn the_detector_flags_the_corpus_lines_peers_call_dangerous() {
-    let cases = corpus();
-    let (mut dangerous, mut flagged, mut contained, mut covered) = (0, 0, 0, 0);
-    let (mut safe, mut false_alarms) = (0, 0);
-    // Misses by the test file they come from; false alarms by category.
-    let mut missed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut alarms: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    let mut contained_only: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for case in &cases {
+fn score(cases: &[Case]) -> Score<'_> {
+    let mut score = Score::default();
+    for case in cases {
         let found = dangerous::detect(&case.command);
         if case.dangerous {
-            dangerous += 1;
-            flagged += usize::from(!found.is_empty());
-            contained += usize::from(case.contained.is_some());
+            score.dangerous += 1;
+            score.flagged += usize::from(!found.is_empty());
+            score.contained += usize::from(case.contained.is_some());
             match (&case.contained, found.is_empty()) {
-                (_, false) => covered += 1,
+                (_, false) => score.covered += 1,
                 (Some(mechanism), true) => {
-                    covered += 1;
-                    contained_only
+                    score.covered += 1;
+                    score
+                        .contained_only
                         .entry(mechanism)
                         .or_default()
                         .push(&case.command);
                 }
-                (None, true) => missed.entry(&case.source).or_default().push(&case.command),
+                (None, true) => score
+                    .missed
+                    .entry(&case.source)
+                    .or_default()
+                    .push(&case.command),
             }
         } else {
-            safe += 1;
+            score.safe += 1;
             if let Some(first) = found.first() {
-                false_alarms += 1;
-                alarms
+                score.false_alarms += 1;
+                score
+                    .alarms
                     .entry(first.category.to_string())
                     .or_default()
                     .push(&case.command);
             }
         }
     }
-    for (source, commands) in &missed {
-        println!("missed, from {source}:");
-        commands.iter().for_each(|c| println!("    {c:?}"));
+    score
+}
+
+impl Score<'_> {
+    fn print_figures(&self, split: &str) {
+        println!(
+            "{split}: dangerous lines flagged {}/{} ({:.1}%), contained {}/{} ({:.1}%), \
+             flagged or contained {}/{} ({:.1}%); safe lines flagged {}/{} ({:.1}%)",
+            self.flagged,
+            self.dangerous,
+            share(self.flagged, self.dangerous),
+            self.contained,
+            self.dangerous,
+            share(self.contained, self.dangerous),
+            self.covered,
+            self.dangerous,
+            share(self.covered, self.dangerous),
+            self.false_alarms,
+            self.safe,
+            share(self.false_alarms, self.safe),
+        );
     }
-    for (mechanism, commands) in &contained_only {
-        println!("not flagged, contained by {mechanism}:");
-        commands.iter().for_each(|c| println!("    {c:?}"));
+
+    fn print_lines(&self) {
+        for (source, commands) in &self.missed {
+            println!("missed, from {source}:");
+            commands.iter().for_each(|c| println!("    {c:?}"));
+        }
+        for (mechanism, commands) in &self.contained_only {
+            println!("not flagged, contained by {mechanism}:");
+            commands.iter().for_each(|c| println!("    {c:?}"));
+        }
+        for (category, commands) in &self.alarms {
+            println!("safe, flagged as {category}:");
+            commands.iter().for_each(|c| println!("    {c:?}"));
+        }
     }
-    for (category, commands) in &alarms {
-        println!("safe, flagged as {category}:");
-        commands.iter().for_each(|c| println!("    {c:?}"));
+
+    /// Fails below `floors`: shares (percent) of dangerous lines flagged and
+    /// flagged or contained, and the ceiling on safe lines flagged.
+    fn assert_floors(&self, split: &str, floors: Floors) {
+        let flagged = share(self.flagged, self.dangerous);
+        let covered = share(self.covered, self.dangerous);
+        let alarms = share(self.false_alarms, self.safe);
+        assert!(
+            flagged >= floors.flagged,
+            "{split}: {flagged:.1}% of dangerous lines flagged, below the floor of {}%",
+            floors.flagged
+        );
+        assert!(
+            covered >= floors.covered,
+            "{split}: {covered:.1}% of dangerous lines flagged or contained, below the floor of {}%",
+            floors.covered
+        );
+        assert!(
+            alarms <= floors.safe_flagged,
+            "{split}: {alarms:.1}% of safe lines flagged, above the ceiling of {}%",
+            floors.safe_flagged
+        );
     }
-    println!(
-        "dangerous lines: flagged {flagged}/{dangerous} ({:.1}%), contained {contained}/{dangerous} \
-         ({:.1}%), flagged or contained {covered}/{dangerous} ({:.1}%)",
-        share(flagged, dangerous),
-        share(contained, dangerous),
-        share(covered, dangerous),
-    );
-    println!(
-        "safe lines: flagged {false_alarms}/{safe} ({:.1}%)",
-        share(false_alarms, safe)
-    );
-    assert!(share(flagged, dangerous) >= FLAGGED_DANGEROUS_FLOOR);
-    assert!(share(covered, dangerous) >= COVERED_DANGEROUS_FLOOR);
-    assert!(share(false_alarms, safe) <= FLAGGED_SAFE_CEILING);
+}
+
+/// Recorded floors for one split, in percent.
+#[derive(Clone, Copy)]
+struct Floors {
+    flagged: f64,
+    covered: f64,
+    safe_flagged: f64,
+}
+
+const TUNED_FLOORS: Floors = Floors {
+    flagged: 92.9,
+    covered: 95.6,
+    safe_flagged: 3.0,
+};
+
+const HELD_OUT_FLOORS: Floors = Floors {
+    flagged: 92.3,
+    covered: 95.4,
+    safe_flagged: 1.2,
+};
+
+#[test]
+fn the_detector_flags_the_tuned_lines_peers_call_dangerous() {
+    let cases = corpus(TUNED);
+    let score = score(&cases);
+    score.print_lines();
+    score.print_figures("tuned split");
+    score.assert_floors("tuned split", TUNED_FLOORS);
+}
+
+#[test]
+fn the_detector_flags_the_held_out_lines_peers_call_dangerous() {
+    let cases = corpus(HELD_OUT);
+    let score = score(&cases);
+    // Figures only: the held-out lines are never looked at while tuning.
+    score.print_figures("held-out split");
+    score.assert_floors("held-out split", HELD_OUT_FLOORS);
+}
+
+#[test]
+fn no_line_is_in_both_splits() {
+    let tuned: HashSet<String> = corpus(TUNED).into_iter().map(|c| c.command).collect();
+    for case in corpus(HELD_OUT) {
+        assert!(
+            !tuned.contains(&case.command),
+            "{:?} is in both splits",
+            case.command
+        );
+    }
 }

@@ -419,3 +419,42 @@ async fn commands_over_ssh_pass_the_profiles_rules_first() {
     assert!(message.contains("allow_commands"), "{message}");
     assert!(!ws.join("x").exists());
 }
+
+#[tokio::test]
+async fn doctor_says_what_the_ssh_backend_and_a_wrapper_alone_cannot_enforce() {
+    let server = server().await;
+    let ws = Workspace::new(bundled);
+    let config = ws.write(
+        "toolhost.toml",
+        format!(
+            "default_profile = \"remote\"\n[profiles.remote]\n{}\n\
+             [profiles.wrapped]\nterminal.sandbox = \"none\"\nterminal.wrapper = [\"env\"]\n\
+             [profiles.kernel]\nterminal.wrapper = [\"env\"]\n",
+            profile(&server, &server.host_key, &ws.path)
+        ),
+    );
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .args(["--config", config.to_str().unwrap(), "doctor"])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let said = |name: &str| {
+        text.lines()
+            .find(|line| line.starts_with(&format!("! profile {name:?}: ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let remote = said("remote");
+    assert!(
+        remote.contains("ssh backend") && remote.contains("repository metadata"),
+        "{text}"
+    );
+    let wrapped = said("wrapped");
+    assert!(
+        wrapped.contains("terminal.wrapper") && wrapped.contains("file.deny"),
+        "{text}"
+    );
+    // Under the kernel sandbox the wrapper runs inside it: nothing to say.
+    assert_eq!(said("kernel"), "", "{text}");
+}

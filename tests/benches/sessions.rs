@@ -18,6 +18,11 @@
 //! starts an exec in it.
 //!
 //! Run: `cargo bench -p toolhost-tests --bench sessions`. Prints medians.
+//! `BENCH_LAUNCHER=path` names the launcher (a copy of the build's own
+//! `toolhost-cli`, so that copies of two builds' bench and launcher can run
+//! side by side), `BENCH_REPO=1` makes the workspace a git
+//! repository (whose metadata every sandbox then keeps), and
+//! `BENCH_NO_CONTAINER=1` leaves out the container backend.
 
 use std::time::{Duration, Instant};
 
@@ -91,14 +96,26 @@ async fn host_with(workspace: &std::path::Path, more: &str) -> Host {
 }
 
 fn main() {
-    toolhost::confine::use_launcher(env!("CARGO_BIN_EXE_toolhost-cli"));
+    toolhost::confine::use_launcher(
+        std::env::var("BENCH_LAUNCHER").unwrap_or(env!("CARGO_BIN_EXE_toolhost-cli").into()),
+    );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let workspace = tempfile::tempdir().unwrap();
+        if std::env::var_os("BENCH_REPO").is_some() {
+            std::process::Command::new("git")
+                .args(["init", "-q"])
+                .current_dir(workspace.path())
+                .status()
+                .unwrap();
+        }
         let host = host_with(workspace.path(), "").await;
         compare(&host, PAUSE, "paused", RUNS).await;
         compare(&host, Duration::ZERO, "back to back", RUNS).await;
 
+        if std::env::var_os("BENCH_NO_CONTAINER").is_some() {
+            return;
+        }
         let Some(socket) = ["/var/run/docker.sock", "/run/podman/podman.sock"]
             .into_iter()
             .find(|path| std::path::Path::new(path).exists())

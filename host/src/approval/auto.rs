@@ -7,10 +7,12 @@
 //! `build`, `__pycache__`, `.venv`, ...) inside a writable grant: a line that
 //! is one `rm` with only recursive/force flags and such operands, nothing a
 //! shell would expand (no variables, globs, quotes, substitutions,
-//! redirections or `..`), each operand resolving (symlinks followed) into a
-//! directory the command may write. Everything else is left to the approver.
+//! redirections, `.` or `..`), each operand an existing directory, reached
+//! from the directory the command starts in (a session's current one) without
+//! passing through a symbolic link, inside a directory the command may write.
+//! Everything else is left to the approver.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
@@ -176,11 +178,17 @@ fn judge_build_dirs(request: &ApprovalRequest) -> AutoAnswer {
 }
 
 fn removes_only_build_dirs(line: &str, workdir: &Path, writable: &[PathBuf]) -> bool {
-    // Nothing a shell would read as more than words.
+    // Nothing a shell would read as more than words: no globs (`*?[`),
+    // variables, quotes, substitutions, separators or redirections.
     if !line
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b" _-./".contains(&b))
     {
+        return false;
+    }
+    // Relative operands are resolved where the command starts, which must
+    // itself be reached through no symbolic link.
+    if workdir.canonicalize().ok().as_deref() != Some(workdir) {
         return false;
     }
     let mut words = line.split_ascii_whitespace();
@@ -204,28 +212,34 @@ fn removes_only_build_dirs(line: &str, workdir: &Path, writable: &[PathBuf]) -> 
             .all(|operand| is_build_dir_inside(operand, workdir, writable))
 }
 
+/// Whether `operand` names, from `workdir`, an existing build directory
+/// inside a writable grant, every step of the way a real directory: a
+/// symbolic link anywhere (`target -> src`, `sub/node_modules -> ../src`)
+/// means the delete would reach somewhere else than it says, and a path
+/// that does not exist cannot be judged; both are left to the approver.
 fn is_build_dir_inside(operand: &str, workdir: &Path, writable: &[PathBuf]) -> bool {
-    let path = Path::new(operand.trim_end_matches('/'));
-    if path
-        .components()
-        .any(|c| matches!(c, Component::ParentDir | Component::RootDir))
-        || !path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|name| BUILD_DIRS.contains(&name))
+    if operand.starts_with('/') {
+        return false;
+    }
+    let relative = operand.strip_prefix("./").unwrap_or(operand);
+    let steps: Vec<&str> = relative.split('/').filter(|s| !s.is_empty()).collect();
+    if steps.iter().any(|step| matches!(*step, "." | ".."))
+        || !steps.last().is_some_and(|name| BUILD_DIRS.contains(name))
     {
         return false;
     }
-    let joined = workdir.join(path);
-    // Where it really is: a symlinked `node_modules -> /elsewhere` is judged
-    // by `/elsewhere`. A path that does not exist deletes nothing.
-    let real = match joined.canonicalize() {
-        Ok(real) => real,
-        Err(_) => return true,
-    };
+    let mut at = workdir.to_path_buf();
+    for step in steps {
+        at.push(step);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_dir() => {}
+            // A symbolic link, a file, or nothing there.
+            _ => return false,
+        }
+    }
     writable
         .iter()
-        .any(|grant| real.starts_with(grant) && real != *grant)
+        .any(|grant| at.starts_with(grant) && at != *grant)
 }
 
 #[cfg(test)]
@@ -243,6 +257,7 @@ mod tests {
         let ws = root.join("ws");
         std::fs::create_dir_all(ws.join("node_modules/x")).unwrap();
         std::fs::create_dir_all(ws.join("web/dist")).unwrap();
+        std::fs::create_dir_all(ws.join("__pycache__")).unwrap();
         std::fs::create_dir_all(ws.join("src")).unwrap();
         std::fs::create_dir_all(root.join("outside/node_modules")).unwrap();
         std::os::unix::fs::symlink(root.join("outside"), ws.join("target")).unwrap();
@@ -281,6 +296,64 @@ mod tests {
         let mut permission = request("x", &ws, &writable);
         permission.subject = Subject::Permission("file:write".into());
         assert_eq!(judge_build_dirs(&permission), AutoAnswer::Ask);
+    }
+
+    #[test]
+    fn an_operand_that_is_or_passes_through_a_symlink_or_is_missing_is_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        for made in ["src/lib", "sub/real", "real/node_modules", "web/dist"] {
+            std::fs::create_dir_all(ws.join(made)).unwrap();
+        }
+        std::fs::write(ws.join("build"), "a file").unwrap();
+        let link =
+            |target: &str, at: &str| std::os::unix::fs::symlink(target, ws.join(at)).unwrap();
+        link("src", "target");
+        link("../src", "sub/node_modules");
+        link("real", "via");
+        link("web", "weblink");
+        let writable = [ws.clone()];
+        let judge =
+            |line: &str, workdir: &Path| judge_build_dirs(&request(line, workdir, &writable));
+
+        for asked in [
+            "rm -rf target",
+            "rm -rf target/",
+            "rm -rf ./target//",
+            "rm -rf sub/node_modules",
+            "rm -rf via/node_modules",
+            "rm -rf weblink/dist",
+            "rm -rf ./target/../src",
+            "rm -rf target/.",
+            "rm -rf ./././target",
+            "rm -rf targ*",
+            "rm -rf target?",
+            "rm -rf [t]arget",
+            "rm -rf dist",  // does not exist
+            "rm -rf build", // a file, not a directory
+            "rm -rf -- dist",
+        ] {
+            assert_eq!(judge(asked, &ws), AutoAnswer::Ask, "{asked}");
+        }
+        assert_eq!(
+            judge("rm -rf web/dist real/node_modules", &ws),
+            AutoAnswer::Approve
+        );
+        // Judged where the command starts: in sub, node_modules is the link.
+        assert_eq!(
+            judge("rm -rf node_modules", &ws.join("sub")),
+            AutoAnswer::Ask
+        );
+        assert_eq!(
+            judge("rm -rf node_modules", &ws.join("real")),
+            AutoAnswer::Approve
+        );
+        // A start reached through a link is not judged.
+        assert_eq!(
+            judge("rm -rf node_modules", &ws.join("via")),
+            AutoAnswer::Ask
+        );
+        assert!(ws.join("src/lib").exists());
     }
 
     #[test]

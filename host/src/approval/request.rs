@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use futures::future::BoxFuture;
 
+/// Most bytes of an answer read from a webhook or an approval hook tool;
+/// a longer one answers nothing (the approval is left to the others).
+pub const MAX_ANSWER: usize = 64 << 10;
+
 /// What is being asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
@@ -128,6 +132,12 @@ impl Approval {
 pub trait Approver: Send + Sync + 'static {
     /// Answers `request`. Taking longer than the configured timeout is a deny.
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+
+    /// Answers `request`, or says why it cannot be asked now (then it is
+    /// refused for that reason). By default it is always asked.
+    fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<Approval, String>> {
+        Box::pin(async move { Ok(self.approve(request).await) })
+    }
 
     /// Says, in a refusal, how the caller could get this approved.
     fn how_to_allow(&self) -> &str {

@@ -2,7 +2,8 @@
 //! signed with HMAC-SHA256 over the body (`X-Toolhost-Signature:
 //! sha256=<hex>`) with a secret from the environment, retried with backoff.
 //! A `2xx` answer with `{"decision": ...}` answers the approval; any other
-//! `2xx` only acknowledges it (the answer then comes through the API).
+//! `2xx` only acknowledges it (the answer then comes through the API), and
+//! so does one longer than [`MAX_ANSWER`], which is not read past it.
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use super::request::{Approval, parse_answer};
+use super::request::{Approval, MAX_ANSWER, parse_answer};
 
 /// Header carrying the body's signature.
 pub const SIGNATURE_HEADER: &str = "x-toolhost-signature";
@@ -77,7 +78,16 @@ impl Webhook {
                 .await;
             match sent {
                 Ok(response) if response.status().is_success() => {
-                    let bytes = response.bytes().await.unwrap_or_default();
+                    let bytes = match read_capped(response, MAX_ANSWER).await {
+                        Ok(bytes) => bytes,
+                        Err(why) => {
+                            tracing::warn!(
+                                url = %self.url, "the approvals webhook's answer was not read: {why}; \
+                                 the approval is left to the approvals API"
+                            );
+                            return None;
+                        }
+                    };
                     let answer: Option<Value> = serde_json::from_slice(&bytes).ok();
                     return answer
                         .as_ref()
@@ -100,6 +110,23 @@ impl Webhook {
         }
         None
     }
+}
+
+/// The body of `response`, read chunk by chunk and given up as soon as it
+/// would pass `max` bytes: a longer answer is never held.
+async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    let too_long = || format!("it is longer than the limit of {max} bytes for an answer");
+    if response.content_length().is_some_and(|n| n > max as u64) {
+        return Err(too_long());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if body.len() + chunk.len() > max {
+            return Err(too_long());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// `sha256=<hex>` of HMAC-SHA256(`secret`, `body`).

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::args::Global;
 use super::setup::host;
 use crate::dispatch::CallRequest;
+use crate::escape;
 use crate::host::Host;
 
 /// `toolhost call TOOL [ARGUMENTS]`, or `toolhost call --batch FILE`.
@@ -26,7 +27,7 @@ pub(super) async fn run(
             .with_context(|| format!("the batch in {batch} is not valid JSON"))?;
         let host = host(global).await?;
         let results = host.dispatch_batch(&batch, session.as_deref()).await;
-        println!("{}", serde_json::to_string_pretty(&results)?);
+        println!("{}", escape::json_pretty(&results)?);
         return Ok(if results.get("error").is_some() {
             ExitCode::FAILURE
         } else {
@@ -69,14 +70,15 @@ async fn call_one(host: &Host, request: CallRequest) -> ExitCode {
     match host.dispatch(request).await {
         Ok(result) => {
             let pretty = serde_json::from_str::<serde_json::Value>(result.get())
-                .and_then(|v| serde_json::to_string_pretty(&v))
-                .unwrap_or_else(|_| result.get().to_string());
+                .and_then(|v| escape::json_pretty(&v))
+                .unwrap_or_else(|_| escape::escape(result.get()).into_owned());
             println!("{pretty}");
             ExitCode::SUCCESS
         }
         Err(e) => {
             tracing::debug!(error = %e, "call failed");
-            println!("{}", json!({"error": e.model_text()}));
+            let error = json!({"error": e.model_text()});
+            println!("{}", escape::json(&error).unwrap_or_default());
             ExitCode::FAILURE
         }
     }

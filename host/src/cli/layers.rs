@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use crate::config::Config;
 use crate::contract::spec::ToolSpec;
-use crate::policy::{PermissionDecision, PermissionPattern, Profile};
+use crate::policy::canonical::is_url_glob;
+use crate::policy::{Matcher, PermissionDecision, PermissionPattern, Profile};
 
 /// The report for `profile` (resolved in the base directory) and the
 /// loaded `tools`; with `only`, of that tool alone.
@@ -63,9 +64,18 @@ pub(super) fn report(
     for rules in profile.tools.values().filter(|r| shown(&r.tool)) {
         for rule in &rules.arguments {
             any = true;
+            let kind = match &rule.matcher {
+                Matcher::Globs(globs) if globs.iter().any(|g| is_url_glob(g)) => {
+                    "; canonical URLs only"
+                }
+                Matcher::Globs(_) => {
+                    "; on a tool that declares file permissions, every path it touches"
+                }
+                _ => "",
+            };
             let _ = writeln!(
                 out,
-                "   {} {}: {} ({})",
+                "   {} {}: {} ({}{kind})",
                 rules.tool, rule.pointer, rule.matcher, rule.key
             );
         }

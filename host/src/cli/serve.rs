@@ -96,8 +96,12 @@ pub(super) async fn watch(global: &Global, json: bool) -> Result<ExitCode> {
     loop {
         tokio::select! {
             event = events.recv() => match event {
-                Ok(event) if json => println!("{}", serde_json::to_string(&event)?),
-                Ok(event) => println!("{} {event}", crate::audit::now_rfc3339()),
+                Ok(event) if json => println!("{}", crate::escape::json(&event)?),
+                Ok(event) => println!(
+                    "{} {}",
+                    crate::audit::now_rfc3339(),
+                    crate::escape::escape(&event.to_string())
+                ),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                     eprintln!("warning: {n} events were missed");
                 }

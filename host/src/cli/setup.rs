@@ -19,7 +19,10 @@ pub(super) async fn host(global: &Global) -> Result<Host> {
         .approver(TtyApprover::or_deny());
     let host = builder.build().await?;
     for error in host.load_errors() {
-        eprintln!("warning: {error}");
+        eprintln!(
+            "warning: {}",
+            crate::escape::escape_lines(&error.to_string())
+        );
     }
     Ok(host)
 }

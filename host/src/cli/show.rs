@@ -7,8 +7,9 @@ use serde_json::json;
 
 use super::args::{ConfigAction, Format, Global};
 use crate::config::{self, Config};
+use crate::escape;
 use crate::host::Host;
-use crate::policy::TerminalBackend;
+use crate::policy::{TerminalBackend, TerminalSandbox};
 use crate::toolsets::Selection;
 
 pub(super) fn list(
@@ -29,19 +30,19 @@ pub(super) fn list(
     match format {
         Format::Table => {}
         Format::Json => {
-            println!("{}", serde_json::to_string_pretty(&tools)?);
+            println!("{}", escape::json_pretty(&tools)?);
             return Ok(ExitCode::SUCCESS);
         }
         Format::Openai => {
             let tools = host
                 .openai_tools(selection, strict)
                 .map_err(anyhow::Error::msg)?;
-            println!("{}", serde_json::to_string_pretty(&tools)?);
+            println!("{}", escape::json_pretty(&tools)?);
             return Ok(ExitCode::SUCCESS);
         }
         Format::Mcp => {
             let tools = host.mcp_tools(selection).map_err(anyhow::Error::msg)?;
-            println!("{}", serde_json::to_string_pretty(&tools)?);
+            println!("{}", escape::json_pretty(&tools)?);
             return Ok(ExitCode::SUCCESS);
         }
     }
@@ -85,10 +86,11 @@ pub(super) fn list(
                 .to_string(),
             Some(reason) => format!("(hidden: {reason})"),
         };
-        println!(
+        let row = format!(
             "{:name_width$}  {:set_width$}  {permissions:11}  {summary}",
             tool.name, tool.toolset
         );
+        println!("{}", escape::escape(&row));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -109,21 +111,45 @@ pub(super) fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
         })
         .collect();
     let errors: Vec<String> = host.load_errors().iter().map(ToString::to_string).collect();
+    // A server on this config watches the same places, as the same user.
+    let running = host.config();
+    let watched = running.as_ref().and_then(|running| {
+        let file = match &running.source {
+            config::ConfigSource::File(file) => Some(file.as_path()),
+            config::ConfigSource::Embedded => None,
+        };
+        Some(crate::reload::can_watch(running.plugins.as_deref()?, file))
+    });
     if as_json {
-        let status = json!({ "plugins": plugins, "load_errors": errors });
-        println!("{}", serde_json::to_string_pretty(&status)?);
+        let mut status = json!({ "plugins": plugins, "load_errors": errors });
+        if let Some(watched) = &watched {
+            status["watching"] = match watched {
+                Ok(()) => json!({ "ok": true }),
+                Err(why) => json!({ "ok": false, "error": why }),
+            };
+        }
+        println!("{}", escape::json_pretty(&status)?);
     } else {
-        for p in &plugins {
+        if let Some(Err(why)) = &watched {
             println!(
+                "! {}: a server would serve without picking up changes, and try again every \
+                 {:?}",
+                escape::escape(why),
+                crate::reload::WATCH_RETRY
+            );
+        }
+        for p in &plugins {
+            let row = format!(
                 "{:12} {}  {:8}  {}",
                 p["plugin"].as_str().unwrap_or_default(),
                 &p["version"].as_str().unwrap_or_default()[..12],
                 p["compiled"].as_str().unwrap_or_default(),
                 p["source"].as_str().unwrap_or_default()
             );
+            println!("{}", escape::escape(&row));
         }
         for error in &errors {
-            println!("✗ {error}");
+            println!("✗ {}", escape::escape_lines(error));
         }
     }
     Ok(if errors.is_empty() {
@@ -152,8 +178,9 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
         Some(abi) => println!("✓ Landlock ABI {abi}: second filesystem layer, signal scoping"),
         None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),
     }
-    let config = Config::discover(global.config.as_deref())?;
+    let config = super::setup::effective_config(global)?;
     println!("✓ commands' ids: {}", identity(&config));
+    print!("{}", super::own::report(&config));
     let unconfined = config.unconfined_terminal_profiles();
     for name in &unconfined {
         println!(
@@ -170,22 +197,25 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
                  filter and the commands' ids confine its commands without Landlock"
             );
         }
-        if !terminal.wrapper.is_empty()
-            && terminal.sandbox == Some(crate::policy::TerminalSandbox::None)
-        {
-            println!(
-                "! profile {name:?}: terminal.wrapper runs on this machine unconfined; what its \
-                 commands reach (files, set-id bits, ids, system calls) is the wrapper's business"
-            );
-        }
         if terminal.backend == Some(TerminalBackend::Ssh) {
             println!(
                 "! profile {name:?}: ssh backend: the remote account decides what commands \
-                 reach; toolhost does not enforce there the file grants, nosuid and nodev, \
-                 the refusal of set-id bits, the commands' ids, the seccomp filter or Landlock \
-                 (commands never reach this machine's terminals)"
+                 reach; toolhost does not enforce there the file grants, file.deny masks, \
+                 read-only repository metadata (git run there later may run what a command \
+                 planted), nosuid and nodev, the refusal of set-id bits, the commands' ids, the \
+                 seccomp filter, Landlock nor the network and process limits (commands never \
+                 reach this machine's terminals)"
+            );
+        } else if !terminal.wrapper.is_empty() && terminal.sandbox == Some(TerminalSandbox::None) {
+            println!(
+                "! profile {name:?}: terminal.wrapper runs on this machine unconfined: toolhost \
+                 cannot mask what file.deny matches nor keep repository metadata read-only (git \
+                 run on this machine later may run what a command planted); what its commands \
+                 reach (files, set-id bits, ids, system calls) is the wrapper's business"
             );
         }
+    }
+    for (name, profile) in &config.profiles {
         let (Some(TerminalBackend::Container), Some(container)) =
             (terminal.backend, &terminal.container)
         else {
@@ -250,7 +280,7 @@ pub(super) fn config_command(global: &Global, action: ConfigAction) -> Result<Ex
                 Ok(ExitCode::SUCCESS)
             }
             Err(error) => {
-                println!("✗ {error}");
+                println!("✗ {}", escape::escape_lines(&error.to_string()));
                 Ok(ExitCode::FAILURE)
             }
         },

@@ -56,6 +56,9 @@ pub struct ConfigFile {
     /// (`"FIRST-LAST"`).
     #[serde(default)]
     pub sandbox_ids: Option<String>,
+    /// How much each tenant may make a server hold.
+    #[serde(default)]
+    pub tenant_caps: super::caps::TenantCapsConfig,
 }
 
 /// `[approvals]`.

@@ -36,7 +36,12 @@ impl Config {
                 }
             })
             .unwrap_or(Path::new("."));
-        let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
+        // Symlinks resolved: a link on the way to the config (or to the
+        // paths it names) that a command could replace leads nowhere else.
+        let base = base
+            .canonicalize()
+            .or_else(|_| std::path::absolute(base))
+            .unwrap_or_else(|_| base.to_path_buf());
         Self::parse(&text, source, &base)
     }
 
@@ -99,7 +104,9 @@ impl Config {
             .ok_or_else(|| format!("unknown profile {name:?}; known: {}", self.profile_names()))?;
         let workspace = workspace.unwrap_or(&self.base_dir);
         let mut problems = Vec::new();
-        let mut profile = resolve_profile(name, written, &self.global, workspace, &mut problems);
+        let own = self.own_paths();
+        let mut profile =
+            resolve_profile(name, written, &self.global, workspace, &own, &mut problems);
         profile.terminal.sandbox_id = sandbox_id;
         match problems.first() {
             None => Ok(Arc::new(profile)),

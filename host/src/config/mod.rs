@@ -1,8 +1,10 @@
 //! `toolhost.toml`: its types, the embedded default, and validation that
 //! reports every problem with the key it is at and why.
 
+mod caps;
 mod file;
 mod load;
+mod own;
 mod parse;
 mod profile;
 mod tools;
@@ -13,6 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use caps::{TenantCaps, TenantCapsConfig};
 pub use file::{
     ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
     GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,
@@ -147,6 +150,12 @@ pub struct Config {
     /// runs as root: the first for callers that are not tenants, one of
     /// the next for each tenant.
     pub sandbox_ids: (u32, u32),
+    /// How much each tenant may make a server hold (`[tenant_caps]`).
+    pub tenant_caps: TenantCaps,
+    /// toolhost's own paths under the configuration the host runs with,
+    /// kept protected after a reload (the allowlist, audit log, cache and
+    /// plugin directory it started with stay in use).
+    pub retained_own: Option<std::sync::Arc<crate::policy::OwnPaths>>,
 }
 
 /// Where audit lines go.

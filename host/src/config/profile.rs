@@ -2,10 +2,11 @@
 //! [`Profile`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::file::{GlobalConfig, ProfileConfig};
 use crate::policy::{
-    CommandRules, HostRules, Limits, NetworkLimits, PathRules, PermissionRules, Profile,
+    CommandRules, HostRules, Limits, NetworkLimits, OwnPaths, PathRules, PermissionRules, Profile,
     TerminalBackend, TerminalNetwork, TerminalSettings, paths,
 };
 use crate::runtime::MAX_MEMORY;
@@ -17,6 +18,7 @@ pub(super) fn resolve_profile(
     written: &ProfileConfig,
     global: &GlobalConfig,
     workspace: &Path,
+    own: &Arc<OwnPaths>,
     problems: &mut Vec<(String, String)>,
 ) -> Profile {
     let key = |field: &str| format!("profiles.{name}.{field}");
@@ -84,7 +86,7 @@ pub(super) fn resolve_profile(
         resolve(&written.file.write),
         &deny,
     ) {
-        Ok(rules) => profile.paths = rules,
+        Ok(rules) => profile.paths = rules.with_own(own),
         Err(e) => problems.push((key("file"), e.to_string())),
     }
 

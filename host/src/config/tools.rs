@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::file::{GlobalConfig, ToolConfig};
 use crate::policy::layers::check_pointer;
-use crate::policy::{ArgumentRule, Matcher, PermissionRules, Profile, ToolRules};
+use crate::policy::{ArgumentRule, Confinement, Matcher, PermissionRules, Profile, ToolRules};
 
 /// The rules of every tool the global layer or the profile names, each with
 /// the profile as it applies to that tool. `profile` is complete but for
@@ -56,6 +56,11 @@ pub(super) fn resolve_tools(
         let mut applied = profile.clone();
         applied.permissions = profile.permissions.layered(&permissions);
         applied.tools = BTreeMap::new();
+        let confined = confinement(&arguments, profile.workspace()).map(|confinement| {
+            let mut confined = applied.clone();
+            confined.paths = applied.paths.confined(confinement);
+            Arc::new(confined)
+        });
         let rules = ToolRules {
             tool: tool.clone(),
             keys,
@@ -63,10 +68,55 @@ pub(super) fn resolve_tools(
             permissions,
             arguments,
             profile: Arc::new(applied),
+            confined,
         };
         resolved.insert(tool.clone(), Arc::new(rules));
     }
     resolved
+}
+
+/// The globs of the path rules among `arguments` (glob rules not written
+/// as URLs), resolved in `workspace`; `None` if there are none.
+fn confinement(arguments: &[ArgumentRule], workspace: &std::path::Path) -> Option<Confinement> {
+    let mut confinement: Option<Confinement> = None;
+    for rule in arguments {
+        let Matcher::Globs(globs) = &rule.matcher else {
+            continue;
+        };
+        if !rule.matcher.is_path_rule(true) {
+            continue;
+        }
+        match &mut confinement {
+            Some(confinement) => confinement.add(&rule.key, globs, workspace),
+            None => confinement = Some(Confinement::new(&rule.key, globs, workspace)),
+        }
+    }
+    confinement
+}
+
+/// `Err` for a glob written as a URL that no canonical URL can match (its
+/// text before the first `*` is not in canonical form), naming the form.
+fn canonical_url_glob(glob: &str) -> Result<(), String> {
+    if !crate::policy::canonical::is_url_glob(glob) {
+        return Ok(());
+    }
+    let literal = glob.split('*').next().unwrap_or_default();
+    // Only a literal that goes as far as the path is a URL by itself (not
+    // `https://` before `*.host`, nor `http://h:` before a port).
+    let reaches_path = literal
+        .split_once("://")
+        .is_some_and(|(_, rest)| rest.contains('/'));
+    if !reaches_path {
+        return Ok(());
+    }
+    match crate::policy::canonical::canonical_url(literal) {
+        Err(why) => Err(format!(
+            "the glob {glob:?} matches only URLs not in canonical form, which are refused: \
+             {literal:?} {}",
+            why.trim_start_matches("it ")
+        )),
+        Ok(()) => Ok(()),
+    }
 }
 
 /// One restriction: a list of globs, or a table with exactly one of
@@ -75,12 +125,13 @@ fn argument_rule(pointer: &str, value: &Value) -> Result<Matcher, String> {
     check_pointer(pointer)?;
     let globs = |value: &Value| -> Result<Matcher, String> {
         let items = value.as_array().ok_or("glob takes a list of strings")?;
-        items
+        let globs = items
             .iter()
             .map(|g| g.as_str().map(String::from))
             .collect::<Option<Vec<_>>>()
-            .map(Matcher::Globs)
-            .ok_or_else(|| "glob takes a list of strings".to_string())
+            .ok_or_else(|| "glob takes a list of strings".to_string())?;
+        globs.iter().try_for_each(|glob| canonical_url_glob(glob))?;
+        Ok(Matcher::Globs(globs))
     };
     let table = match value {
         Value::Array(_) => return globs(value),
@@ -158,6 +209,8 @@ mod tests {
             (json!({"enum": []}), "non-empty"),
             (json!({"min": 5, "max": 1}), "above max"),
             (json!({"glob": ["a"], "regex": "b"}), "use one of"),
+            (json!(["HTTP://Api.example/*"]), "\"http://api.example/\""),
+            (json!(["http://h/a/../b/*"]), "\"http://h/b/\""),
             (json!([1]), "list of strings"),
         ] {
             let problem = argument_rule("/u", &bad).unwrap_err();

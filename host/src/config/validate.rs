@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::file::{ConfigFile, ProfileConfig, TenantConfig};
+use super::file::{ConfigFile, GlobalConfig, ProfileConfig, TenantConfig};
 use super::profile::resolve_profile;
 use super::{AuditTarget, Config, ConfigSource, Tenant};
 use crate::policy::{DEFAULT_SANDBOX_IDS, Limits, paths};
@@ -43,8 +43,16 @@ pub(super) fn validate(
     ) {
         profile_problems.push(("global".to_string(), e.to_string()));
     }
+    let own = std::sync::Arc::new(crate::policy::OwnPaths::none());
     for (name, written) in &file.profiles {
-        resolve_profile(name, written, &file.global, base, &mut profile_problems);
+        resolve_profile(
+            name,
+            written,
+            &file.global,
+            base,
+            &own,
+            &mut profile_problems,
+        );
     }
     // The global layer's problems come once, not once per profile.
     let mut seen = std::collections::HashSet::new();
@@ -65,7 +73,9 @@ pub(super) fn validate(
     let sandbox_ids = sandbox_ids(file.sandbox_ids.as_deref(), file.tenants.len(), problems);
     let mut tenants = BTreeMap::new();
     for (name, written) in &file.tenants {
-        if let Some(mut tenant) = validate_tenant(name, written, &file.profiles, base, problems) {
+        if let Some(mut tenant) =
+            validate_tenant(name, written, &file.profiles, &file.global, base, problems)
+        {
             // The first id is the callers' that are not tenants.
             tenant.sandbox_id = sandbox_ids.0.saturating_add(1 + tenants.len() as u32);
             tenants.insert(name.clone(), tenant);
@@ -132,6 +142,8 @@ pub(super) fn validate(
             .sessions_memory
             .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
         sandbox_ids,
+        tenant_caps: super::TenantCaps::validate(&file.tenant_caps, problems),
+        retained_own: None,
     }
 }
 
@@ -178,6 +190,7 @@ fn validate_tenant(
     name: &str,
     written: &TenantConfig,
     profiles: &BTreeMap<String, ProfileConfig>,
+    global: &GlobalConfig,
     base: &Path,
     problems: &mut Vec<(String, String)>,
 ) -> Option<Tenant> {
@@ -256,6 +269,20 @@ fn validate_tenant(
             "must be at least 1 (omit it for no limit)".into(),
         ));
     }
+    let reaches = profiles
+        .get(&written.profile)
+        .and_then(|profile| reaches_files_or_terminal(profile, global));
+    if let (None, Some(permission)) = (&written.workspace, reaches) {
+        problems.push((
+            key("workspace"),
+            format!(
+                "profile {:?} grants {permission:?}, so the tenant needs a workspace of its own \
+                 (without one it would work in the config's directory, beside toolhost's own \
+                 files); set workspace = \"tenants/{name}\" or another directory",
+                written.profile
+            ),
+        ));
+    }
     let workspace = written
         .workspace
         .as_ref()
@@ -280,6 +307,38 @@ fn validate_tenant(
         webhook,
         sandbox_id: 0,
     })
+}
+
+/// The first of `file:read`, `file:write` and `terminal:execute` that
+/// `profile` (with the global layer, or one of its tools' own rules) allows
+/// or asks approval for.
+fn reaches_files_or_terminal(
+    profile: &ProfileConfig,
+    global: &GlobalConfig,
+) -> Option<&'static str> {
+    use crate::policy::{PermissionDecision, PermissionRules};
+    let none: [String; 0] = [];
+    let global_rules =
+        PermissionRules::parse(&none, &global.deny, &global.approval_required).ok()?;
+    let base = PermissionRules::parse(&profile.allow, &profile.deny, &profile.approval_required)
+        .ok()?
+        .layered(&global_rules);
+    let mut layers = vec![base.clone()];
+    for tool in profile.tools.values().chain(global.tools.values()) {
+        if let Ok(own) = PermissionRules::parse(&tool.allow, &tool.deny, &tool.approval_required) {
+            layers.push(base.layered(&own));
+        }
+    }
+    ["file:read", "file:write", "terminal:execute"]
+        .into_iter()
+        .find(|permission| {
+            layers.iter().any(|rules| {
+                matches!(
+                    rules.decide(permission),
+                    PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
+                )
+            })
+        })
 }
 
 /// SHA-256 of a token given as hex (`hex`) or in an environment variable.

@@ -140,6 +140,8 @@ fn launch() -> Result<std::convert::Infallible, String> {
     }
     drop(mapped_write);
     drop(lifeline_read);
+    // The host learns PID 1's pid, to know when the sandbox is gone.
+    let _ = control().send(control::INIT, &init.to_le_bytes());
     // SAFETY: PID 1 talks with the host from here; this process keeps no
     // copy of the channel, so it ends when PID 1 does.
     unsafe {
@@ -233,6 +235,10 @@ fn run_init(
         None
     };
     let filters = super::seccomp::filters()?;
+    // The host checks the plan still held while the mounts were made.
+    control()
+        .send(control::BUILT, &[])
+        .map_err(|e| format!("telling the host the sandbox is built: {e}"))?;
     if spec.session {
         drop(lifeline);
         return super::session::serve(spec, ruleset, &filters);
@@ -267,11 +273,16 @@ fn run_init(
         let pid = unsafe { libc::waitpid(-1, &mut wait_status, 0) };
         if pid == shell {
             // Nothing the command started runs on once the host has the
-            // result (PID 1 is spared by `kill(-1)`).
-            // SAFETY: signals every process of this PID namespace, then
-            // ends PID 1, and so the namespace.
+            // result (PID 1 is spared by `kill(-1)`), nor is any system
+            // call of it still under way: every process is reaped first.
+            // SAFETY: signals every process of this PID namespace, reaps
+            // them, then ends PID 1, and so the namespace.
             unsafe {
                 libc::kill(-1, libc::SIGKILL);
+                while libc::waitpid(-1, std::ptr::null_mut(), 0) > 0
+                    || std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                {
+                }
                 let _ = control().send(control::DONE, &control::pair(run.id, wait_status));
                 libc::_exit(0)
             }

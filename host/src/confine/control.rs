@@ -7,6 +7,9 @@
 //! - host → PID 1, when the command is known: [`RUN`], the
 //!   [`Run`](super::Run) as JSON, with the command's stdout, stderr and
 //!   (when it has input) stdin;
+//! - launcher → host: [`INIT`] with PID 1's pid (4 bytes), so the host can
+//!   tell when the sandbox is gone; PID 1 → host: [`BUILT`] once the
+//!   sandbox's mounts are made and it waits for its command;
 //! - sandbox → host: [`DONE`] with the run's id and the shell's wait status
 //!   (4 + 4 bytes), after every other process of the sandbox was killed
 //!   (in a session, only when the shell has ended); or [`FAILED`] with why
@@ -31,6 +34,8 @@ pub(crate) const DONE: u8 = 3;
 pub(crate) const FAILED: u8 = 4;
 pub(crate) const KILL: u8 = 5;
 pub(crate) const REFUSED: u8 = 6;
+pub(crate) const INIT: u8 = 7;
+pub(crate) const BUILT: u8 = 8;
 
 /// Most descriptors one frame carries.
 const MOST_FDS: usize = 4;
@@ -213,6 +218,10 @@ pub(crate) enum Report {
     Failed(String),
     /// The channel ended: the sandbox is gone.
     Vanished,
+    /// PID 1 of the sandbox has this pid (in the host's PID namespace).
+    Init(libc::pid_t),
+    /// The sandbox's mounts are made.
+    Built,
 }
 
 /// How a sandbox reported back.
@@ -311,16 +320,39 @@ impl Control {
                 reason: text(&payload[4..]),
             },
             (FAILED, ..) => Report::Failed(text(&payload)),
+            (INIT, _, Some(pid)) => Report::Init(pid as libc::pid_t),
+            (BUILT, ..) => Report::Built,
             (tag, ..) => Report::Failed(format!("the sandbox sent an unknown message ({tag})")),
         }
     }
 
     /// Waits for the report of a sandbox that runs one command.
     pub(crate) async fn outcome(&mut self) -> Outcome {
-        match self.report().await {
-            Report::Done { status, .. } => Outcome::Done(status),
-            Report::Refused { reason, .. } | Report::Failed(reason) => Outcome::Failed(reason),
-            Report::Vanished => Outcome::Vanished,
+        loop {
+            return match self.report().await {
+                Report::Done { status, .. } => Outcome::Done(status),
+                Report::Refused { reason, .. } | Report::Failed(reason) => Outcome::Failed(reason),
+                Report::Vanished => Outcome::Vanished,
+                Report::Init(_) | Report::Built => continue,
+            };
+        }
+    }
+
+    /// Waits until the sandbox's mounts are made; `Err` says why they
+    /// could not be. PID 1's pid comes with it when the launcher sent it
+    /// first. Not cancellation-safe, as [`Self::report`].
+    pub(crate) async fn built(&mut self) -> Result<Option<libc::pid_t>, String> {
+        let mut init = None;
+        loop {
+            match self.report().await {
+                Report::Init(pid) => init = Some(pid),
+                Report::Built => return Ok(init),
+                Report::Failed(reason) | Report::Refused { reason, .. } => return Err(reason),
+                Report::Done { .. } => return Err("the sandbox ended before it was built".into()),
+                Report::Vanished => {
+                    return Err("the sandbox launcher ended without a report".into());
+                }
+            }
         }
     }
 }

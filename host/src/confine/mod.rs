@@ -19,7 +19,11 @@
 mod child;
 pub(crate) mod control;
 mod forward;
+mod git;
+pub(crate) mod guard;
 mod identity;
+mod inotify;
+mod own;
 pub(crate) mod pids;
 pub(crate) mod plan;
 mod rlimit;
@@ -37,7 +41,7 @@ use std::sync::RwLock;
 pub(crate) use plan::plan;
 pub(crate) use rlimit::hard_limit;
 pub use spec::Spec;
-pub(crate) use spec::{Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT, Run, host_id};
+pub(crate) use spec::{MOVED, Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT, Run, host_id};
 
 /// The first argument that makes a toolhost binary act as the launcher.
 pub const LAUNCH_ARG: &str = "__toolhost-sandbox";

@@ -4,12 +4,13 @@
 //! grants that `file.deny` matches, read-only repository metadata inside
 //! writable grants, and the private `/proc`, `/dev` and `/tmp`.
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::spec::{CommandLimits, GIT_PROTECTED, Mount, MountKind, Run, Spec};
+use super::guard::Guard;
+use super::spec::{CommandLimits, MOVED, Mount, MountKind, Run, Spec};
 use super::watch::Watch;
 use crate::policy::{Access, PermissionDecision, Profile};
 
@@ -38,8 +39,10 @@ pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec,
     let mut mounts = Mounts::default();
     mounts.system();
     add_grants(profile, watch, &mut mounts)?;
+    let (mounts, guard) = mounts.into_list();
     Ok(Spec {
-        mounts: mounts.into_list(),
+        mounts,
+        guard,
         host_network: settings.network == crate::policy::TerminalNetwork::Host,
         proxy: None,
         limits: CommandLimits {
@@ -63,13 +66,13 @@ pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec,
 pub(crate) fn grant_mounts(
     profile: &Profile,
     watch: Option<&mut Watch>,
-) -> Result<Vec<Mount>, String> {
+) -> Result<(Vec<Mount>, Guard), String> {
     let mut mounts = Mounts::default();
     add_grants(profile, watch, &mut mounts)?;
     // The host's private `/etc` entries stay masked under any mount that
     // brings them in (`terminal.read = ["/etc"]`).
     for path in private_etc() {
-        let covered = mounts.0.iter().any(|(mounted, kind)| {
+        let covered = mounts.planned.iter().any(|(mounted, (kind, _))| {
             matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite) && path.starts_with(mounted)
         });
         if covered {
@@ -91,9 +94,13 @@ fn add_grants(
         profile.permissions.decide(crate::runtime::FILE_WRITE),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
+    let mut read = Vec::new();
     for dir in &settings.read {
-        if let Ok(real) = dir.canonicalize() {
-            mounts.add(real, MountKind::ReadOnly);
+        if let Ok(real) = dir.canonicalize()
+            && let Ok(meta) = real.symlink_metadata()
+        {
+            mounts.bind(real.clone(), MountKind::ReadOnly, &meta);
+            read.push(real);
         }
     }
 
@@ -106,7 +113,10 @@ fn add_grants(
         let Ok(real) = dir.canonicalize() else {
             continue;
         };
-        if !real.is_dir() || profile.paths.is_denied(&real).is_some() {
+        let Ok(meta) = real.symlink_metadata() else {
+            continue;
+        };
+        if !meta.is_dir() || profile.paths.is_denied(&real).is_some() {
             continue;
         }
         let writable = may_write && access == Access::Write;
@@ -115,7 +125,7 @@ fn add_grants(
         } else {
             MountKind::ReadOnly
         };
-        mounts.add(real.clone(), kind);
+        mounts.bind(real.clone(), kind, &meta);
         grants.push((dir.to_path_buf(), real, writable));
     }
 
@@ -125,12 +135,14 @@ fn add_grants(
         mounts,
         watch: watch.as_deref_mut(),
         entries: 0,
+        repositories: 0,
         writable: grants
             .iter()
             .filter(|(_, _, writable)| *writable)
             .map(|(_, real, _)| real.clone())
             .collect(),
         roots: grants.iter().map(|(_, real, _)| real.clone()).collect(),
+        read,
     };
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;
@@ -146,6 +158,7 @@ fn add_grants(
             mounts.mask(path);
         }
     }
+    super::own::protect(profile.paths.own(), mounts, watch);
     Ok(())
 }
 
@@ -161,7 +174,8 @@ pub(crate) fn probe_spec() -> (Spec, Run) {
         false,
     );
     let spec = Spec {
-        mounts: mounts.into_list(),
+        mounts: mounts.into_list().0,
+        guard: Guard::default(),
         host_network: false,
         proxy: None,
         limits: CommandLimits {
@@ -179,13 +193,37 @@ pub(crate) fn probe_spec() -> (Spec, Run) {
     (spec, run)
 }
 
-/// The mounts being planned, one per path.
+/// The mounts being planned, one per path, with what each was found to be
+/// (device and inode), and the paths no mount can keep.
 #[derive(Default)]
-struct Mounts(BTreeMap<PathBuf, MountKind>);
+pub(super) struct Mounts {
+    planned: BTreeMap<PathBuf, (MountKind, Option<(u64, u64)>)>,
+    /// Directories made mount points of their own so that they cannot be
+    /// renamed or replaced (see [`super::git`]).
+    pins: BTreeSet<PathBuf>,
+    pub(super) guard: Guard,
+}
 
 impl Mounts {
     fn add(&mut self, path: PathBuf, kind: MountKind) {
-        self.0.insert(path, kind);
+        self.planned.insert(path, (kind, None));
+    }
+
+    /// Mounts `path` (found as `meta`, not following a last symlink) as
+    /// `kind`: only that file or directory, or the sandbox is not built.
+    pub(super) fn bind(&mut self, path: PathBuf, kind: MountKind, meta: &std::fs::Metadata) {
+        self.planned
+            .insert(path, (kind, Some((meta.dev(), meta.ino()))));
+    }
+
+    /// Makes the directory `path` (found as `meta`) a mount point of its
+    /// own, writable as its grant is, unless something else is planned
+    /// there.
+    pub(super) fn pin(&mut self, path: PathBuf, meta: &std::fs::Metadata) {
+        if !self.planned.contains_key(&path) {
+            self.bind(path.clone(), MountKind::ReadWrite, meta);
+            self.pins.insert(path);
+        }
     }
 
     /// The system directories (or the links that stand for them), the
@@ -212,24 +250,89 @@ impl Mounts {
     /// Masks `path` if it exists (a directory or anything else).
     fn mask(&mut self, path: &Path) {
         match path.symlink_metadata() {
-            Ok(meta) if meta.is_dir() => self.add(path.to_path_buf(), MountKind::MaskDir),
+            Ok(meta) if meta.is_dir() => self.bind(path.to_path_buf(), MountKind::MaskDir, &meta),
             Ok(meta) if !meta.file_type().is_symlink() => {
-                self.add(path.to_path_buf(), MountKind::MaskFile)
+                self.bind(path.to_path_buf(), MountKind::MaskFile, &meta)
             }
             _ => {}
         }
     }
 
-    /// The mounts in the order they are made: by depth, so a directory is
-    /// mounted before what lies inside it and masks come after their grant.
-    fn into_list(self) -> Vec<Mount> {
+    /// The mounts in the order they are made (by depth, so a directory is
+    /// mounted before what lies inside it and masks come after their
+    /// grant), and the guard. Nothing is mounted inside a mask, and a pin
+    /// inside a read-only mount is left out (it would make it writable).
+    fn into_list(self) -> (Vec<Mount>, Guard) {
+        // What a pin lies in: the nearest planned mount above it that is
+        // not a pin itself.
+        let enclosing = |path: &Path| {
+            path.ancestors()
+                .skip(1)
+                .filter(|dir| !self.pins.contains(*dir))
+                .find_map(|dir| self.planned.get(dir).map(|(kind, _)| *kind))
+        };
+        let masked = |path: &Path| {
+            path.ancestors().skip(1).any(|dir| {
+                matches!(
+                    self.planned.get(dir),
+                    Some((MountKind::MaskDir | MountKind::MaskFile, _))
+                )
+            })
+        };
         let mut list: Vec<Mount> = self
-            .0
-            .into_iter()
-            .map(|(path, kind)| Mount { path, kind })
+            .planned
+            .iter()
+            .filter(|(path, _)| !masked(path))
+            .filter(|(path, _)| {
+                !self.pins.contains(*path) || enclosing(path) == Some(MountKind::ReadWrite)
+            })
+            .map(|(path, (kind, found))| Mount {
+                path: path.clone(),
+                kind: *kind,
+                found: *found,
+            })
             .collect();
         list.sort_by_key(|mount| mount.path.components().count());
-        list
+        (list, self.guard)
+    }
+}
+
+impl super::own::MountTable for Mounts {
+    /// Planned against what is there now, so the launcher checks it is
+    /// still the same file when it mounts it; a writable directory is a pin.
+    fn add(&mut self, path: PathBuf, kind: MountKind) {
+        match path.symlink_metadata() {
+            Ok(meta) if kind == MountKind::ReadWrite && meta.is_dir() => self.pin(path, &meta),
+            Ok(meta) => self.bind(path, kind, &meta),
+            Err(_) => Mounts::add(self, path, kind),
+        }
+    }
+
+    fn mask(&mut self, path: &Path) {
+        Mounts::mask(self, path);
+    }
+
+    fn has(&self, path: &Path) -> bool {
+        self.planned.contains_key(path)
+    }
+
+    fn covering(&self, path: &Path) -> Option<(PathBuf, MountKind)> {
+        let (mounted, (kind, _)) = self
+            .planned
+            .iter()
+            .filter(|(mounted, _)| path.starts_with(mounted))
+            .max_by_key(|(mounted, _)| mounted.components().count())?;
+        matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite).then(|| (mounted.clone(), *kind))
+    }
+
+    fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
+        self.planned.retain(|mounted, (kind, _)| {
+            let inside = mounted != dir && mounted.starts_with(dir);
+            if inside && *kind == MountKind::ReadWrite {
+                *kind = MountKind::ReadOnly;
+            }
+            !(inside && hidden)
+        });
     }
 }
 
@@ -266,16 +369,21 @@ fn private_etc() -> &'static [PathBuf] {
 }
 
 /// A walk of the grants for what to mask or protect.
-struct Walk<'a> {
-    profile: &'a Profile,
-    mounts: &'a mut Mounts,
+pub(super) struct Walk<'a> {
+    pub(super) profile: &'a Profile,
+    pub(super) mounts: &'a mut Mounts,
     /// Told of every directory before it is read.
-    watch: Option<&'a mut Watch>,
+    pub(super) watch: Option<&'a mut Watch>,
     entries: usize,
+    /// Repositories found in writable grants.
+    pub(super) repositories: usize,
     /// The writable grants, symlinks resolved.
-    writable: Vec<PathBuf>,
-    /// Every grant, symlinks resolved: each is walked once, from its own root.
-    roots: Vec<PathBuf>,
+    pub(super) writable: Vec<PathBuf>,
+    /// Every grant, symlinks resolved: each is walked once, from its own
+    /// root.
+    pub(super) roots: Vec<PathBuf>,
+    /// `terminal.read`, symlinks resolved.
+    pub(super) read: Vec<PathBuf>,
 }
 
 impl Walk<'_> {
@@ -285,8 +393,13 @@ impl Walk<'_> {
         if let Some(watch) = self.watch.as_deref_mut() {
             watch.dir(real, written);
         }
-        let Ok(entries) = std::fs::read_dir(real) else {
-            return Ok(());
+        let entries = match std::fs::read_dir(real) {
+            Ok(entries) => entries,
+            // Listed a moment ago, gone now: what it held is not known.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+                return Err(format!("{}: {MOVED} ({e})", real.display()));
+            }
+            Err(_) => return Ok(()),
         };
         for entry in entries.flatten() {
             self.entries += 1;
@@ -314,65 +427,13 @@ impl Walk<'_> {
                 continue;
             }
             if writable && name == ".git" {
-                self.protect_git(&real_path, file_type.is_dir());
+                self.protect_git(&real_path)?;
             }
             if file_type.is_dir() && !self.roots.contains(&real_path) {
                 self.dir(&written_path, &real_path, writable)?;
             }
         }
         Ok(())
-    }
-
-    /// Makes the metadata of a repository read-only: in `.git` itself, or in
-    /// the directory a `.git` file (`gitdir: ...`) points to when that lies
-    /// in a grant. A write grant that names the directory itself keeps it
-    /// writable.
-    fn protect_git(&mut self, dot_git: &Path, is_dir: bool) {
-        if let Some(watch) = self.watch.as_deref_mut() {
-            watch.file(dot_git);
-        }
-        let git_dir = if is_dir {
-            dot_git.to_path_buf()
-        } else {
-            let Some(target) = std::fs::read_to_string(dot_git).ok().and_then(|text| {
-                let dir = text.strip_prefix("gitdir:")?.trim().to_string();
-                let dir = dot_git.parent()?.join(dir);
-                dir.canonicalize().ok()
-            }) else {
-                return;
-            };
-            target
-        };
-        let named = self
-            .profile
-            .paths
-            .grants()
-            .any(|(dir, access)| access == Access::Write && dir.starts_with(&git_dir));
-        if named {
-            return;
-        }
-        if let Some(watch) = self.watch.as_deref_mut() {
-            watch.dir(&git_dir, &git_dir);
-            watch.file(&git_dir.join("commondir"));
-        }
-        // A worktree's metadata names the repository's common directory.
-        let common = std::fs::read_to_string(git_dir.join("commondir"))
-            .ok()
-            .and_then(|dir| git_dir.join(dir.trim()).canonicalize().ok());
-        for dir in std::iter::once(git_dir).chain(common) {
-            if let Some(watch) = self.watch.as_deref_mut() {
-                watch.dir(&dir, &dir);
-            }
-            for name in GIT_PROTECTED {
-                let path = dir.join(name);
-                // Only what a writable grant would expose: a path outside
-                // the grants is not visible at all and must stay so.
-                let exposed = self.writable.iter().any(|root| path.starts_with(root));
-                if exposed && path.symlink_metadata().is_ok() {
-                    self.mounts.add(path, MountKind::ReadOnly);
-                }
-            }
-        }
     }
 }
 
@@ -385,50 +446,70 @@ impl Walk<'_> {
 /// sandbox is built from the new plan.
 pub(crate) struct Planned {
     mounts: Vec<Mount>,
+    guard: Guard,
     watch: Option<Watch>,
     /// Planned by [`grant_mounts`] (a container) rather than [`plan`].
     grants_only: bool,
 }
 
 impl Planned {
-    /// The mounts of `profile`'s long-lived sandbox and their watch (none
-    /// where the grants cannot be watched: then each check walks them).
-    /// Blocking.
+    /// The mounts of `profile`'s long-lived sandbox, their guard and watch
+    /// (none where the grants cannot be watched: then each check walks
+    /// them). Blocking.
     pub(crate) fn new(profile: &Profile, grants_only: bool) -> Result<(Self, Vec<Mount>), String> {
-        let (mounts, watch) = Self::walk(profile, grants_only)?;
+        let (mounts, guard, watch) = Self::walk(profile, grants_only)?;
         let planned = Self {
             mounts: mounts.clone(),
+            guard,
             watch,
             grants_only,
         };
         Ok((planned, mounts))
     }
 
-    /// Of a sandbox planned elsewhere, from its `mounts` and `watch`.
-    pub(crate) fn of(mounts: Vec<Mount>, watch: Option<Watch>) -> Self {
+    /// Of a sandbox planned elsewhere, from its `mounts`, `guard` and `watch`.
+    pub(crate) fn of(mounts: Vec<Mount>, guard: Guard, watch: Option<Watch>) -> Self {
         Self {
             mounts,
+            guard,
             watch,
             grants_only: false,
         }
     }
 
-    fn walk(profile: &Profile, grants_only: bool) -> Result<(Vec<Mount>, Option<Watch>), String> {
+    fn walk(
+        profile: &Profile,
+        grants_only: bool,
+    ) -> Result<(Vec<Mount>, Guard, Option<Watch>), String> {
         let mut watch = Watch::new(profile).ok();
-        let mounts = if grants_only {
+        let (mounts, guard) = if grants_only {
             grant_mounts(profile, watch.as_mut())?
         } else {
-            plan(profile, watch.as_mut())?.mounts
+            let spec = plan(profile, watch.as_mut())?;
+            (spec.mounts, spec.guard)
         };
         if watch.as_ref().is_some_and(|w| w.broken().is_some()) {
             watch = None;
         }
-        Ok((mounts, watch))
+        Ok((mounts, guard, watch))
+    }
+
+    /// What the host checks and puts back while the sandbox lives.
+    pub(crate) fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// `Ok` if the sandbox, just built, holds the plan (see [`verify`]).
+    /// Blocking.
+    pub(crate) fn verify(&self, profile: &Profile) -> Result<(), String> {
+        verify(profile, &self.mounts, self.watch.as_ref(), self.grants_only)
     }
 
     /// `Ok` while the sandbox's mounts are still those a plan made now
-    /// would make; `Err` names what is not. Blocking.
+    /// would make; `Err` names what is not. What the guard keeps is put
+    /// back first, so that a plan made now does not take it in. Blocking.
     pub(crate) fn still_holds(&mut self, profile: &Profile) -> Result<(), String> {
+        self.guard.undo()?;
         if self
             .watch
             .as_ref()
@@ -436,7 +517,7 @@ impl Planned {
         {
             return Ok(());
         }
-        let (mounts, watch) = Self::walk(profile, self.grants_only)?;
+        let (mounts, guard, watch) = Self::walk(profile, self.grants_only)?;
         if let Some(new) = mounts.iter().find(|m| !self.mounts.contains(m)) {
             return Err(match new.kind {
                 MountKind::MaskFile | MountKind::MaskDir => format!(
@@ -449,8 +530,39 @@ impl Planned {
         if let Some(gone) = self.mounts.iter().find(|m| !mounts.contains(m)) {
             return Err(format!("{} is no longer mounted so", gone.path.display()));
         }
+        if guard != self.guard {
+            return Err("repository metadata changed since the sandbox was built".into());
+        }
         self.watch = watch;
         Ok(())
+    }
+}
+
+/// Whether a sandbox whose mounts are made holds `mounts`, planned under
+/// `watch`: nothing moved inside the grants between the walk and the end
+/// of mounting (what was moved could have escaped a mask), and a plan made
+/// now makes the same mounts (a directory created meanwhile holds nothing
+/// the plan missed). Without a watch, the second alone. Blocking.
+pub(crate) fn verify(
+    profile: &Profile,
+    mounts: &[Mount],
+    watch: Option<&Watch>,
+    grants_only: bool,
+) -> Result<(), String> {
+    match watch.map(|watch| watch.changes(profile)) {
+        Some(Ok(None)) => return Ok(()),
+        Some(Ok(Some(change))) if change.moved => return Err(change.reason),
+        _ => {}
+    }
+    let now = if grants_only {
+        grant_mounts(profile, None)?.0
+    } else {
+        plan(profile, None)?.mounts
+    };
+    if now == mounts {
+        Ok(())
+    } else {
+        Err("the grants changed while the sandbox was built".into())
     }
 }
 
@@ -480,13 +592,11 @@ mod tests {
     fn a_container_reading_etc_gets_the_private_entries_masked() {
         let mut profile = Profile::deny_all("p", "/w");
         profile.terminal.read = vec![PathBuf::from("/etc")];
-        let mounts = grant_mounts(&profile, None).unwrap();
+        let (mounts, _) = grant_mounts(&profile, None).unwrap();
+        let first = mounts.first().unwrap();
         assert_eq!(
-            mounts.first(),
-            Some(&Mount {
-                path: "/etc".into(),
-                kind: MountKind::ReadOnly
-            })
+            (first.path.as_path(), first.kind),
+            (Path::new("/etc"), MountKind::ReadOnly)
         );
         let mut masked: Vec<_> = mounts
             .iter()

@@ -6,13 +6,13 @@ use std::ffi::CString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::identity::{
     MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY, MountAttr,
     set_attr_at,
 };
-use super::spec::{Mount, MountKind};
+use super::spec::{MOVED, Mount, MountKind};
 use super::sys::{check, cstring, os_error};
 
 /// Where the launcher stages the new root before it pivots into it.
@@ -33,7 +33,6 @@ fn set_attr(path: &Path, set: u64, recursive: bool) -> Result<(), String> {
 /// Attaches the detached mount `tree` (see [`super::identity::idmapped`])
 /// at `target`.
 fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
-    const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
     let target_c = cstring(target)?;
     // SAFETY: moves a mount this process holds onto a NUL-terminated path.
     let result = unsafe {
@@ -136,10 +135,12 @@ pub(super) fn build_root(
     // What masks are made of: an empty file and directory nobody may open.
     make_mask_sources()?;
 
+    let new_root = open_path(libc::AT_FDCWD, Path::new("/newroot"), 0)
+        .map_err(|e| format!("opening the new root: {e}"))?;
     for (i, entry) in mounts.iter().enumerate() {
         match trees.get(i) {
             Some(Some(tree)) => place_tree(entry, tree)?,
-            _ => place(entry, tmp_size)?,
+            _ => place(entry, mounts, &new_root, tmp_size)?,
         }
     }
 
@@ -190,21 +191,29 @@ fn mount_point(target: &Path, dir: bool) -> Result<(), String> {
 /// Attaches a grant the launcher cloned, flags and idmapping set.
 fn place_tree(entry: &Mount, tree: &OwnedFd) -> Result<(), String> {
     // SAFETY: `stat` fills the buffer for the descriptor we hold.
-    let dir = unsafe {
+    let (dir, cloned) = unsafe {
         let mut stat: libc::stat = std::mem::zeroed();
         check(
             libc::fstat(tree.as_raw_fd(), &mut stat),
             format!("reading {}", entry.path.display()),
         )?;
-        stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+        (
+            stat.st_mode & libc::S_IFMT == libc::S_IFDIR,
+            (stat.st_dev, stat.st_ino),
+        )
     };
+    // What the launcher cloned is what was planned, not what was moved or
+    // linked there since.
+    if entry.found.is_some_and(|found| found != cloned) {
+        return moved(entry);
+    }
     let target = inside(&entry.path);
     mount_point(&target, dir)?;
     attach(tree, &target)
 }
 
-/// Makes one entry of the new root.
-fn place(entry: &Mount, tmp_size: u64) -> Result<(), String> {
+/// Makes one entry of the new root (`new_root`, opened) among `mounts`.
+fn place(entry: &Mount, mounts: &[Mount], new_root: &OwnedFd, tmp_size: u64) -> Result<(), String> {
     let target = inside(&entry.path);
     let source = host(&entry.path);
     let hidden = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
@@ -221,11 +230,12 @@ fn place(entry: &Mount, tmp_size: u64) -> Result<(), String> {
         }
         MountKind::ReadOnly | MountKind::ReadWrite => {
             let Ok(meta) = source.symlink_metadata() else {
-                // Gone since the host planned it: nothing to show.
-                return Ok(());
+                // Gone since the host planned it: nothing to show, unless
+                // the plan counted on it.
+                return entry.found.map_or(Ok(()), |_| moved(entry));
             };
             if meta.file_type().is_symlink() {
-                return Ok(());
+                return entry.found.map_or(Ok(()), |_| moved(entry));
             }
             mount_point(&target, meta.is_dir())?;
             mount(
@@ -239,17 +249,50 @@ fn place(entry: &Mount, tmp_size: u64) -> Result<(), String> {
             if entry.kind == MountKind::ReadOnly {
                 set |= MOUNT_ATTR_RDONLY;
             }
-            set_attr(&target, set, true)
+            set_attr(&target, set, true)?;
+            // What got mounted is what was planned, not what was moved or
+            // linked there since.
+            if let Some(found) = entry.found {
+                let mounted = target.symlink_metadata().map(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    (m.dev(), m.ino())
+                });
+                if mounted.ok() != Some(found) {
+                    return moved(entry);
+                }
+            }
+            Ok(())
         }
         MountKind::MaskFile | MountKind::MaskDir => {
             let dir = entry.kind == MountKind::MaskDir;
-            if target.symlink_metadata().is_err() {
-                // Not visible in the sandbox (outside every mount).
-                return Ok(());
+            // The mask covers exactly what the plan found: opened without
+            // following a link out of the new root, checked, then mounted
+            // on (by descriptor, so a rename meanwhile changes nothing).
+            let relative = entry.path.strip_prefix("/").unwrap_or(&entry.path);
+            let covered = match open_path(new_root.as_raw_fd(), relative, RESOLVE_IN_ROOT) {
+                Ok(covered) => covered,
+                Err(e) => {
+                    let inside = mounts.iter().any(|m| {
+                        matches!(m.kind, MountKind::ReadOnly | MountKind::ReadWrite)
+                            && entry.path.starts_with(&m.path)
+                            && entry.path != m.path
+                    });
+                    if !inside && e.kind() == std::io::ErrorKind::NotFound {
+                        // Not visible in the sandbox (outside every mount).
+                        return Ok(());
+                    }
+                    return Err(format!("masking {}: {e}; {MOVED}", entry.path.display()));
+                }
+            };
+            if entry
+                .found
+                .is_some_and(|found| identity(&covered) != Some(found))
+            {
+                return moved(entry);
             }
             let mask = if dir { "/mask-dir" } else { "/mask-file" };
-            mount(Some(Path::new(mask)), &target, None, libc::MS_BIND, None)?;
-            set_attr(&target, hidden, false)
+            mount_onto(Path::new(mask), &covered, hidden)
+                .map_err(|e| format!("masking {}: {e}", entry.path.display()))
         }
         MountKind::Proc => {
             mount_point(&target, true)?;
@@ -274,6 +317,118 @@ fn place(entry: &Mount, tmp_size: u64) -> Result<(), String> {
         }
         MountKind::Dev => make_dev(&target),
     }
+}
+
+/// The failure of a mount whose path no longer holds what was planned.
+fn moved(entry: &Mount) -> Result<(), String> {
+    Err(format!("{}: {MOVED}", entry.path.display()))
+}
+
+/// `openat2(2)`'s `struct open_how`.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// Resolves every path as if `dirfd` were the root (no link leaves it).
+const RESOLVE_IN_ROOT: u64 = 0x10;
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const OPEN_TREE_CLONE: libc::c_uint = 0x1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+
+/// An `O_PATH` descriptor of `path` (relative to `dirfd`), its last
+/// component not followed, resolved with `resolve` flags.
+fn open_path(dirfd: libc::c_int, path: &Path, resolve: u64) -> std::io::Result<OwnedFd> {
+    let c = cstring(path).map_err(std::io::Error::other)?;
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: resolve | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: a NUL-terminated path and a valid `open_how` of the size
+    // passed; the descriptor returned is owned here.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd,
+            c.as_ptr(),
+            &how as *const OpenHow,
+            size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// The device and inode of what `fd` refers to.
+fn identity(fd: &OwnedFd) -> Option<(u64, u64)> {
+    // SAFETY: fstat fills a local `stat` for a descriptor owned here.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd.as_raw_fd(), &mut stat) == 0).then_some((stat.st_dev, stat.st_ino))
+    }
+}
+
+/// Mounts a copy of `source` with the mount flags `attrs` onto what
+/// `target` refers to.
+fn mount_onto(source: &Path, target: &OwnedFd, attrs: u64) -> std::io::Result<()> {
+    let c = cstring(source).map_err(std::io::Error::other)?;
+    // SAFETY: a NUL-terminated path; the descriptor returned is owned here.
+    let tree = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+        )
+    };
+    if tree < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor, owned by nothing else.
+    let tree = unsafe { OwnedFd::from_raw_fd(tree as libc::c_int) };
+    let attr = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: the detached tree's descriptor, an empty path and a valid
+    // `struct mount_attr` of the size passed.
+    let set = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint,
+            &attr as *const MountAttr,
+            size_of::<MountAttr>(),
+        )
+    };
+    if set < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: two descriptors owned here, empty paths.
+    let moved = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            target.as_raw_fd(),
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if moved < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// A minimal `/dev`: the harmless character devices bound from the host,

@@ -13,10 +13,9 @@ pub(crate) const PROXY_PORT: u16 = 3128;
 /// relay inside the sandbox and by the host's proxy alike.
 pub(crate) const PROXY_CONNECTIONS: usize = 64;
 
-/// Repository files and directories that make git run programs, made
-/// read-only inside writable grants (`core.fsmonitor`, hooks, submodules'
-/// own configuration).
-pub(crate) const GIT_PROTECTED: &[&str] = &["config", "config.worktree", "hooks", "modules"];
+/// What a launcher says when a path of its plan was moved or replaced
+/// before it was mounted: the host plans the sandbox again.
+pub(crate) const MOVED: &str = "moved or replaced since the sandbox was planned";
 
 /// The exit code of a launcher (or shell) that could not build the sandbox
 /// (or start); it said why on its channel first.
@@ -48,6 +47,9 @@ pub struct Spec {
     /// with it.
     #[serde(default)]
     pub(crate) session: bool,
+    /// What the host checks and puts back; not sent to the launcher.
+    #[serde(skip)]
+    pub(crate) guard: super::guard::Guard,
     /// The host uid and gid the command runs as, when toolhost runs as
     /// root (see [`super::identity`]); `None`: toolhost's own.
     #[serde(default)]
@@ -135,6 +137,10 @@ impl Run {
 pub(crate) struct Mount {
     pub(crate) path: PathBuf,
     pub(crate) kind: MountKind,
+    /// The device and inode the plan found at `path`: what a bind must
+    /// mount and a mask must cover, or the sandbox is not built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) found: Option<(u64, u64)>,
 }
 
 /// What a [`Mount`] puts at its path.

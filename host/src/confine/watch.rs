@@ -18,16 +18,20 @@
 //! - each granted path still resolves to the same directory (device and
 //!   inode), so a grant moved or replaced is not served from its old place.
 //!
+//! Every sandbox is also checked once its mounts are made, so that what
+//! moved between the walk and the mounts (which could have escaped a mask)
+//! has it planned again (see [`super::plan::verify`]).
+//!
 //! Anything that cannot be watched (the inotify limits, say) makes the
-//! sandbox unfit to be built ahead; the command then builds its own.
+//! sandbox unfit to be built ahead; the command then builds its own. Every
+//! watch subscribes to the process's one inotify instance ([`inotify`]).
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::spec::GIT_PROTECTED as GIT_NAMES;
+use super::inotify::{self, Subscriber};
 use crate::policy::Profile;
 
 /// Events that change what the walk of a directory finds.
@@ -49,8 +53,8 @@ const FILE_EVENTS: u32 = libc::IN_MODIFY
 
 /// The watches of one planned sandbox.
 pub(crate) struct Watch {
-    /// `None` only while being dropped.
-    inotify: Option<OwnedFd>,
+    /// Its watch descriptors in the process's instance, and their events.
+    inotify: Subscriber,
     /// Each granted path and what it resolved to when planned.
     roots: Vec<Root>,
     /// The watched directories: as found (symlinks resolved) and as the
@@ -58,6 +62,9 @@ pub(crate) struct Watch {
     dirs: HashMap<i32, (PathBuf, PathBuf)>,
     /// The watched files.
     files: HashSet<i32>,
+    /// Paths kept as they were (repository metadata, see [`super::git`]),
+    /// whose directories are watched.
+    kept: HashSet<PathBuf>,
     /// Why something could not be watched, if it could not.
     broken: Option<String>,
 }
@@ -74,17 +81,12 @@ struct Root {
 impl Watch {
     /// Starts watching for a plan under `profile`; call before planning.
     pub(crate) fn new(profile: &Profile) -> std::io::Result<Self> {
-        // SAFETY: inotify_init1 returns a new descriptor owned here, or -1.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
         Ok(Self {
-            // SAFETY: `fd` was just created and nothing else owns it.
-            inotify: Some(unsafe { OwnedFd::from_raw_fd(fd) }),
+            inotify: inotify::subscribe()?,
             roots: roots(profile),
             dirs: HashMap::new(),
             files: HashSet::new(),
+            kept: HashSet::new(),
             broken: None,
         })
     }
@@ -94,7 +96,8 @@ impl Watch {
     pub(crate) fn dir(&mut self, real: &Path, written: &Path) {
         if let Some(wd) = self.add(real, DIR_EVENTS) {
             self.dirs
-                .insert(wd, (real.to_path_buf(), written.to_path_buf()));
+                .entry(wd)
+                .or_insert_with(|| (real.to_path_buf(), written.to_path_buf()));
         }
     }
 
@@ -106,6 +109,14 @@ impl Watch {
         }
     }
 
+    /// Watches for `path` appearing, going or being replaced.
+    pub(crate) fn kept(&mut self, path: &Path) {
+        if let Some(parent) = path.parent() {
+            self.dir(parent, parent);
+            self.kept.insert(path.to_path_buf());
+        }
+    }
+
     fn add(&mut self, path: &Path, events: u32) -> Option<i32> {
         if self.broken.is_some() {
             return None;
@@ -114,22 +125,18 @@ impl Watch {
             self.broken = Some(format!("{} holds a NUL byte", path.display()));
             return None;
         };
-        // SAFETY: a NUL-terminated path and a descriptor owned here.
-        let wd = unsafe { libc::inotify_add_watch(self.fd(), c.as_ptr(), events) };
-        if wd < 0 {
-            let error = std::io::Error::last_os_error();
+        match self.inotify.add(&c, events) {
+            Ok(wd) => Some(wd),
             // Gone or not a directory: the walk finds nothing there either,
             // and what appears later appears in a watched parent.
-            if !matches!(error.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) {
-                self.broken = Some(format!("watching {}: {error}", path.display()));
+            Err(error) if matches!(error.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+                None
             }
-            return None;
+            Err(error) => {
+                self.broken = Some(format!("watching {}: {error}", path.display()));
+                None
+            }
         }
-        Some(wd)
-    }
-
-    fn fd(&self) -> std::os::fd::RawFd {
-        self.inotify.as_ref().map_or(-1, AsRawFd::as_raw_fd)
     }
 
     /// Why the plan cannot be trusted later, if it cannot.
@@ -140,40 +147,41 @@ impl Watch {
     /// `Ok` if nothing the plan was made from has changed since; else what
     /// did. Reads (and so forgets) the changes seen so far.
     pub(crate) fn unchanged(&self, profile: &Profile) -> Result<(), String> {
+        match self.changes(profile)? {
+            None => Ok(()),
+            Some(change) => Err(change.reason),
+        }
+    }
+
+    /// The weightiest change since the last read, if any: one that may
+    /// have moved what the plan masks or keeps before, and a directory's
+    /// new content after. Reads (and so forgets) the changes seen so far.
+    pub(crate) fn changes(&self, profile: &Profile) -> Result<Option<Change>, String> {
         if let Some(broken) = &self.broken {
             return Err(broken.clone());
         }
-        // Aligned for `struct inotify_event`.
-        let mut buffer = vec![0u64; 4096 / 8];
-        loop {
-            // SAFETY: reads into a buffer of the given length.
-            let read = unsafe {
-                libc::read(
-                    self.fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len() * size_of::<u64>(),
-                )
-            };
-            if read < 0 {
-                let error = std::io::Error::last_os_error();
-                if error.kind() == std::io::ErrorKind::WouldBlock {
-                    break;
-                }
-                return Err(format!("reading the grants' watch: {error}"));
-            }
-            // SAFETY: the kernel wrote `read` bytes of whole events.
-            let bytes =
-                unsafe { std::slice::from_raw_parts(buffer.as_ptr().cast::<u8>(), read as usize) };
-            self.judge(profile, bytes)?;
+        let (bytes, lost) = self
+            .inotify
+            .take()
+            .map_err(|error| format!("reading the grants' watch: {error}"))?;
+        let mut worst: Option<Change> = None;
+        if lost {
+            worst = Some(Change::moved(
+                "more changes inside the grants than were queued",
+            ));
         }
+        self.judge(profile, &bytes, &mut worst);
         if roots(profile) != self.roots {
-            return Err("a granted path resolves to another directory".into());
+            worst = Some(Change::moved(
+                "a granted path resolves to another directory",
+            ));
         }
-        Ok(())
+        Ok(worst)
     }
 
-    /// `Err` for the first event in `bytes` that can change the plan.
-    fn judge(&self, profile: &Profile, mut bytes: &[u8]) -> Result<(), String> {
+    /// Keeps in `worst` the weightiest event in `bytes` that can change the
+    /// plan.
+    fn judge(&self, profile: &Profile, mut bytes: &[u8], worst: &mut Option<Change>) {
         const HEADER: usize = size_of::<libc::inotify_event>();
         while bytes.len() >= HEADER {
             // SAFETY: a whole event header lies at the start of `bytes`.
@@ -183,29 +191,34 @@ impl Watch {
             let name = &bytes[HEADER..end];
             let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
             bytes = &bytes[end..];
-            if let Some(reason) = self.changes_plan(profile, &event, name) {
-                return Err(reason.to_string());
+            if let Some((reason, moved)) = self.changes_plan(profile, &event, name)
+                && !worst.as_ref().is_some_and(|w| w.moved)
+            {
+                *worst = Some(Change {
+                    reason: reason.to_string(),
+                    moved,
+                });
             }
         }
-        Ok(())
     }
 
-    /// Why one event can change the plan, if it can.
+    /// Why one event can change the plan, if it can, and whether it may
+    /// have moved what was planned (rather than added a directory to walk).
     fn changes_plan(
         &self,
         profile: &Profile,
         event: &libc::inotify_event,
         name: &[u8],
-    ) -> Option<&'static str> {
+    ) -> Option<(&'static str, bool)> {
         let mask = event.mask;
         if mask & libc::IN_Q_OVERFLOW != 0 {
-            return Some("more changes inside the grants than were queued");
+            return Some(("more changes inside the grants than were queued", true));
         }
         if self.files.contains(&event.wd) {
-            return Some("repository metadata changed");
+            return Some(("repository metadata changed", true));
         }
         if mask & libc::IN_MOVE_SELF != 0 {
-            return Some("a directory inside the grants moved");
+            return Some(("a directory inside the grants moved", true));
         }
         if mask & (libc::IN_DELETE_SELF | libc::IN_IGNORED) != 0 {
             // A directory removed: what was in it is gone; what appears in
@@ -213,34 +226,48 @@ impl Watch {
             return None;
         }
         let Some((real, written)) = self.dirs.get(&event.wd) else {
-            return Some("a change the watch does not know");
+            return Some(("a change the watch does not know", true));
         };
-        let arrived = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_MOVED_FROM;
-        if mask & libc::IN_ISDIR != 0 && mask & arrived != 0 {
-            return Some("a directory was created or moved inside the grants");
+        let moved = libc::IN_MOVED_TO | libc::IN_MOVED_FROM;
+        if mask & libc::IN_ISDIR != 0 && mask & moved != 0 {
+            return Some(("a directory was moved inside the grants", true));
+        }
+        if mask & libc::IN_ISDIR != 0 && mask & libc::IN_CREATE != 0 {
+            return Some(("a directory was created inside the grants", false));
         }
         let name = std::ffi::OsStr::from_bytes(name);
-        if name == ".git" || name == "commondir" || GIT_NAMES.iter().any(|n| name == *n) {
-            return Some("repository metadata appeared or went");
+        if name == ".git" || self.kept.contains(&real.join(name)) {
+            return Some(("repository metadata appeared or went", true));
         }
         let rules = &profile.paths;
         if rules.denies_entry(&real.join(name)).is_some()
             || rules.denies_entry(&written.join(name)).is_some()
         {
-            return Some("a path file.deny matches appeared or went");
+            return Some(("a path file.deny matches appeared or went", true));
+        }
+        if rules.own().held_in(&real.join(name)).is_some() {
+            return Some((
+                "one of toolhost's own paths appeared, went or was replaced",
+                true,
+            ));
         }
         None
     }
 }
 
-impl Drop for Watch {
-    fn drop(&mut self) {
-        // Closing an inotify instance waits for a grace period of the
-        // kernel (milliseconds): not on the time of the call that drops it.
-        if let (Some(fd), Ok(runtime)) =
-            (self.inotify.take(), tokio::runtime::Handle::try_current())
-        {
-            runtime.spawn_blocking(move || drop(fd));
+/// A change to what a plan was made from.
+#[derive(Debug)]
+pub(crate) struct Change {
+    pub(crate) reason: String,
+    /// It may have moved or replaced what the plan masks or keeps.
+    pub(crate) moved: bool,
+}
+
+impl Change {
+    fn moved(reason: &str) -> Self {
+        Self {
+            reason: reason.to_string(),
+            moved: true,
         }
     }
 }
@@ -288,6 +315,7 @@ mod tests {
             let mut watch = Watch::new(&profile).unwrap();
             watch.dir(dir.path(), dir.path());
             watch.dir(&sub, &sub);
+            watch.kept(&sub.join("config"));
             assert_eq!(watch.unchanged(&profile), Ok(()));
             watch
         };

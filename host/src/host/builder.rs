@@ -18,8 +18,8 @@ use crate::hooks::CallHook;
 use crate::policy::Profile;
 use crate::registry::Registry;
 use crate::runtime::{
-    ArtifactCache, Limits, LoadError, PluginSource, Runtime, SessionMemory, plugin_files,
-    plugin_name_for,
+    ArtifactCache, Limits, LoadError, PluginSource, Runtime, SessionMemory, Terminals,
+    plugin_files, plugin_name_for,
 };
 use crate::toolsets::{CompositeToolset, Toolsets};
 
@@ -270,6 +270,10 @@ impl HostBuilder {
         let toolsets = Toolsets::new(self.toolsets).map_err(|problems| {
             anyhow::anyhow!("invalid toolsets:\n  {}", problems.join("\n  "))
         })?;
+        let terminals = Arc::new(Terminals::default());
+        if let Some(config) = &self.config {
+            terminals.set_output_cap(config.tenant_caps.background_output);
+        }
         let host = Host {
             inner: Arc::new(Inner {
                 runtime,
@@ -286,9 +290,10 @@ impl HostBuilder {
                 batch_concurrency: self.batch_concurrency,
                 session_idle: self.session_idle,
                 sessions_memory: SessionMemory::new(self.sessions_memory),
-                terminals: Arc::default(),
+                terminals,
                 loaded: tokio::sync::watch::channel(false).0,
                 cache: self.cache,
+                not_watching: Mutex::default(),
             }),
         };
         host.bind_hooks(&auto);

@@ -46,12 +46,12 @@ impl Host {
 
     /// Lets the hook rules among `rules` call this host's tools.
     pub(crate) fn bind_hooks(&self, rules: &[Arc<dyn AutoRule>]) {
+        // Its answer is a decision: longer ones are refused, not parsed.
+        let mut profile = Profile::deny_all("approval-hook", "/");
+        profile.limits.max_output = crate::approval::MAX_ANSWER;
         let tools: Arc<dyn HookTools> = Arc::new(HostTools {
             host: Arc::downgrade(&self.inner),
-            caller: Caller::new(
-                Arc::new(Profile::deny_all("approval-hook", "/")),
-                Arc::new(Approvals::deny_all()),
-            ),
+            caller: Caller::new(Arc::new(profile), Arc::new(Approvals::deny_all())),
         });
         for rule in rules {
             rule.bind(&tools);

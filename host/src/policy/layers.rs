@@ -1,12 +1,26 @@
 //! The parameter layer of a profile: restrictions on a tool's arguments by
 //! JSON pointer (globs, a regular expression, a set of
-//! values, a numeric range), checked before the call.
+//! values, a numeric range), checked before the call. Globs written as URLs
+//! take canonical URLs only; on a tool that declares file permissions the
+//! other globs are path rules, checked here on the path resolved in the
+//! workspace and enforced by the file capability on every path the call
+//! touches (see [`super::paths::Confinement`]).
 
 use std::fmt;
+use std::path::Path;
 
 use serde_json::Value;
 
-use super::wildcard;
+use super::{canonical, paths, wildcard};
+
+/// What a rule knows of the call it checks.
+#[derive(Debug, Clone, Copy)]
+pub struct CallContext<'a> {
+    /// The workspace relative paths resolve in.
+    pub workspace: &'a Path,
+    /// The tool declares file permissions: its glob rules are path rules.
+    pub files: bool,
+}
 
 /// One restriction on the values at a JSON pointer of a tool's arguments.
 #[derive(Debug, Clone)]
@@ -47,14 +61,39 @@ impl Matcher {
             .map_err(|e| format!("invalid regular expression {expression:?}: {e}"))
     }
 
+    /// Whether the globs are a path rule in `context`: not URLs, on a tool
+    /// that declares file permissions.
+    pub fn is_path_rule(&self, files: bool) -> bool {
+        matches!(self, Self::Globs(globs) if files && !globs.iter().any(|g| canonical::is_url_glob(g)))
+    }
+
     /// Why `value` does not pass, if it does not.
-    fn refuses(&self, value: &Value) -> Option<String> {
+    fn refuses(&self, value: &Value, context: &CallContext<'_>) -> Option<String> {
         match self {
-            Self::Globs(globs) => match value.as_str() {
-                Some(text) if globs.iter().any(|g| wildcard::matches(g, text)) => None,
-                Some(_) => Some(format!("it matches none of {globs:?}")),
-                None => Some("the rule takes strings and this is not one".into()),
-            },
+            Self::Globs(globs) => {
+                let Some(text) = value.as_str() else {
+                    return Some("the rule takes strings and this is not one".into());
+                };
+                if globs.iter().any(|g| canonical::is_url_glob(g))
+                    && let Err(why) = canonical::canonical_url(text)
+                {
+                    return Some(why);
+                }
+                if self.is_path_rule(context.files) {
+                    return (!paths::value_allowed(text, globs, context.workspace)).then(|| {
+                        let resolved = paths::normalize(&context.workspace.join(text));
+                        format!(
+                            "resolved in the workspace it is {resolved:?}, which matches none \
+                             of {globs:?}"
+                        )
+                    });
+                }
+                if globs.iter().any(|g| wildcard::matches(g, text)) {
+                    None
+                } else {
+                    Some(format!("it matches none of {globs:?}"))
+                }
+            }
             Self::Regex(regex) => match value.as_str() {
                 Some(text) if regex.is_match(text) => None,
                 Some(_) => Some(format!(
@@ -112,11 +151,11 @@ impl ArgumentRule {
     /// Why `arguments` break this rule, if they do. Values absent from the
     /// arguments are not checked (the tool's schema decides what is
     /// required); every value present at the pointer is.
-    pub fn refuses(&self, arguments: &Value) -> Option<String> {
+    pub fn refuses(&self, arguments: &Value, context: &CallContext<'_>) -> Option<String> {
         let mut found = Vec::new();
         select(arguments, &self.pointer, &mut String::new(), &mut found);
         found.into_iter().find_map(|(at, value)| {
-            self.matcher.refuses(value).map(|why| {
+            self.matcher.refuses(value, context).map(|why| {
                 let text = value.to_string();
                 let shown = crate::error::bounded(&text, 120);
                 format!("argument {at} = {shown} is refused by {}: {why}", self.key)
@@ -205,6 +244,14 @@ mod tests {
 
     use super::*;
 
+    /// A tool that declares no file permissions.
+    fn text() -> CallContext<'static> {
+        CallContext {
+            workspace: Path::new("/w"),
+            files: false,
+        }
+    }
+
     fn rule(pointer: &str, matcher: Matcher) -> ArgumentRule {
         ArgumentRule {
             key: format!("profiles.p.tools.t.arguments.{pointer}"),
@@ -220,37 +267,49 @@ mod tests {
             Matcher::Globs(vec!["https://api.github.com/*".into()]),
         );
         assert!(
-            url.refuses(&json!({"url": "https://api.github.com/repos"}))
+            url.refuses(&json!({"url": "https://api.github.com/repos"}), &text())
                 .is_none()
         );
         let refused = url
-            .refuses(&json!({"url": "https://api.github.com.evil/x"}))
+            .refuses(&json!({"url": "https://api.github.com.evil/x"}), &text())
             .unwrap();
         assert!(refused.contains("argument /url"), "{refused}");
         assert!(
             refused.contains("profiles.p.tools.t.arguments./url"),
             "{refused}"
         );
-        assert!(url.refuses(&json!({"url": 7})).is_some(), "not a string");
         assert!(
-            url.refuses(&json!({})).is_none(),
+            url.refuses(&json!({"url": 7}), &text()).is_some(),
+            "not a string"
+        );
+        assert!(
+            url.refuses(&json!({}), &text()).is_none(),
             "absent values are the schema's"
         );
 
         let path = rule("/path", Matcher::regex("docs/[a-z]+\\.md").unwrap());
-        assert!(path.refuses(&json!({"path": "docs/a.md"})).is_none());
         assert!(
-            path.refuses(&json!({"path": "x/docs/a.md"})).is_some(),
+            path.refuses(&json!({"path": "docs/a.md"}), &text())
+                .is_none()
+        );
+        assert!(
+            path.refuses(&json!({"path": "x/docs/a.md"}), &text())
+                .is_some(),
             "anchored"
         );
         assert!(
-            path.refuses(&json!({"path": "docs/a.md.sh"})).is_some(),
+            path.refuses(&json!({"path": "docs/a.md.sh"}), &text())
+                .is_some(),
             "anchored"
         );
 
         let method = rule("/method", Matcher::OneOf(vec![json!("GET"), json!("HEAD")]));
-        assert!(method.refuses(&json!({"method": "GET"})).is_none());
-        assert!(method.refuses(&json!({"method": "POST"})).is_some());
+        assert!(method.refuses(&json!({"method": "GET"}), &text()).is_none());
+        assert!(
+            method
+                .refuses(&json!({"method": "POST"}), &text())
+                .is_some()
+        );
 
         let n = rule(
             "/limit",
@@ -259,9 +318,12 @@ mod tests {
                 max: Some(10.0),
             },
         );
-        assert!(n.refuses(&json!({"limit": 10})).is_none());
-        assert!(n.refuses(&json!({"limit": 11})).is_some());
-        assert!(n.refuses(&json!({"limit": "5"})).is_some(), "not a number");
+        assert!(n.refuses(&json!({"limit": 10}), &text()).is_none());
+        assert!(n.refuses(&json!({"limit": 11}), &text()).is_some());
+        assert!(
+            n.refuses(&json!({"limit": "5"}), &text()).is_some(),
+            "not a number"
+        );
     }
 
     #[test]
@@ -271,14 +333,14 @@ mod tests {
             Matcher::Globs(vec!["https://a/*".into()]),
         );
         let ok = json!({"requests": [{"url": "https://a/1"}, {"url": "https://a/2"}]});
-        assert!(hosts.refuses(&ok).is_none());
+        assert!(hosts.refuses(&ok, &text()).is_none());
         let bad = json!({"requests": [{"url": "https://a/1"}, {"url": "https://b/2"}]});
-        let refused = hosts.refuses(&bad).unwrap();
+        let refused = hosts.refuses(&bad, &text()).unwrap();
         assert!(refused.contains("/requests/1/url"), "{refused}");
         let headers = rule("/headers/*", Matcher::regex("[a-z]*").unwrap());
         assert!(
             headers
-                .refuses(&json!({"headers": {"a/b": "X"}}))
+                .refuses(&json!({"headers": {"a/b": "X"}}), &text())
                 .unwrap()
                 .contains("a~1b")
         );

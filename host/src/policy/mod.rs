@@ -2,10 +2,12 @@
 //! Plain data and decision functions; each refusal is a typed value whose
 //! message says what was refused, which setting refused it and how to allow it.
 
+pub mod canonical;
 pub mod commands;
 pub mod dangerous;
 pub mod hosts;
 pub mod layers;
+pub mod own;
 pub mod paths;
 pub mod permissions;
 pub mod profile;
@@ -19,7 +21,8 @@ pub use commands::{CommandPattern, CommandPatternError, CommandRefusal, CommandR
 pub use dangerous::{Danger, DangerCategory};
 pub use hosts::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
 pub use layers::{ArgumentRule, Matcher};
-pub use paths::{Access, PathRefusal, PathRuleError, PathRules};
+pub use own::{OwnPath, OwnPaths, Protection};
+pub use paths::{Access, Confinement, PathRefusal, PathRuleError, PathRules};
 pub use permissions::{
     Narrowing, PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
     PermissionRules,

@@ -1,70 +1,24 @@
 //! Filesystem grants: the directories a profile may read or write, the deny
 //! globs carved out of them, and lexical path normalization.
 
-use std::fmt;
-use std::path::{Component, Path, PathBuf};
+mod confinement;
+mod lexical;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-/// What a path is opened for. `Write` covers reading too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Access {
-    /// Read files and list directories.
-    Read,
-    /// Create, modify, rename and remove, as well as read.
-    Write,
-}
+pub use confinement::Confinement;
+pub(crate) use confinement::value_allowed;
+pub use lexical::{Access, normalize};
 
-impl Access {
-    /// `"read"` or `"write"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Write => "write",
-        }
-    }
-
-    /// True if a grant of `self` permits `wanted`.
-    pub fn covers(self, wanted: Access) -> bool {
-        self >= wanted
-    }
-}
-
-impl fmt::Display for Access {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Lexically normalizes a path: drops `.`, resolves `..` against the preceding
-/// component and never climbs above `/`. No filesystem access, so symlinks are
-/// not resolved; callers canonicalize where a link could lead elsewhere.
-///
-/// A relative path stays relative and keeps leading `..` components.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
-            },
-            Component::Normal(name) => out.push(name),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
+use super::own::{OwnPath, OwnPaths, Protection};
 
 /// A profile's filesystem rules: absolute directories granted for reading or
-/// writing, minus deny globs. Defaults deny: with no grants nothing is reachable.
+/// writing, minus deny globs and toolhost's own paths, and for a tool with
+/// path rules, within their globs. Defaults deny: with no grants nothing is
+/// reachable.
 #[derive(Debug, Clone)]
 pub struct PathRules {
     grants: Vec<(PathBuf, Access)>,
@@ -73,6 +27,10 @@ pub struct PathRules {
     deny_set: GlobSet,
     /// For each glob in `deny_set`, the index of the pattern it came from.
     deny_sources: Vec<usize>,
+    /// toolhost's own paths, out of every grant.
+    own: Arc<OwnPaths>,
+    /// The globs a tool's parameter rules confine its paths to.
+    confinement: Option<Arc<Confinement>>,
 }
 
 impl Default for PathRules {
@@ -82,6 +40,8 @@ impl Default for PathRules {
             deny_patterns: Vec::new(),
             deny_set: GlobSet::empty(),
             deny_sources: Vec::new(),
+            own: OwnPaths::process(),
+            confinement: None,
         }
     }
 }
@@ -154,7 +114,39 @@ impl PathRules {
             deny_patterns,
             deny_set,
             deny_sources,
+            own: OwnPaths::process(),
+            confinement: None,
         })
+    }
+
+    /// The same rules with `own` as toolhost's own paths (left out where a
+    /// write grant names a path that allows it, such as the plugin
+    /// directory).
+    pub fn with_own(mut self, own: &Arc<OwnPaths>) -> Self {
+        let writable = self
+            .grants
+            .iter()
+            .filter(|(_, access)| *access == Access::Write)
+            .map(|(dir, _)| dir.as_path());
+        self.own = own.for_write_grants(writable);
+        self
+    }
+
+    /// toolhost's own paths as these rules keep them out.
+    pub fn own(&self) -> &OwnPaths {
+        &self.own
+    }
+
+    /// The same rules, every path also confined to `confinement`.
+    pub fn confined(&self, confinement: Confinement) -> Self {
+        let mut confined = self.clone();
+        confined.confinement = Some(Arc::new(confinement));
+        confined
+    }
+
+    /// The globs paths are confined to, if any.
+    pub fn confinement(&self) -> Option<&Confinement> {
+        self.confinement.as_deref()
     }
 
     /// Checks an absolute host path for `access`. The path is normalized
@@ -167,6 +159,9 @@ impl PathRules {
             });
         }
         let path = normalize(path);
+        if let Some(own) = self.own.refusing(&path, access) {
+            return Err(PathRefusal::own(path, own));
+        }
         if let Some(pattern) = self.denied_by(&path) {
             return Err(PathRefusal::Denied {
                 path,
@@ -177,10 +172,18 @@ impl PathRules {
             .grants
             .iter()
             .any(|(dir, granted)| granted.covers(access) && path.starts_with(dir));
-        if granted {
-            Ok(())
-        } else {
-            Err(PathRefusal::NotGranted { path, access })
+        if !granted {
+            return Err(PathRefusal::NotGranted { path, access });
+        }
+        match &self.confinement {
+            Some(confinement) if !confinement.allows(&path, access) => {
+                Err(PathRefusal::OutsideRule {
+                    path,
+                    keys: confinement.keys.join(", "),
+                    globs: confinement.written.clone(),
+                })
+            }
+            _ => Ok(()),
         }
     }
 
@@ -420,6 +423,50 @@ pub enum PathRefusal {
         /// The access that was asked for.
         access: Access,
     },
+    /// The path is one of toolhost's own, out of every grant.
+    #[error("path {path:?} is toolhost's {what} ({key}): {rule}")]
+    Own {
+        /// The normalized path.
+        path: PathBuf,
+        /// What it is.
+        what: String,
+        /// Where the configuration names it.
+        key: String,
+        /// What may not be done with it, and what to change.
+        rule: String,
+    },
+    /// A parameter rule of the tool confines its paths elsewhere.
+    #[error(
+        "path {path:?} is outside what {keys} lets the tool touch ({globs:?}, resolved in the \
+         workspace, symlinks followed); widen the rule to allow it"
+    )]
+    OutsideRule {
+        /// The normalized path.
+        path: PathBuf,
+        /// The rules' config keys.
+        keys: String,
+        /// Their globs as written.
+        globs: Vec<String>,
+    },
+}
+
+impl PathRefusal {
+    /// The refusal of `path`, which is (or lies in) toolhost's `own` path.
+    pub fn own(path: PathBuf, own: &OwnPath) -> Self {
+        let rule = match own.protection {
+            Protection::Hidden => "no tool or command may read or write it".to_string(),
+            Protection::ReadOnly if own.writable_when_granted => "no tool or command may write \
+                it, unless the profile's file.write names the directory"
+                .to_string(),
+            Protection::ReadOnly => "no tool or command may write it".to_string(),
+        };
+        Self::Own {
+            path,
+            what: own.what.clone(),
+            key: own.key.clone(),
+            rule,
+        }
+    }
 }
 
 fn not_granted_message(path: &Path, access: Access) -> String {

@@ -114,8 +114,9 @@ pub struct PermissionRules {
     /// Patterns whose permissions need a human's approval.
     pub approval_required: Vec<PermissionPattern>,
     /// Narrowings a session applied on top, each of which must let a
-    /// permission through (they only take away).
-    pub narrowed: Vec<Narrowing>,
+    /// permission through (they only take away). Shared, not copied, by
+    /// the profiles narrowed alike.
+    pub narrowed: Vec<std::sync::Arc<Narrowing>>,
 }
 
 /// A session's narrowing of its profile: only permissions matching `allow`
@@ -132,6 +133,17 @@ pub struct Narrowing {
 }
 
 impl Narrowing {
+    /// How many patterns it holds (`allow` and `deny`).
+    pub fn patterns(&self) -> usize {
+        self.allow.as_ref().map_or(0, Vec::len) + self.deny.len()
+    }
+
+    /// The bytes of its patterns' text.
+    pub fn bytes(&self) -> usize {
+        let allow = self.allow.iter().flatten();
+        allow.chain(&self.deny).map(|p| p.as_str().len()).sum()
+    }
+
     /// Why this narrowing refuses `permission`, if it does.
     pub fn refuses(&self, permission: &str) -> Option<String> {
         if let Some(pattern) = first_match(&self.deny, permission) {
@@ -182,10 +194,10 @@ impl PermissionRules {
         })
     }
 
-    /// These rules with a session's narrowing on top.
-    pub fn narrowed(&self, narrowing: &Narrowing) -> Self {
+    /// These rules with a session's narrowings on top.
+    pub fn narrowed(&self, narrowings: &[std::sync::Arc<Narrowing>]) -> Self {
         let mut rules = self.clone();
-        rules.narrowed.push(narrowing.clone());
+        rules.narrowed.extend(narrowings.iter().cloned());
         rules
     }
 

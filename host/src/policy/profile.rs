@@ -290,6 +290,10 @@ pub struct ToolRules {
     /// The profile as it applies to this tool: its permission rules with
     /// the tool's on top (the tool's denies win; its allows add).
     pub profile: Arc<Profile>,
+    /// The same when the tool declares file permissions and has path rules
+    /// (glob rules not written as URLs): every path it touches is confined
+    /// to their globs.
+    pub confined: Option<Arc<Profile>>,
 }
 
 impl Profile {
@@ -322,6 +326,19 @@ impl Profile {
         }
     }
 
+    /// The profile a call of `tool` runs under: [`Profile::for_tool`], with
+    /// its paths confined to the tool's path rules when the tool declares
+    /// file permissions (`files`).
+    pub fn for_call(self: &Arc<Self>, tool: &str, files: bool) -> Arc<Profile> {
+        match self.tools.get(tool) {
+            Some(rules) => match (&rules.confined, files) {
+                (Some(confined), true) => confined.clone(),
+                _ => rules.profile.clone(),
+            },
+            None => self.clone(),
+        }
+    }
+
     /// [`Profile::for_tool`] by reference.
     pub fn applied(&self, tool: &str) -> &Profile {
         match self.tools.get(tool) {
@@ -345,14 +362,24 @@ impl Profile {
     /// This profile narrowed by a session: the same rules, and a permission
     /// must also pass `narrowing` (for every tool).
     pub fn narrowed(&self, narrowing: &Narrowing) -> Profile {
+        self.narrowed_by(&[Arc::new(narrowing.clone())])
+    }
+
+    /// This profile with a session's `narrowings` on top, all at once: one
+    /// copy of the profile (and of each tool's), whatever their number.
+    pub fn narrowed_by(&self, narrowings: &[Arc<Narrowing>]) -> Profile {
         let mut narrowed = self.clone();
-        narrowed.permissions = self.permissions.narrowed(narrowing);
+        narrowed.permissions = self.permissions.narrowed(narrowings);
         narrowed.tools = self
             .tools
             .iter()
             .map(|(name, rules)| {
                 let mut rules = (**rules).clone();
-                rules.profile = Arc::new(rules.profile.narrowed(narrowing));
+                rules.profile = Arc::new(rules.profile.narrowed_by(narrowings));
+                rules.confined = rules
+                    .confined
+                    .as_ref()
+                    .map(|confined| Arc::new(confined.narrowed_by(narrowings)));
                 (name.clone(), Arc::new(rules))
             })
             .collect();

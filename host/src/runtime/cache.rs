@@ -1,7 +1,10 @@
 //! Precompiled components cached on disk, keyed by the wasm's content hash
 //! and the engine's compatibility hash, so a restart or a re-added file skips
-//! compilation. Entries carry a checksum; a corrupt, truncated or stale entry
-//! is detected, removed and rebuilt, never trusted. Every version of a
+//! compilation. Entries are native code, so each carries an HMAC-SHA256 made
+//! with a key only the host reads (a file in the cache directory, `0600`,
+//! which no tool or command can read or write): an entry written by anyone
+//! else, corrupt, truncated or stale is detected, removed and rebuilt,
+//! never trusted. Every version of a
 //! plugin hot-reloaded while it is written leaves an entry, so the cache is
 //! bounded: past [`MAX_BYTES`] the least recently used entries go (a use
 //! marks its entry's modification time).
@@ -10,13 +13,20 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::contract::ContentHash;
 
-const MAGIC: &[u8; 8] = b"THCACHE1";
+const MAGIC: &[u8; 8] = b"THCACHE2";
+
+/// The key's file name in the cache directory.
+const KEY_FILE: &str = "key";
+
+/// Bytes of the key.
+const KEY_BYTES: usize = 32;
 
 /// Most bytes of entries a cache keeps.
 pub(super) const MAX_BYTES: u64 = 512 << 20;
@@ -30,6 +40,8 @@ const HEADER: usize = MAGIC.len() + 32;
 pub struct ArtifactCache {
     dir: PathBuf,
     max_bytes: u64,
+    /// The key, once read or made; `None` inside when there is none to use.
+    key: std::sync::Arc<std::sync::OnceLock<Option<[u8; KEY_BYTES]>>>,
 }
 
 /// Where a component came from.
@@ -47,7 +59,36 @@ impl ArtifactCache {
         Self {
             dir: dir.into(),
             max_bytes: MAX_BYTES,
+            key: Default::default(),
         }
+    }
+
+    /// Where the key of a cache in `dir` is kept.
+    pub fn key_path(dir: &Path) -> PathBuf {
+        dir.join(KEY_FILE)
+    }
+
+    /// The key entries are authenticated with: read, or made on first use;
+    /// `None` (and no cache) where it cannot be, or where others than the
+    /// owner could read it.
+    fn key(&self) -> Option<&[u8; KEY_BYTES]> {
+        self.key
+            .get_or_init(|| match load_key(&Self::key_path(&self.dir)) {
+                Ok(key) => Some(key),
+                Err(e) => {
+                    tracing::warn!(dir = %self.dir.display(), "compile cache not used: {e}");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// The MAC of `artifact` under the key.
+    fn mac(&self, artifact: &[u8]) -> Option<Hmac<Sha256>> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(self.key()?).ok()?;
+        mac.update(MAGIC);
+        mac.update(artifact);
+        Some(mac)
     }
 
     /// The same cache keeping at most `max_bytes` of entries.
@@ -129,14 +170,20 @@ impl ArtifactCache {
             return Err("not a toolhost cache entry".into());
         }
         let (header, artifact) = data.split_at(HEADER);
-        if Sha256::digest(artifact)[..] != header[MAGIC.len()..] {
-            return Err("checksum mismatch (corrupt or truncated)".into());
+        let Some(mac) = self.mac(artifact) else {
+            // No key to check it with: compiled afresh, the entry left be.
+            return Ok(None);
+        };
+        if mac.verify_slice(&header[MAGIC.len()..]).is_err() {
+            return Err(
+                "its MAC does not match (corrupt, truncated, or not written by this host)".into(),
+            );
         }
         // SAFETY: `deserialize` trusts the bytes to be an artifact produced by
         // `Component::serialize` of a compatible engine. This one was written
-        // by `write` below (atomically, into the user's own cache directory),
-        // its checksum matches, and wasmtime itself checks the engine
-        // compatibility header before using it.
+        // by `write` below: its MAC, made with a key only this host reads,
+        // matches, and wasmtime itself checks the engine compatibility header
+        // before using it.
         let component = unsafe { Component::deserialize(engine, artifact) }
             .map_err(|e| format!("rejected by wasmtime: {e}"))?;
         Ok(Some(component))
@@ -180,14 +227,60 @@ impl ArtifactCache {
 
     fn write(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
+        let mac = self
+            .mac(artifact)
+            .ok_or_else(|| std::io::Error::other("the cache has no key"))?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
         file.write_all(MAGIC)?;
-        file.write_all(&Sha256::digest(artifact))?;
+        file.write_all(&mac.finalize().into_bytes())?;
         file.write_all(artifact)?;
         file.as_file().sync_data()?;
         file.persist(path).map_err(|e| e.error)?;
         Ok(())
     }
+}
+
+/// The key at `path`, made (random, `0600`) if there is none yet.
+fn load_key(path: &Path) -> Result<[u8; KEY_BYTES], String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    if let Ok(mut file) = made {
+        let mut key = [0u8; KEY_BYTES];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut random| random.read_exact(&mut key))
+            .map_err(|e| format!("reading /dev/urandom: {e}"))?;
+        file.write_all(&key)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| format!("writing the key {}: {e}", path.display()))?;
+        return Ok(key);
+    }
+    let meta =
+        std::fs::symlink_metadata(path).map_err(|e| format!("the key {}: {e}", path.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "the key {} is not a file of this user that only this user may read; remove it \
+             (a new one is made)",
+            path.display()
+        ));
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("reading the key {}: {e}", path.display()))?;
+    bytes.try_into().map_err(|_| {
+        format!(
+            "the key {} is not {KEY_BYTES} bytes; remove it",
+            path.display()
+        )
+    })
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@ pub use sandbox::{Limits, Sandbox};
 pub use session::{MAX_SESSIONS, session_key};
 
 pub(crate) use host::{
-    ENV_READ, FILE_WRITE, NETWORK_FETCH, check_container_engine, kill_commands, tls_config,
+    ENV_READ, FILE_READ, FILE_WRITE, NETWORK_FETCH, check_container_engine, kill_commands,
+    tls_config,
 };
 pub use host::{
     LogSink, MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Progress, ProgressSink, Terminals,

@@ -218,7 +218,18 @@ async fn tool_calls(
     }
     api.host.loaded().await;
     let caller = match &session {
-        Some(session) => api.narrowings.apply(&auth.caller, session),
+        Some(session) => {
+            let caps = api.host.tenant_caps();
+            match api.narrowings.apply(&auth.caller, session, &caps) {
+                Ok(caller) => caller,
+                Err(message) => {
+                    return error_response(
+                        StatusCode::BAD_REQUEST,
+                        format!("invalid_request: {message}"),
+                    );
+                }
+            }
+        }
         None => auth.caller.clone(),
     };
     let dispatched = tokio::select! {
@@ -417,8 +428,16 @@ async fn status(State(api): State<Api>, Extension(auth): Extension<Authenticated
             }
         })
         .collect();
+    // Whether plugin and config changes are picked up; the reason names
+    // server paths, so only the local caller sees it.
+    let watching = match host.not_watching() {
+        None => json!({ "ok": true }),
+        Some(why) if local => json!({ "ok": false, "error": why }),
+        Some(_) => json!({ "ok": false }),
+    };
     axum::Json(json!({
         "status": if api.draining.is_cancelled() { "shutting_down" } else { "ok" },
+        "watching": watching,
         "generation": host.snapshot().number(),
         "caller": {
             "tenant": caller.tenant_name(),

@@ -17,7 +17,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use super::api::{Api, error_response};
-use super::narrowings::MAX_NARROWED;
+use super::narrowings::Refusal;
 use super::tenants::Authenticated;
 use crate::approval::Approval;
 use crate::approval::pending::AnswerError;
@@ -35,9 +35,10 @@ pub(crate) fn routes() -> Router<Api> {
 /// `POST /v1/sessions` with `{"session": ID, "allow": [...], "deny": [...]}`:
 /// the session's calls (`Toolhost-Session: ID`) keep only what `allow`
 /// matches and lose what `deny` matches. Narrowing again narrows further.
-/// What the session holds under its old rules (a terminal's sandbox, a
-/// stateful plugin's instance) is started again under the new ones at its
-/// next call: both are kept only for the profile they were made under.
+/// The session's terminal ends at once (its processes, and every
+/// connection through its proxy); a stateful plugin's instance is started
+/// again under the new rules at its next call (it is kept only for the
+/// profile it was made under).
 async fn narrow(
     State(api): State<Api>,
     Extension(auth): Extension<Authenticated>,
@@ -68,22 +69,25 @@ async fn narrow(
             "invalid_request: the session id must be 1 to 256 characters",
         );
     }
-    let key = (
-        auth.caller.tenant_name().map(String::from),
-        request.session.clone(),
-    );
-    let narrowed = {
-        let mut table = api.narrowings.0.lock().unwrap_or_else(|e| e.into_inner());
-        if !table.contains_key(&key) && table.len() >= MAX_NARROWED {
+    let caps = api.host.tenant_caps();
+    let tenant = auth.caller.tenant_name();
+    let narrowed = match api
+        .narrowings
+        .narrow(tenant, &request.session, request.narrowing, &caps)
+    {
+        Ok(session) => session.apply(&auth.caller),
+        Err(Refusal::Full(message)) => {
+            return error_response(StatusCode::TOO_MANY_REQUESTS, format!("busy: {message}"));
+        }
+        Err(Refusal::TooLarge(message)) => {
             return error_response(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("busy: {MAX_NARROWED} sessions are narrowed on this server; retry later"),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("payload_too_large: {message}"),
             );
         }
-        let session = table.entry(key).or_default();
-        session.push(request.narrowing);
-        session.apply(&auth.caller)
     };
+    api.host
+        .end_session(auth.caller.tenant_name(), &request.session);
     let offered: Vec<String> = api
         .host
         .listing(&narrowed, &crate::toolsets::Selection::default())
@@ -147,25 +151,29 @@ async fn answer(
 /// answered or expired ones as `event: resolved`, until the server drains.
 async fn events(State(api): State<Api>, Extension(auth): Extension<Authenticated>) -> Response {
     let (tenant, everyone) = whose(&auth);
-    let receiver = api.pending.subscribe();
+    let max = api.host.tenant_caps().event_streams;
+    let subscription = match api.pending.subscribe(tenant.as_deref(), everyone, max) {
+        Ok(subscription) => subscription,
+        Err(message) => {
+            return error_response(StatusCode::TOO_MANY_REQUESTS, format!("busy: {message}"));
+        }
+    };
     let waiting: Vec<Result<Event, Infallible>> = api
         .pending
         .list(tenant.as_deref(), everyone)
         .into_iter()
         .map(|view| Ok(Event::default().event("approval").data(view.to_string())))
         .collect();
-    let live = futures::stream::unfold(receiver, |mut receiver| async move {
+    // The subscription (and its place among the tenant's streams) lives as
+    // long as the stream.
+    let live = futures::stream::unfold(subscription, |mut subscription| async move {
         loop {
-            match receiver.recv().await {
-                Ok(event) => return Some((event, receiver)),
+            match subscription.events.recv().await {
+                Ok(event) => return Some((event, subscription)),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
             }
         }
-    })
-    .filter(move |event| {
-        let mine = everyone || event.tenant == tenant;
-        async move { mine }
     })
     .map(|event| {
         Ok::<_, Infallible>(

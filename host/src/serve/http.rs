@@ -24,12 +24,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::api::{self, Api};
 use super::connections::Connections;
+use super::mcp::streamable::McpEndpoint;
 use super::mcp::{self, McpHttp};
 use super::tenants::Tenants;
 use crate::host::Host;
 use crate::registry::ReloadEvent;
 use front::{FrontDoor, front_door};
-use sessions::keep_sessions_to_their_tenant;
+use sessions::{SessionOwners, keep_sessions_to_their_tenant};
 
 /// Limits and policies of the HTTP server. [`ServeOptions::default`] gives
 /// the documented defaults.
@@ -175,7 +176,7 @@ impl HttpServer {
 
     /// The routes, with the front door in front of them.
     fn app(&self) -> Router {
-        let mcp = mcp::http_service(
+        let endpoint = Arc::new(McpEndpoint::new(
             self.host.clone(),
             McpHttp {
                 allowed_hosts: self.front.allowed_hosts.clone(),
@@ -184,10 +185,11 @@ impl HttpServer {
                 abandon: self.abandon.clone(),
                 max_body: self.options.max_body,
             },
-        )
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-            self.options.body_timeout,
         ));
+        let owners = Arc::new(SessionOwners::new(self.host.clone(), endpoint.clone()));
+        let mcp = mcp::streamable::route_to(endpoint).layer(
+            tower_http::timeout::RequestBodyTimeoutLayer::new(self.options.body_timeout),
+        );
         let api = Api {
             host: self.host.clone(),
             max_body: self.options.max_body,
@@ -202,7 +204,7 @@ impl HttpServer {
         let mcp = Router::new()
             .route("/mcp", mcp)
             .layer(axum::middleware::from_fn_with_state(
-                Arc::default(),
+                owners,
                 keep_sessions_to_their_tenant,
             ));
         Router::new()

@@ -219,8 +219,9 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Entry>, String> {
     let mut table = Vec::with_capacity(config.tenants.len());
     let allowlist = Arc::new(Allowlist::load(Some(config.allowlist.clone())));
-    let auto = host.auto_rules(&config.approvals_auto)?;
     for tenant in config.tenants.values() {
+        // Each tenant's hook tools run in call slots of its own.
+        let auto = host.auto_rules(&config.approvals_auto)?;
         let profile = config
             .tenant_profile(tenant)
             .map_err(|e| format!("tenant {:?}: {e}", tenant.name))?;
@@ -240,11 +241,12 @@ fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Ent
                 None => None,
             },
             timeout: config.approval_timeout,
+            max_waiting: config.tenant_caps.pending_approvals,
         };
         let approvals = Arc::new(
             Approvals::new(Arc::new(approver), config.approval_timeout, None)
                 .sharing(allowlist.clone())
-                .with_auto(auto.clone()),
+                .with_auto(auto),
         );
         let mut caller = Caller::new(profile, approvals).tenant(&tenant.name, tenant.concurrency);
         let mut retry_after = 1;

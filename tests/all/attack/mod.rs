@@ -6,11 +6,13 @@
 //! Every test here failed on the commit before its fix.
 
 mod approval;
+mod escapes;
 mod git;
 mod identity;
 mod masks;
 mod network;
 mod own_files;
 mod params;
+mod server;
 mod tenants;
 mod tty;

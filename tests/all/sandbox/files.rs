@@ -183,3 +183,38 @@ async fn toolchains_granted_to_commands_run() {
     let result = ran(&without, &format!("{cargo} --version")).await;
     assert_eq!(result["exit_code"], 127, "{result}");
 }
+
+#[tokio::test]
+async fn a_mask_follows_its_file_when_a_directory_above_it_moves() {
+    use serde_json::json;
+    let ws = workspace();
+    ws.write("out/d/.env", "TOKEN=moved-secret\n");
+    ws.write("out/d/notes.txt", "moved along\n");
+    let host = ws
+        .host(
+            r#"
+allow = ["terminal:*", "file:read", "file:write"]
+file.read = ["."]
+file.write = ["out"]
+file.deny = ["**/.env"]
+terminal.dangerous = "allow"
+"#,
+        )
+        .await;
+    let (client, _) = crate::mcp::connect(host, None).await;
+    let run =
+        |line: &str| crate::sessions::tool(&client, "run_command", json!({ "command": line }));
+    // In the session's sandbox the mask moves with its file.
+    let moved = run("mv out/d out/e && cat out/e/notes.txt && cat out/e/.env").await;
+    assert_eq!(moved["stdout"], "moved along\n", "{moved}");
+    assert!(!moved.to_string().contains("moved-secret"), "{moved}");
+    assert_ne!(moved["exit_code"], 0, "{moved}");
+    // A file made later under the old name is masked from the next command.
+    ws.write("out/d/.env", "TOKEN=late-secret\n");
+    let late = run("cat out/d/.env; cat out/e/.env; ls out/d").await;
+    assert!(
+        !late.to_string().contains("late-secret") && !late.to_string().contains("moved-secret"),
+        "{late}"
+    );
+    client.cancel().await.unwrap();
+}

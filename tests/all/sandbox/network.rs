@@ -6,6 +6,12 @@ use std::time::{Duration, Instant};
 
 use super::{SANDBOXED, printed, ran, succeeds, workspace};
 
+/// [`SANDBOXED`] allowing `network:fetch`, which commands need to reach
+/// anything beyond their own loopback.
+fn networked() -> String {
+    SANDBOXED.replace("\"file:write\"]", "\"file:write\", \"network:fetch\"]")
+}
+
 #[tokio::test]
 async fn commands_have_no_network_unless_the_profile_shares_it() {
     let ws = workspace();
@@ -27,7 +33,7 @@ async fn commands_have_no_network_unless_the_profile_shares_it() {
 
     // `terminal.network = "host"` shares the host's network.
     let shared = ws
-        .host(&format!("{SANDBOXED}\nterminal.network = \"host\""))
+        .host(&format!("{}\nterminal.network = \"host\"", networked()))
         .await;
     succeeds(&shared, &connect).await;
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -72,7 +78,8 @@ async fn commands_reach_allowed_hosts_only_through_the_proxy() {
     // Allowing a host makes `terminal.network` default to the proxy.
     let host = ws
         .host(&format!(
-            "{SANDBOXED}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]"
+            "{}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]",
+            networked()
         ))
         .await;
 
@@ -117,8 +124,9 @@ async fn commands_reach_allowed_hosts_only_through_the_proxy() {
     // `terminal.network = "none"` keeps the allowed host out of reach too.
     let closed = ws
         .host(&format!(
-            "{SANDBOXED}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]\n\
-             terminal.network = \"none\""
+            "{}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]\n\
+             terminal.network = \"none\"",
+            networked()
         ))
         .await;
     let result = ran(&closed, &format!("curl -sS {url}")).await;
@@ -132,7 +140,8 @@ async fn a_command_cannot_hold_more_proxy_connections_than_the_cap() {
     let (allowed, reached) = http_server("127.0.0.2", "hello from the host");
     let host = ws
         .host(&format!(
-            "{SANDBOXED}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]"
+            "{}\nnetwork.allow_hosts = [\"127.0.0.2:{allowed}\"]",
+            networked()
         ))
         .await;
     // 64 idle connections held open, then one more that asks for the page:

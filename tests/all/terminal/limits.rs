@@ -136,3 +136,22 @@ async fn output_floods_are_capped() {
     assert_eq!(ok_stdout(&result).len(), 1024);
     assert_eq!(result["truncated"], false);
 }
+
+#[tokio::test]
+async fn a_session_holds_at_most_its_background_processes() {
+    let ws = Workspace::new(|builder| builder.bundled(true));
+    let host = ws
+        .host("allow = [\"terminal:*\"]\nfile.write = [\".\"]")
+        .await;
+    let (client, _) = crate::mcp::connect(host, None).await;
+    let sleep = || json!({ "command": "sleep 60" });
+    for _ in 0..16 {
+        crate::sessions::tool(&client, "process_start", sleep()).await;
+    }
+    let refused = crate::sessions::tool_error(&client, "process_start", sleep()).await;
+    assert!(
+        refused.contains("16 background processes, the most it keeps"),
+        "{refused}"
+    );
+    client.cancel().await.unwrap();
+}

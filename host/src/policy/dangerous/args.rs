@@ -1,15 +1,19 @@
 //! Reading a program's arguments: flags in long or clustered short form, and
 //! the operands between the options.
 
-/// True if `args` has a long option in `long` or a short-option cluster
-/// containing `short` (`-fd` has `f` and `d`). Stops at `--`.
+/// True if `args` has a long option in `long` (or an abbreviation of one
+/// at least four letters long, as GNU tools and git take: `--recur`,
+/// `--forc`) or a short-option cluster containing `short` (`-fd` has `f`
+/// and `d`). Stops at `--`.
 pub(crate) fn has_flag(args: &[String], short: char, long: &[&str]) -> bool {
     args.iter().take_while(|a| *a != "--").any(|arg| {
         let long_match = long.iter().any(|l| {
+            let name = arg.split('=').next().unwrap_or(arg);
             arg == l
                 || arg
                     .strip_prefix(l)
                     .is_some_and(|rest| rest.starts_with('='))
+                || (name.len() >= 6 && name.starts_with("--") && l.starts_with(name))
         });
         let short_match = arg
             .strip_prefix('-')

@@ -155,6 +155,10 @@ pub(super) fn executes_stdin(invocation: &Invocation) -> bool {
         }
         return true;
     }
+    if matches!(program, "ssh" | "autossh") {
+        // Without a command, the remote shell reads its commands from stdin.
+        return super::network::ssh_command(args).is_none();
+    }
     if shell::starts_shell(invocation) {
         // `su`, `sudo -s`: a shell, unless told what to run.
         return !args
@@ -286,6 +290,35 @@ fn file_key(path: &str) -> String {
         key = rest;
     }
     key.to_owned()
+}
+
+/// The constant a word prints when it is one substitution running `echo`
+/// or `printf` on literal text (`$(echo rm)`, `` `printf %s rm` ``); `None`
+/// for anything computed.
+pub(super) fn printed_constant(word: &str) -> Option<String> {
+    let inner = word
+        .strip_prefix("$(")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .or_else(|| {
+            word.strip_prefix('`')
+                .and_then(|rest| rest.strip_suffix('`'))
+        })?;
+    let parsed = shell::parse(inner);
+    let [command] = parsed.commands().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    if !command.substitutions.is_empty() || command.text.contains(['$', '`', '<', '>']) {
+        return None;
+    }
+    let invocation = shell::invocation(&shell::words(&shell::tokenize(&command.text)))?;
+    let text = match (invocation.program.as_str(), invocation.args.as_slice()) {
+        ("printf", [format, rest @ ..]) if format == "%s" && !rest.is_empty() => rest.concat(),
+        ("printf", [text]) if !text.contains('%') && !text.contains('\\') => text.clone(),
+        ("echo", _) => echoed_text(&invocation)?,
+        _ => return None,
+    };
+    let text = text.trim().to_owned();
+    (!text.is_empty() && !text.contains(char::is_whitespace)).then_some(text)
 }
 
 /// The text `echo` or `printf` writes, to look inside `echo "..." | sh`.

@@ -12,7 +12,8 @@ pub enum DangerCategory {
     DeleteRoot,
     /// `chmod` giving others write access (`777`, `o+w`, `a+w`).
     WorldWritable,
-    /// `chmod` setting the setuid or setgid bit.
+    /// `chmod` setting the setuid or setgid bit, or `setcap` giving a
+    /// program capabilities.
     Setuid,
     /// `chown -R` / `chgrp -R`.
     RecursiveChown,
@@ -21,7 +22,8 @@ pub enum DangerCategory {
     /// `dd of=/dev/sda`, `> /dev/sda`, `cp x /dev/nvme0n1`.
     RawDiskWrite,
     /// Writing, editing or deleting system files (`/etc`, `/boot`, `/usr`, ...),
-    /// SSH configuration or shell startup files.
+    /// SSH configuration or shell startup files; changing the running
+    /// kernel (`insmod`, `sysctl -w`, `kexec`).
     SystemWrite,
     /// `shred`, `wipe`, `srm`.
     SecureErase,
@@ -71,9 +73,11 @@ pub enum DangerCategory {
     RawDiskRead,
     /// `npm uninstall`, `pip uninstall`, `apt remove`, `brew rm`, ...
     PackageRemoval,
-    /// `docker run --privileged`, `-v /:/host`, `--pid=host`.
+    /// `docker run --privileged`, `-v /:/host`, `--pid=host`, a container
+    /// CLI driving another daemon (`-H`, `DOCKER_HOST=`), or entering or
+    /// making namespaces (`nsenter`, `unshare`).
     ContainerEscape,
-    /// `docker stop|rm|prune`, `docker compose down`, `kubectl delete`,
+    /// `docker stop|restart|rm|prune`, `docker compose down`, `kubectl delete`,
     /// `terraform destroy`, `aws s3 rm`, `gcloud ... delete`.
     InfraDestroy,
     /// `crontab`, `systemctl enable`, `at`, `launchctl load`.
@@ -83,13 +87,29 @@ pub enum DangerCategory {
     /// A cloud instance metadata address (`169.254.169.254`,
     /// `metadata.google.internal`), which hands out credentials.
     CloudMetadata,
-    /// Password crackers and brute-forcers (`john`, `hashcat`, `hydra`).
+    /// Password crackers, brute-forcers and network scanners (`john`,
+    /// `hashcat`, `hydra`, `nmap`).
     AttackTool,
+    /// An option, setting or variable that makes a tool run another program
+    /// (`rg --pre`, `sort --compress-program`, `tar --to-command`, `git -c
+    /// core.pager=`, `LD_PRELOAD=`), or `find -exec`/`xargs` running the
+    /// files they are given as programs.
+    ExecOption,
+    /// Listening for connections or tunnelling them (`nc -l`, `socat
+    /// TCP-LISTEN`, `ssh -R/-L/-D`, `ngrok`).
+    NetworkListener,
+    /// Attaching to another process or reading its memory or environment
+    /// (`gdb -p`, `strace -p`, `gcore`, `/proc/PID/mem`).
+    ProcessAccess,
+    /// A secret file (a key, `~/.aws/credentials`, `.env`, `*.pem`) sent over
+    /// the network (`curl -d @F`, `nc < F`, `scp F host:`, `$(cat F)` in a
+    /// request).
+    SecretExfiltration,
 }
 
 impl DangerCategory {
     /// Every category, in declaration order.
-    pub const ALL: [DangerCategory; 33] = [
+    pub const ALL: [DangerCategory; 37] = [
         Self::RecursiveDelete,
         Self::DeleteRoot,
         Self::WorldWritable,
@@ -123,6 +143,10 @@ impl DangerCategory {
         Self::ReverseShell,
         Self::CloudMetadata,
         Self::AttackTool,
+        Self::ExecOption,
+        Self::NetworkListener,
+        Self::ProcessAccess,
+        Self::SecretExfiltration,
     ];
 
     /// A stable snake_case name, e.g. for "approve for this session" keys.
@@ -161,6 +185,10 @@ impl DangerCategory {
             Self::ReverseShell => "reverse_shell",
             Self::CloudMetadata => "cloud_metadata",
             Self::AttackTool => "attack_tool",
+            Self::ExecOption => "exec_option",
+            Self::NetworkListener => "network_listener",
+            Self::ProcessAccess => "process_access",
+            Self::SecretExfiltration => "secret_exfiltration",
         }
     }
 }

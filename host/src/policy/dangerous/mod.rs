@@ -4,8 +4,12 @@
 
 mod args;
 mod code;
+mod exfiltration;
 mod finding;
+mod network;
+mod process;
 mod programs;
+mod runs;
 mod targets;
 mod text;
 mod tools;
@@ -15,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 pub(in crate::policy) use finding::Finding;
 pub use finding::{Danger, DangerCategory};
 
+use self::runs::Runs;
 use super::shell::{self, Invocation, SimpleCommand, Token};
 
 /// How deep `sh -c`, `eval`, here-documents and `find -exec` are followed.
@@ -209,13 +214,29 @@ impl Detector {
             .map(|command| command.text.as_str())
             .collect::<Vec<_>>()
             .join(" | ");
-        // One pass: what earlier stages fetched, decoded or echoed.
+        // One pass: what earlier stages fetched, decoded, echoed or read
+        // from a secret file.
         let (mut fetched, mut decoded) = (false, false);
         let mut echoed: Vec<String> = Vec::new();
+        let mut secret: Option<String> = None;
         for (index, stage) in stages.iter().enumerate() {
             let Some(stage) = stage else {
                 continue;
             };
+            if let Some(file) = &secret
+                && network::sends_stdin(stage)
+            {
+                self.add(
+                    DangerCategory::SecretExfiltration,
+                    format!("pipes the secret file {file} to {}", stage.program),
+                    &matched,
+                );
+            }
+            if secret.is_none() {
+                let command = &pipeline[index];
+                let tokens = shell::tokenize(&command.text);
+                secret = exfiltration::reads_secret(stage, &tokens, command);
+            }
             if index > 0 && code::executes_stdin(stage) {
                 let program = &stage.program;
                 let (category, what) = if fetched {
@@ -270,6 +291,9 @@ impl Detector {
                 &command.text,
             );
         }
+        if let Some(reason) = exfiltration::sends_secret(&invocation, &tokens, command) {
+            self.add(DangerCategory::SecretExfiltration, reason, &command.text);
+        }
         self.downloaded
             .extend(code::downloaded_files(&invocation, &tokens));
         self.invocation(&invocation, &tokens, command, &command.text, depth);
@@ -288,7 +312,15 @@ impl Detector {
         for finding in programs::dangers(invocation) {
             self.report(finding, matched);
         }
-        if let Some(finding) = unjudgeable(invocation) {
+        // `$(echo rm) -rf /`: a program computed by printing a constant is
+        // that constant, and judged as if written out.
+        if let Some(program) = code::printed_constant(&invocation.path) {
+            let line = std::iter::once(program)
+                .chain(invocation.args.iter().map(|arg| shell::quote(arg)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            self.line(&line, depth + 1);
+        } else if let Some(finding) = unjudgeable(invocation) {
             self.report(finding, matched);
         }
         let here_string = tokens
@@ -326,6 +358,21 @@ impl Detector {
                 self.invocation(&inner, &[], &detached, matched, depth + 1);
             }
         }
+        if depth < MAX_DEPTH {
+            for runner in runs::runners(invocation) {
+                self.runner(runner, matched, depth);
+            }
+        }
+        if matches!(invocation.program.as_str(), "ssh" | "autossh") {
+            // What runs on the other machine is judged like a local line.
+            let remote = match network::ssh_command(&invocation.args) {
+                Some(remote) => vec![remote],
+                None => command.heredocs.clone(),
+            };
+            for line in remote {
+                self.line(&line, depth + 1);
+            }
+        }
         if code::runs_code(invocation) {
             self.substituted_code(invocation, command, matched);
         }
@@ -344,6 +391,35 @@ impl Detector {
         }
         for payload in payloads {
             self.line(&payload, depth + 1);
+        }
+    }
+
+    /// A program or command line `runner` makes a tool run: judged by what
+    /// it runs, and flagged unless that only reads, filters or edits.
+    fn runner(&mut self, runner: runs::Runner, matched: &str, depth: usize) {
+        let how = runner.how;
+        match runner.runs {
+            Runs::Program(program) => {
+                if !runs::harmless(&program) {
+                    self.add(
+                        DangerCategory::ExecOption,
+                        format!("runs {program} through {how}"),
+                        matched,
+                    );
+                }
+            }
+            Runs::Line(line) => {
+                let programs = runs::programs_of(&line);
+                if programs.is_empty() || !programs.iter().all(|p| runs::harmless(p)) {
+                    self.add(
+                        DangerCategory::ExecOption,
+                        format!("runs {:?} through {how}", excerpt(&line)),
+                        matched,
+                    );
+                }
+                self.line(&line, depth + 1);
+            }
+            Runs::Command(line) => self.line(&line, depth + 1),
         }
     }
 

@@ -7,7 +7,7 @@ mod system;
 use self::system::{disk_format, kill_signal, service_stop, shutdown};
 use super::args::{has_flag, operands};
 use super::finding::{DangerCategory, Finding};
-use super::{targets, tools};
+use super::{network, process, runs, targets, tools};
 use crate::policy::shell::{self, Invocation};
 
 /// `git` options that take a value before the subcommand.
@@ -28,6 +28,15 @@ pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
         return found;
     }
     found.extend(tools::dangers(invocation));
+    found.extend(process::dangers(invocation));
+    found.extend(
+        network::listener(program, args)
+            .map(|reason| Finding::new(DangerCategory::NetworkListener, reason)),
+    );
+    found.extend(
+        runs::runs_inputs(invocation)
+            .map(|reason| Finding::new(DangerCategory::ExecOption, reason)),
+    );
     match program {
         "rm" | "grm" | "unlink" => rm(args, &mut found),
         "chmod" => chmod(args, &mut found),
@@ -267,7 +276,12 @@ fn git(args: &[String]) -> Option<Finding> {
     let rest = args.get(i + 1..).unwrap_or_default();
     let has = |long: &[&str], short: char| has_flag(rest, short, long);
     let reason = match subcommand.as_str() {
-        "reset" if rest.iter().any(|a| a == "--hard") => {
+        // `--har` is git's unambiguous abbreviation of `--hard`.
+        "reset"
+            if rest
+                .iter()
+                .any(|a| a.len() >= 5 && "--hard".starts_with(a.as_str())) =>
+        {
             "discards uncommitted changes (git reset --hard)"
         }
         "push"

@@ -72,12 +72,7 @@ pub(super) fn protected(target: &str, verb: &str) -> Option<Finding> {
             format!("{verb} the history file {target}"),
         ));
     }
-    let is_env_file = name == ".env"
-        || name.strip_prefix(".env.").is_some_and(|suffix| {
-            let kind = suffix.split('.').next().unwrap_or_default();
-            !kind.is_empty() && !matches!(kind, "example" | "sample" | "template" | "dist")
-        });
-    if is_env_file {
+    if is_env_file(name) {
         return Some(Finding::new(
             DangerCategory::CredentialWrite,
             format!("{verb} the secrets file {target}"),
@@ -92,31 +87,50 @@ pub(super) fn protected(target: &str, verb: &str) -> Option<Finding> {
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
             })
     });
-    let in_home = |dirs: &[&[&str]]| {
-        let path = absolute(target)?;
-        let parts = components(&path);
-        let rest = match parts.as_slice() {
-            [root, rest @ ..] if root == "root" => rest,
-            [home, _, rest @ ..] if home == "home" || home == "Users" => rest,
-            _ => return None,
-        };
-        dirs.iter()
-            .any(|dir| rest.len() >= dir.len() && rest.iter().zip(dir.iter()).all(|(a, b)| a == b))
-            .then(|| path.display().to_string())
-    };
-    if let Some(path) = in_home(CREDENTIAL_DIRS) {
+    if let Some(path) = credential_store(target) {
         return Some(Finding::new(
             DangerCategory::CredentialWrite,
             format!("{verb} the credential store {path}"),
         ));
     }
-    if agent_var || in_home(AGENT_DIRS).is_some() {
+    if agent_var || in_home(target, AGENT_DIRS).is_some() {
         return Some(Finding::new(
             DangerCategory::AgentConfigWrite,
             format!("{verb} an agent's configuration {target}"),
         ));
     }
     None
+}
+
+/// True for a `.env` secrets file name (`.env`, `.env.production`; not
+/// `.env.example` and the like).
+pub(super) fn is_env_file(name: &str) -> bool {
+    name == ".env"
+        || name.strip_prefix(".env.").is_some_and(|suffix| {
+            let kind = suffix.split('.').next().unwrap_or_default();
+            !kind.is_empty() && !matches!(kind, "example" | "sample" | "template" | "dist")
+        })
+}
+
+/// `target` as an absolute path if it lies in a credential store under a
+/// home directory (`~/.ssh`, `~/.aws`, `~/.netrc`, ...).
+pub(super) fn credential_store(target: &str) -> Option<String> {
+    in_home(target, CREDENTIAL_DIRS)
+}
+
+/// `target` as an absolute path if it lies in one of `dirs` under a home
+/// directory.
+fn in_home(target: &str, dirs: &[&[&str]]) -> Option<String> {
+    let path = absolute(target)?;
+    let parts = components(&path);
+    let rest = match parts.as_slice() {
+        [root, rest @ ..] if root == "root" => rest,
+        [home, _, rest @ ..] if home == "home" || home == "Users" => rest,
+        _ => return None,
+    };
+    dirs.iter()
+        .any(|dir| rest.len() >= dir.len() && rest.iter().zip(dir.iter()).all(|(a, b)| a == b))
+        .then(|| path.display().to_string())
 }
 
 /// The finding for a redirection that writes (`>`, `>>`, `&>`, `>|`, `<>`, `>&file`).

@@ -66,12 +66,19 @@ pub(super) fn fork_bomb(line: &str) -> bool {
 }
 
 /// `line` with terminal control sequences (`ESC [ ... m`, `ESC ] ... BEL`,
-/// their one-character C1 forms), NUL and other C1 controls removed, and
-/// full-width letters (`ｒｍ`) folded to ASCII; `None` if there are none.
+/// their one-character C1 forms), NUL, other C1 controls and invisible
+/// format characters (zero-width spaces and joiners, bidirectional
+/// controls, the byte-order mark, variation selectors, tags) removed, and
+/// full-width (`ｒｍ`) and mathematical (`𝐫𝐦`) letters folded to ASCII;
+/// `None` if there are none.
 /// A shell would not run the folded line, but one that reads as a dangerous
 /// command once folded is hiding it from a reader.
 pub(super) fn fold_lookalikes(line: &str) -> Option<String> {
-    let needs_folding = |c: char| matches!(c, '\0' | '\u{1b}' | '\u{80}'..='\u{9f}' | '\u{3000}' | '\u{ff01}'..='\u{ff5e}');
+    let needs_folding = |c: char| {
+        matches!(c, '\0' | '\u{1b}' | '\u{80}'..='\u{9f}' | '\u{3000}' | '\u{ff01}'..='\u{ff5e}')
+            || invisible(c)
+            || math_letter(c).is_some()
+    };
     if !line.contains(needs_folding) {
         return None;
     }
@@ -111,10 +118,43 @@ pub(super) fn fold_lookalikes(line: &str) -> Option<String> {
             '\u{ff01}'..='\u{ff5e}' => {
                 out.extend(char::from_u32(u32::from(c) - 0xfee0));
             }
-            c => out.push(c),
+            c if invisible(c) => {}
+            c => out.push(math_letter(c).unwrap_or(c)),
         }
     }
     Some(out)
+}
+
+/// True for a character that shows nothing: zero-width spaces and joiners,
+/// bidirectional controls, the soft hyphen, the byte-order mark, variation
+/// selectors and tags.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+        | '\u{e0000}'..='\u{e007f}' | '\u{e0100}'..='\u{e01ef}')
+}
+
+/// The ASCII letter or digit a mathematical alphanumeric symbol (`𝐫`, `𝟏`)
+/// stands for.
+fn math_letter(c: char) -> Option<char> {
+    let code = u32::from(c);
+    let ascii = match code {
+        0x1d400..=0x1d6a3 => {
+            let offset = (code - 0x1d400) % 52;
+            if offset < 26 {
+                u32::from(b'A') + offset
+            } else {
+                u32::from(b'a') + offset - 26
+            }
+        }
+        0x1d6a4 => u32::from(b'i'),
+        0x1d6a5 => u32::from(b'j'),
+        0x1d7ce..=0x1d7ff => u32::from(b'0') + (code - 0x1d7ce) % 10,
+        _ => return None,
+    };
+    char::from_u32(ascii)
 }
 
 /// True for programs whose arguments are text to look for or to record

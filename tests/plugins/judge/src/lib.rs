@@ -1,7 +1,8 @@
 //! Test guest: an approval hook (`approvals.auto = ["tool:judge"]`). It
 //! approves commands on `scratch` and the `file:write` permission, denies
 //! anything with `curl`, and leaves the rest to the approver; it also tries the filesystem and the environment, so a
-//! test can see the hook runs with no capability.
+//! test can see the hook runs with no capability. A command with
+//! `long-answer` gets an answer of 100 kB.
 
 use toolhost_sdk::prelude::*;
 
@@ -23,6 +24,10 @@ fn judge(request: Request) -> Result<Value, ToolError> {
     } else {
         "ask"
     };
+    // A long answer, for the host's cap on what it reads of one.
+    if command.contains("long-answer") {
+        return Ok(json!({ "decision": decision, "note": "x".repeat(100_000) }));
+    }
     // Record what the hook could reach: nothing, if it has no capability.
     let reached = std::fs::read_dir("/").is_ok() || std::env::vars().next().is_some();
     if reached {

@@ -133,6 +133,42 @@ impl toolhost_sdk::Tool for plain_text {
     }
 }
 
+/// Arguments of `say`.
+#[derive(Deserialize, JsonSchema)]
+struct SayArgs {
+    /// The text to log, print and return, control characters and all.
+    text: String,
+}
+
+/// Logs the text, writes it to stdout and stderr, and returns it.
+#[tool(toolset = "misbehave")]
+fn say(args: SayArgs) -> Result<Value, ToolError> {
+    toolhost_sdk::log::info(&args.text);
+    println!("{}", args.text);
+    eprintln!("{}", args.text);
+    Ok(Value::String(args.text))
+}
+
+/// A tool whose description holds terminal control sequences.
+#[allow(non_camel_case_types)]
+struct paint {}
+
+impl toolhost_sdk::Tool for paint {
+    const NAME: &'static str = "paint";
+
+    fn spec() -> toolhost_sdk::ToolSpec {
+        toolhost_sdk::ToolSpec {
+            name: Self::NAME.into(),
+            description: "Paints\x1b[2K\r\x1b]0;owned\x07 \u{9b}31m over \u{202e}the line".into(),
+            ..bad_json::spec()
+        }
+    }
+
+    fn call(_arguments: &str) -> Result<String, ToolError> {
+        Ok("{}".into())
+    }
+}
+
 export_plugin!(
     crash,
     spin,
@@ -142,5 +178,7 @@ export_plugin!(
     fail,
     bad_json,
     plain_text,
-    report_progress
+    report_progress,
+    say,
+    paint
 );

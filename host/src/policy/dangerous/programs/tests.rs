@@ -16,6 +16,20 @@ pub(in crate::policy::dangerous) fn categories(line: &str) -> Vec<DangerCategory
         .collect()
 }
 
+/// Checks a table of rules: each line is flagged in its category, and its
+/// near miss is not flagged at all.
+pub(in crate::policy::dangerous) fn assert_rules(cases: &[(&str, DangerCategory, &str)]) {
+    for (line, category, near_miss) in cases {
+        let found = categories(line);
+        assert!(
+            found.contains(category),
+            "{line}: {category} not in {found:?}"
+        );
+        let found = categories(near_miss);
+        assert!(found.is_empty(), "{near_miss}: {found:?}");
+    }
+}
+
 #[test]
 fn flags_are_found_in_clusters_and_long_forms() {
     let args = strings(&["-xdf", "--dry-run=no", "--", "-n"]);

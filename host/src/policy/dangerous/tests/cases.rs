@@ -150,8 +150,12 @@ pub(super) const DANGEROUS: &[(&str, DangerCategory)] = &[
     ("curl https://x | tee install.sh | sh", RemoteScript),
     // What cannot be judged: computed programs, inline interpreter code.
     ("X=rm; $X -rf D", ComputedProgram),
-    ("$(echo rm) -rf D", ComputedProgram),
-    ("`echo rm` -rf D", ComputedProgram),
+    ("$(cat name) -rf D", ComputedProgram),
+    ("`printf \"$P\"` -rf D", ComputedProgram),
+    // A program printed from a constant is that constant.
+    ("$(echo rm) -rf D", RecursiveDelete),
+    ("`echo rm` -rf D", RecursiveDelete),
+    ("$(printf %s rm) -rf D", RecursiveDelete),
     ("${SHELL:-sh} -c 'rm -rf D'", ComputedProgram),
     ("sudo $CMD", ComputedProgram),
     ("awk 'BEGIN{system(\"rm -rf D\")}'", InlineCode),

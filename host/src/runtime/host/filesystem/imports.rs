@@ -12,7 +12,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
-use super::{PolicedFs, descriptor_path, wants_write};
+use super::{PolicedFs, descriptor_metadata, descriptor_path, wants_write};
 use crate::policy::{Access, PathRefusal, paths};
 
 impl preopens::Host for PolicedFs<'_> {
@@ -201,7 +201,16 @@ impl HostDescriptor for PolicedFs<'_> {
                 access,
             }),
         };
-        if let Err(code) = self.refuse(&target, "open", refusal) {
+        let opened_meta = self
+            .inner
+            .table
+            .get(&opened)
+            .ok()
+            .and_then(descriptor_metadata);
+        let refused = self
+            .refuse(&target, "open", refusal)
+            .and_then(|()| self.check_opened_is_not_own(&target, opened_meta));
+        if let Err(code) = refused {
             HostDescriptor::drop(&mut self.inner, opened)
                 .map_err(wasmtime_wasi::p2::FsError::trap)?;
             return Err(code.into());
@@ -230,7 +239,9 @@ impl HostDescriptor for PolicedFs<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &path, Access::Write, "remove directory")?;
+        let (target, real) =
+            self.check_with(&fd, &path, Access::Write, "remove directory", true)?;
+        self.check_moves_nothing_own(&[&target, &real], "remove directory")?;
         self.inner.remove_directory_at(fd, path).await
     }
 
@@ -252,6 +263,7 @@ impl HostDescriptor for PolicedFs<'_> {
             self.check_carries_nothing_denied(&from_real, "rename")?;
         }
         self.check_moves_no_grant(&[&from, &from_real], &[&to, &to_real], "rename")?;
+        self.check_moves_nothing_own(&[&from, &from_real, &to, &to_real], "rename")?;
         self.inner.rename_at(fd, old_path, new_fd, new_path).await
     }
 
@@ -272,7 +284,8 @@ impl HostDescriptor for PolicedFs<'_> {
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        self.check_with(&fd, &path, Access::Write, "unlink", false)?;
+        let (target, real) = self.check_with(&fd, &path, Access::Write, "unlink", false)?;
+        self.check_moves_nothing_own(&[&target, &real], "unlink")?;
         self.inner.unlink_file_at(fd, path).await
     }
 

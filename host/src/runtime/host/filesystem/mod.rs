@@ -202,6 +202,46 @@ impl PolicedFs<'_> {
         self.refuse(path, operation, refusal)
     }
 
+    /// Refuses moving, replacing or removing `paths` when one is, or holds,
+    /// one of toolhost's own paths (by name, or the entry named is one of
+    /// its files under another name: a hard link, another case).
+    fn check_moves_nothing_own(
+        &mut self,
+        paths: &[&Path],
+        operation: &'static str,
+    ) -> Result<(), ErrorCode> {
+        let Some(rules) = self.files.rules() else {
+            return Ok(());
+        };
+        let own = rules.own();
+        let held = paths.iter().find_map(|path| {
+            let held = own.held_in(path).or_else(|| {
+                let meta = std::fs::symlink_metadata(path).ok()?;
+                own.by_identity(&meta)
+            })?;
+            Some(PathRefusal::own(path.to_path_buf(), held))
+        });
+        let target = paths.first().copied().unwrap_or(Path::new("/"));
+        self.refuse(target, operation, held)
+    }
+
+    /// Refuses what was opened at `target` when it is one of toolhost's own
+    /// files reached under another name (a hard link made before, another
+    /// case on a case-insensitive filesystem).
+    fn check_opened_is_not_own(
+        &mut self,
+        target: &Path,
+        opened: Option<std::fs::Metadata>,
+    ) -> Result<(), ErrorCode> {
+        let Some(rules) = self.files.rules() else {
+            return Ok(());
+        };
+        let refusal = opened
+            .and_then(|meta| rules.own().by_identity(&meta))
+            .map(|own| PathRefusal::own(target.to_path_buf(), own));
+        self.refuse(target, "open", refusal)
+    }
+
     /// Refuses moving `from` to `to` when either is, or holds, a granted
     /// directory: the call's handles to it would follow it to its new name
     /// (or to nowhere), while paths through them are judged by the old one.
@@ -250,7 +290,9 @@ impl PolicedFs<'_> {
             None => Ok(()),
             Some(refusal) => {
                 let code = match &refusal {
-                    PathRefusal::Denied { .. } => ErrorCode::Access,
+                    PathRefusal::Denied { .. }
+                    | PathRefusal::Own { .. }
+                    | PathRefusal::OutsideRule { .. } => ErrorCode::Access,
                     PathRefusal::NotGranted {
                         access: Access::Write,
                         ..
@@ -304,6 +346,16 @@ fn real_path_within(written: &Path, follow: bool, links_left: usize) -> Option<P
         return real_path_within(&parent.join(target), follow, links_left.checked_sub(1)?);
     }
     Some(entry)
+}
+
+/// What an open descriptor refers to.
+fn descriptor_metadata(descriptor: &Descriptor) -> Option<std::fs::Metadata> {
+    use std::os::fd::AsRawFd;
+    let fd = match descriptor {
+        Descriptor::File(file) => file.file.as_raw_fd(),
+        Descriptor::Dir(dir) => dir.dir.as_raw_fd(),
+    };
+    std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()
 }
 
 /// The host path an open descriptor really refers to.

@@ -7,6 +7,12 @@
 //! resolves to (private, loopback and metadata addresses only when listed),
 //! one lookup whose checked addresses are the ones connected to. A refused
 //! request gets `403` with the reason; nothing else leaves the sandbox.
+//!
+//! The proxy serves only while its [`Gate`] is open: while the effective
+//! permissions of the call that runs the command (the global layer, the
+//! session's narrowing, the terminal tool's rules) allow `network:fetch`,
+//! which the terminal tool need not declare, and the terminal session
+//! that holds it has not ended. Closing the gate cuts every open tunnel.
 
 use std::io;
 use std::path::PathBuf;
@@ -18,10 +24,11 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 
+use super::NETWORK_FETCH;
 use super::connect::{Destination, Unreachable};
 use crate::confine::PROXY_CONNECTIONS;
 use crate::contract::CapabilityUse;
-use crate::policy::HostRules;
+use crate::policy::{HostRules, PermissionDecision, PermissionRefusal, Profile};
 
 /// The socket's file name in the proxy's private directory.
 const SOCKET: &str = "proxy.sock";
@@ -41,6 +48,66 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most requests of one command kept for the audit record.
 const MAX_RECORDED: usize = 64;
 
+/// Why the commands of a call under `profile` may not reach the network,
+/// if they may not: its effective permissions do not allow `network:fetch`.
+pub(crate) fn network_refusal(profile: &Profile) -> Option<String> {
+    let permission = NETWORK_FETCH.to_string();
+    let refusal = match profile.permissions.decide(NETWORK_FETCH) {
+        PermissionDecision::Allowed => return None,
+        PermissionDecision::NeedsApproval { pattern } => {
+            return Some(format!(
+                "profile {:?} asks approval for {NETWORK_FETCH:?} (approval_required                  \"{pattern}\"), which a command's connections cannot ask for; allow it \
+                 without approval for the terminal tool to let commands reach \
+                 network.allow_hosts",
+                profile.name
+            ));
+        }
+        PermissionDecision::Denied { pattern } => PermissionRefusal::Denied {
+            permission,
+            pattern,
+        },
+        PermissionDecision::NotGranted => PermissionRefusal::NotGranted { permission },
+        PermissionDecision::Narrowed { rule } => PermissionRefusal::Narrowed { permission, rule },
+    };
+    Some(format!("profile {:?}: {refusal}", profile.name))
+}
+
+/// Whether a proxy may serve: open, or closed with why. Clones share it.
+#[derive(Debug, Clone)]
+pub(crate) struct Gate(Arc<tokio::sync::watch::Sender<Option<String>>>);
+
+impl Gate {
+    /// Open while `profile` allows `network:fetch`, else closed saying why.
+    pub(crate) fn for_profile(profile: &Profile) -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(network_refusal(
+            profile,
+        ))))
+    }
+
+    /// Closes the gate (if open) for `reason`: open tunnels are cut, and
+    /// later requests refused.
+    pub(crate) fn close(&self, reason: &str) {
+        self.0.send_if_modified(|state| {
+            let open = state.is_none();
+            if open {
+                *state = Some(reason.to_string());
+            }
+            open
+        });
+    }
+
+    /// Why the gate is closed, if it is.
+    fn refused(&self) -> Option<String> {
+        self.0.borrow().clone()
+    }
+
+    /// Resolves once the gate is closed.
+    async fn closed(&self) {
+        let mut state = self.0.subscribe();
+        let _ = state.wait_for(Option::is_some).await;
+    }
+}
+
 /// A proxy serving one command; it stops, with every connection through it,
 /// when dropped.
 pub(crate) struct Proxy {
@@ -50,14 +117,15 @@ pub(crate) struct Proxy {
 }
 
 impl Proxy {
-    /// Starts a proxy applying `rules`, listening in a new private directory.
-    pub(crate) fn start(rules: HostRules) -> io::Result<Self> {
+    /// Starts a proxy applying `rules` while `gate` is open, listening in a
+    /// new private directory.
+    pub(crate) fn start(rules: HostRules, gate: Gate) -> io::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("toolhost-proxy-")
             .tempdir()?;
         let listener = UnixListener::bind(dir.path().join(SOCKET))?;
         let uses = Arc::new(Mutex::new(Vec::new()));
-        let task = tokio::spawn(serve(listener, Arc::new(rules), uses.clone()));
+        let task = tokio::spawn(serve(listener, Arc::new(rules), gate, uses.clone()));
         Ok(Self { dir, task, uses })
     }
 
@@ -90,6 +158,7 @@ impl Drop for Proxy {
 async fn serve(
     listener: UnixListener,
     rules: Arc<HostRules>,
+    gate: Gate,
     uses: Arc<Mutex<Vec<CapabilityUse>>>,
 ) {
     let slots = Arc::new(Semaphore::new(PROXY_CONNECTIONS));
@@ -105,7 +174,7 @@ async fn serve(
                     });
                     continue;
                 };
-                let (rules, uses) = (rules.clone(), uses.clone());
+                let (rules, uses, gate) = (rules.clone(), uses.clone(), gate.clone());
                 connections.spawn(async move {
                     let _slot = slot;
                     let record = |used: CapabilityUse| {
@@ -114,7 +183,7 @@ async fn serve(
                             uses.push(used);
                         }
                     };
-                    handle(client, &rules, record).await;
+                    handle(client, &rules, &gate, record).await;
                 });
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -138,7 +207,12 @@ struct Asked {
 }
 
 /// Serves one client connection.
-async fn handle(mut client: UnixStream, rules: &HostRules, record: impl Fn(CapabilityUse)) {
+async fn handle(
+    mut client: UnixStream,
+    rules: &HostRules,
+    gate: &Gate,
+    record: impl Fn(CapabilityUse),
+) {
     let (head, rest) = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
         Ok(Ok(Some(read))) => read,
         Ok(Ok(None)) | Ok(Err(_)) => return,
@@ -154,7 +228,11 @@ async fn handle(mut client: UnixStream, rules: &HostRules, record: impl Fn(Capab
             return;
         }
     };
-    let destination = match Destination::check_host(rules, &asked.host, asked.port).await {
+    let checked = match gate.refused() {
+        Some(reason) => Err(Unreachable::Refused(reason)),
+        None => Destination::check_host(rules, &asked.host, asked.port).await,
+    };
+    let destination = match checked {
         Ok(destination) => destination,
         Err(Unreachable::Refused(reason)) => {
             tracing::debug!(request = %asked.described, reason, "terminal proxy refused");
@@ -190,7 +268,11 @@ async fn handle(mut client: UnixStream, rules: &HostRules, record: impl Fn(Capab
     if started.is_err() || upstream.write_all(&rest).await.is_err() {
         return;
     }
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    // A gate closed meanwhile (a session ended or narrowed) cuts the tunnel.
+    tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+        () = gate.closed() => {}
+    }
 }
 
 /// Reads up to the end of the request head: the head and whatever followed

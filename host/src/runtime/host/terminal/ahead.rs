@@ -17,11 +17,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use super::super::http::proxy::Proxy;
+use super::super::http::proxy::{Gate, Proxy};
 use super::super::process_group::Launched;
+use crate::confine::guard::{Guard, Watched};
 use crate::confine::plan::Planned;
 use crate::confine::{self, pids::PidsGroup, watch::Watch};
 use crate::policy::{Profile, TerminalNetwork};
+
+/// Most times a sandbox is planned and built again because the grants
+/// changed while it was built, before the command is refused.
+const TRIES: usize = 3;
 
 /// Most sandboxes waiting at once (one per profile and runtime).
 const MOST: usize = 8;
@@ -40,6 +45,11 @@ pub(super) struct Built {
     watch: Option<Watch>,
     /// A session's sandbox: its mounts and their watch.
     pub(super) planned: Option<Planned>,
+    /// What the host puts back when the command ends.
+    pub(super) guard: Guard,
+    /// The guard, watched while the sandbox lives (not for a session's,
+    /// which watches its own).
+    pub(super) watched: Option<Watched>,
 }
 
 /// Where the sandbox built ahead for one profile waits. Its lock is held
@@ -131,45 +141,82 @@ pub(super) async fn build(
     launcher: &Path,
     ahead: bool,
 ) -> Result<Built, String> {
-    build_spec(profile, launcher, ahead, false).await
+    build_spec(profile, launcher, ahead, None).await
 }
 
 /// Builds the sandbox of a terminal session for `profile`: it runs every
-/// command it is sent until it is dropped.
+/// command it is sent until it is dropped; its proxy serves while the
+/// session's `gate` is open.
 pub(super) async fn build_session(
     profile: &Arc<Profile>,
     launcher: &Path,
+    gate: &Gate,
 ) -> Result<Built, String> {
-    build_spec(profile, launcher, false, true).await
+    build_spec(profile, launcher, false, Some(gate)).await
 }
 
+/// Builds a sandbox: a session's when it has the session's `gate`.
 async fn build_spec(
     profile: &Arc<Profile>,
     launcher: &Path,
     ahead: bool,
-    session: bool,
+    session_gate: Option<&Gate>,
 ) -> Result<Built, String> {
+    let mut last = String::new();
+    for _ in 0..TRIES {
+        match build_once(profile, launcher, ahead, session_gate).await {
+            Ok(built) => return Ok(built),
+            Err(Attempt::Moved(reason)) => last = reason,
+            Err(Attempt::Failed(reason)) => return Err(reason),
+        }
+    }
+    Err(format!(
+        "the granted directories changed while the command's sandbox was built, {TRIES} times \
+         in a row (last: {last}); the command is refused rather than run with something \
+         file.deny masks, or repository metadata, unprotected. Try again once they settle"
+    ))
+}
+
+/// Why one attempt to build a sandbox did not give one.
+enum Attempt {
+    /// The grants changed while it was built: plan it again.
+    Moved(String),
+    /// It cannot be built: why.
+    Failed(String),
+}
+
+async fn build_once(
+    profile: &Arc<Profile>,
+    launcher: &Path,
+    ahead: bool,
+    session_gate: Option<&Gate>,
+) -> Result<Built, Attempt> {
+    let session = session_gate.is_some();
     let proxy = if profile.terminal.network == TerminalNetwork::Proxy {
-        let proxy = Proxy::start(profile.hosts.clone())
-            .map_err(|e| format!("could not start the network proxy of the command: {e}"))?;
+        let gate = session_gate
+            .cloned()
+            .unwrap_or_else(|| Gate::for_profile(profile));
+        let proxy = Proxy::start(profile.hosts.clone(), gate).map_err(|e| {
+            Attempt::Failed(format!(
+                "could not start the network proxy of the command: {e}"
+            ))
+        })?;
         Some(proxy)
     } else {
         None
     };
     let planning = profile.clone();
-    let (spec, mut watch) = tokio::task::spawn_blocking(move || {
+    let (spec, watch) = tokio::task::spawn_blocking(move || {
+        // A sandbox built ahead must be watched; any other is checked with
+        // a watch where it can be (else by walking again).
         let mut watch = if ahead {
             Some(Watch::new(&planning).map_err(|e| format!("watching the grants: {e}"))?)
-        } else if session {
-            // A session's sandbox does without (then each command walks
-            // the grants again) where the grants cannot be watched.
-            Watch::new(&planning).ok()
         } else {
-            None
+            Watch::new(&planning).ok()
         };
         let spec = confine::plan(&planning, watch.as_mut())?;
         if let Some(broken) = watch.as_ref().and_then(Watch::broken) {
-            if !session {
+            if ahead {
                 return Err(format!("the grants cannot be watched: {broken}"));
             }
             watch = None;
@@ -177,34 +224,73 @@ async fn build_spec(
         Ok((spec, watch))
     })
     .await
-    .map_err(|e| format!("planning the sandbox failed: {e}"))??;
+    .map_err(|e| Attempt::Failed(format!("planning the sandbox failed: {e}")))?
+    .map_err(|reason| {
+        if reason.contains(confine::MOVED) {
+            Attempt::Moved(reason)
+        } else {
+            Attempt::Failed(reason)
+        }
+    })?;
     if let (Some(proxy), Some(id)) = (&proxy, spec.identity) {
         // The relay inside runs as the command's id: the proxy's private
         // directory is its.
-        proxy
-            .give_to(id)
-            .map_err(|e| format!("giving the network proxy to the command's id {id}: {e}"))?;
+        proxy.give_to(id).map_err(|e| {
+            Attempt::Failed(format!(
+                "giving the network proxy to the command's id {id}: {e}"
+            ))
+        })?;
     }
-    let planned = session.then(|| Planned::of(spec.mounts.clone(), watch.take()));
     let relay = proxy.is_some() && !spec.host_network;
-    let pids = PidsGroup::for_command(spec.limits.processes, relay)?;
+    let pids = PidsGroup::for_command(spec.limits.processes, relay).map_err(Attempt::Failed)?;
     let spec = confine::Spec {
         proxy: proxy.as_ref().map(Proxy::socket),
         pids: pids.as_ref().map(PidsGroup::procs),
         session,
         ..spec
     };
-    let launched = Launched::start(launcher, &spec).await.map_err(|e| {
-        format!(
+    let mut launched = Launched::start(launcher, &spec).await.map_err(|e| {
+        Attempt::Failed(format!(
             "could not start the sandbox launcher {}: {e}",
             launcher.display()
-        )
+        ))
     })?;
+    // Its mounts made, the plan must still hold: what moved meanwhile
+    // could have escaped a mask.
+    launched.built().await.map_err(|reason| {
+        if reason.contains(confine::MOVED) {
+            Attempt::Moved(reason)
+        } else {
+            Attempt::Failed(format!("its sandbox could not be built: {reason}"))
+        }
+    })?;
+    let checking = profile.clone();
+    let mounts = spec.mounts.clone();
+    let (verified, watch) = tokio::task::spawn_blocking(move || {
+        let verified = confine::plan::verify(&checking, &mounts, watch.as_ref(), false);
+        (verified, watch)
+    })
+    .await
+    .map_err(|e| Attempt::Failed(format!("checking the sandbox's mounts failed: {e}")))?;
+    verified.map_err(Attempt::Moved)?;
+    let guard = spec.guard;
+    let (watch, planned) = if session {
+        (None, Some(Planned::of(spec.mounts, guard.clone(), watch)))
+    } else {
+        (watch, None)
+    };
+    let watched = if session {
+        None
+    } else {
+        launched.watch_guard(guard.clone(), None)
+    };
     Ok(Built {
         launched,
         proxy,
         pids,
         watch,
         planned,
+        guard,
+        watched,
     })
 }

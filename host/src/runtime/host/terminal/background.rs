@@ -5,13 +5,15 @@
 //! same checks as a command run alone ([`super::authorize`]) and goes to
 //! the audit record.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::process_group::{self, CappedBuffer, End, Reader};
 use super::Terminal;
 use super::command::{
-    WorkingDir, admit, authorize, environment, output, passed_env, proxy_env, quote, shell_path,
+    Start, WorkingDir, admit, authorize, environment, output, passed_env, proxy_env, quote,
+    shell_path,
 };
 use super::session::backend::Backend;
 use super::session::launch::{Launch, Started};
@@ -23,6 +25,10 @@ use crate::contract::bindings::toolhost::plugin::terminal as wit;
 use crate::contract::bindings::toolhost::plugin::terminal::{Output, TerminalError};
 use crate::runtime::grants::SessionRef;
 use crate::runtime::sandbox::Room;
+
+/// Most bytes written to a background shell that a line may hold before
+/// its newline (the start of a line is kept until the line is checked).
+const MAX_PENDING_LINE: usize = 64 << 10;
 
 /// How long output is still read after a command's shell has ended (its
 /// background children may hold the pipes).
@@ -41,8 +47,27 @@ pub(super) fn session_of(room: &mut Room<'_, Terminal>) -> Result<Arc<TerminalSe
     let profile = grants.profile.clone();
     Ok(room
         .state
-        .get_or_insert_with(|| Arc::new(TerminalSession::new(profile)))
+        .get_or_insert_with(|| {
+            // Alone: its processes end with the call.
+            let budget = super::session::process::OutputBudget::alone();
+            Arc::new(TerminalSession::new(profile, budget))
+        })
         .clone())
+}
+
+/// The current directory of the call's session, if it has one yet: where
+/// its next command without a cwd starts. Makes no session.
+pub(super) fn current_dir(room: &Room<'_, Terminal>) -> Option<PathBuf> {
+    let grants = &room.call.grants;
+    let session = match &grants.session {
+        Some(SessionRef { key, store }) => store
+            .clone()
+            .downcast::<Terminals>()
+            .ok()?
+            .open(key, &grants.profile)?,
+        None => room.state.clone()?,
+    };
+    session.state().dir.map(PathBuf::from)
 }
 
 /// What a command in `session` is started with: its environment (and
@@ -127,6 +152,10 @@ pub(super) async fn run_in_session(
         ))),
     };
     let uses = backend.proxy().map(|p| p.take_uses()).unwrap_or_default();
+    if let Err(reason) = backend.undo_planted() {
+        let message = format!("command {quoted:?}: {reason}");
+        return (Err(TerminalError::Failed(message)), uses);
+    }
     let result = result.map(|(captured, state)| {
         if let Some(mut state) = state {
             // A command given its own directory does not move the session.
@@ -230,7 +259,9 @@ pub(super) async fn spawn(
 ) -> Result<u32, TerminalError> {
     let line = command.command_line.as_str();
     let quoted = quote(line);
-    let cwd = admit(room, line, command.cwd.as_deref(), "background: ").await?;
+    let current = command.cwd.is_none().then(|| current_dir(room)).flatten();
+    let start = current.as_deref().map_or(Start::Own, Start::Session);
+    let cwd = admit(room, line, command.cwd.as_deref(), start, "background: ").await?;
     let grants = room.call.grants.clone();
     let failed = |reason: String| {
         TerminalError::Failed(format!("command {quoted:?} could not be started: {reason}"))
@@ -259,7 +290,8 @@ pub(super) async fn spawn(
         .await
         .map_err(|e| failed(e.to_string()))?;
     let cap = grants.profile.terminal.max_output;
-    session.add(Process::new(id, line, pty.is_some(), started, cap));
+    let budget = session.budget.clone();
+    session.add(Process::new(id, line, pty.is_some(), started, cap, budget));
     Ok(id)
 }
 
@@ -360,8 +392,22 @@ async fn check_shell_input(
     let whole = format!("{pending}{text}");
     let mut lines: Vec<&str> = whole.split(['\n', '\r']).collect();
     let rest = lines.pop().unwrap_or_default().to_string();
+    if rest.len() > MAX_PENDING_LINE {
+        return Err(denied(
+            room,
+            target(&rest),
+            format!(
+                "input to shell process {} holds a line of {} bytes without its end, more than \
+                 the limit of {MAX_PENDING_LINE} bytes; end lines with a newline",
+                process.id,
+                rest.len()
+            ),
+        ));
+    }
     for line in lines.iter().filter(|line| !line.trim().is_empty()) {
-        if let Err(reason) = authorize(granted, &grants, &identity, line, None).await {
+        // The shell may have moved: paths are not judged from anywhere.
+        let start = Start::Unknown;
+        if let Err(reason) = authorize(granted, &grants, &identity, line, None, start).await {
             let message = format!("command {:?} refused: {reason}", quote(line));
             return Err(denied(room, target(line), message));
         }

@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::super::http::proxy::network_refusal;
 use super::super::process_group::{self, Captured};
 use super::PERMISSION;
 use super::Terminal;
@@ -15,7 +16,7 @@ use crate::contract::bindings::toolhost::plugin::terminal::Output;
 use crate::contract::bindings::toolhost::plugin::terminal::TerminalError;
 use crate::policy::{
     Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalBackend,
-    dangerous, paths,
+    TerminalNetwork, dangerous, paths,
 };
 use crate::runtime::grants::{ApprovalScope, Grants};
 use crate::runtime::sandbox::{Identity, Room};
@@ -79,6 +80,18 @@ pub(super) struct WorkingDir {
     pub(super) auto: Option<String>,
 }
 
+/// Where a command's relative paths start, as automatic approval rules
+/// judge them.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Start<'a> {
+    /// Its working directory: the one it asked for, or the default.
+    Own,
+    /// Its session's current directory, where the last command left it.
+    Session(&'a Path),
+    /// Not known: a line written to a shell, which may have moved.
+    Unknown,
+}
+
 /// The directories commands under `profile` may write (none when the
 /// profile does not allow `file:write`).
 fn writable_dirs(profile: &Profile) -> Vec<PathBuf> {
@@ -103,6 +116,7 @@ pub(super) async fn admit(
     room: &mut Room<'_, Terminal>,
     line: &str,
     cwd: Option<&str>,
+    start: Start<'_>,
     label: &str,
 ) -> Result<WorkingDir, TerminalError> {
     // `Sandbox` is not `Sync`: nothing borrowed from it lives across an await.
@@ -110,7 +124,7 @@ pub(super) async fn admit(
     let identity = room.call.identity.clone();
     let granted = room.granted();
     let quoted = quote(line);
-    match authorize(granted, &grants, &identity, line, cwd).await {
+    match authorize(granted, &grants, &identity, line, cwd, start).await {
         Ok(cwd) => {
             match &cwd.auto {
                 Some(rule) => room.allowed(format!("{label}{quoted} ({rule})")),
@@ -127,19 +141,32 @@ pub(super) async fn admit(
 }
 
 /// Checks a command line against the grants and the profile, asking the
-/// approver if it is dangerous and the profile says so. `Ok` has where it
-/// runs; `Err` says why it may not run, which setting refused it and how to
-/// allow it.
+/// approver if it is dangerous and the profile says so (automatic rules
+/// judge its paths from `start`). `Ok` has where it runs; `Err` says why it
+/// may not run, which setting refused it and how to allow it.
 pub(super) async fn authorize(
     granted: bool,
     grants: &Grants,
     identity: &Identity,
     line: &str,
     cwd: Option<&str>,
+    start: Start<'_>,
 ) -> Result<WorkingDir, String> {
     let profile = &grants.profile;
     if !granted {
         return Err(not_granted(identity, profile));
+    }
+    let shares_network = profile.terminal.network == TerminalNetwork::Host
+        && profile.terminal.backend != TerminalBackend::Ssh;
+    if shares_network && let Some(refusal) = network_refusal(profile) {
+        return Err(format!(
+            "terminal.network = \"host\" gives commands the host's whole network, and {refusal}; \
+             allow \"network:fetch\" to the tool ([profiles.{}.tools.{}] allow = \
+             [\"network:fetch\"]), or set terminal.network = \"proxy\" (the allowed hosts only) \
+             or \"none\"",
+            profile.name,
+            identity.tool.as_deref().unwrap_or("TOOL"),
+        ));
     }
     profile
         .commands
@@ -204,8 +231,14 @@ pub(super) async fn authorize(
                         .iter()
                         .map(|d| (d.category.as_str().to_string(), d.reason.clone()))
                         .collect(),
-                    workdir: (profile.terminal.backend == TerminalBackend::Local)
-                        .then(|| dir.dir.clone()),
+                    workdir: match start {
+                        // Elsewhere paths are the remote host's or the
+                        // container's.
+                        _ if profile.terminal.backend != TerminalBackend::Local => None,
+                        Start::Own => Some(dir.dir.clone()),
+                        Start::Session(current) => Some(current.to_path_buf()),
+                        Start::Unknown => None,
+                    },
                     writable: writable_dirs(profile),
                 },
             };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::super::http::proxy::Proxy;
 use super::super::process_group::{Finished, ShellCommand};
-use super::command::{admit, environment, output, proxy_env, quote, shell_path};
+use super::command::{Start, admit, environment, output, proxy_env, quote, shell_path};
 use super::{Terminal, ahead, background};
 use crate::confine;
 use crate::contract::bindings::toolhost::plugin::terminal::{
@@ -20,22 +20,28 @@ impl Host for Room<'_, Terminal> {
     async fn run(&mut self, command: Command) -> wasmtime::Result<Result<Output, TerminalError>> {
         let line = command.command_line.as_str();
         let quoted = quote(line);
-        let cwd = match admit(self, line, command.cwd.as_deref(), "").await {
-            Ok(cwd) => cwd,
-            Err(refused) => return Ok(Err(refused)),
-        };
         let grants = self.call.grants.clone();
-        let identity = self.call.identity.clone();
-
-        let profile = &grants.profile;
-        let settings = &profile.terminal;
-        let timeout = command.timeout_ms.map_or(settings.timeout, |ms| {
-            settings.timeout.min(Duration::from_millis(ms.into()))
-        });
+        let settings = &grants.profile.terminal;
         // In the caller's session; or, with a wrapper, in one of the call's
         // own (only sessions run commands after a wrapper).
         let remote = settings.backend != TerminalBackend::Local;
-        if grants.session.is_some() || !settings.wrapper.is_empty() || remote {
+        let in_session = grants.session.is_some() || !settings.wrapper.is_empty() || remote;
+        // A command without a cwd starts where the session's last one left.
+        let current = (in_session && command.cwd.is_none())
+            .then(|| background::current_dir(self))
+            .flatten();
+        let start = current.as_deref().map_or(Start::Own, Start::Session);
+        let cwd = match admit(self, line, command.cwd.as_deref(), start, "").await {
+            Ok(cwd) => cwd,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let identity = self.call.identity.clone();
+
+        let profile = &grants.profile;
+        let timeout = command.timeout_ms.map_or(settings.timeout, |ms| {
+            settings.timeout.min(Duration::from_millis(ms.into()))
+        });
+        if in_session {
             let session = match background::session_of(self) {
                 Ok(session) => session,
                 Err(reason) => {
@@ -72,10 +78,17 @@ impl Host for Room<'_, Terminal> {
         } else {
             None
         };
-        // The pids group is held until the command has ended.
-        let (launched, proxy, _pids) = match built {
-            Some(built) => (Some(built.launched), built.proxy, built.pids),
-            None => (None, None, None),
+        // The pids group and the guard's watch are held until the command
+        // has ended.
+        let (launched, proxy, _pids, guard, watched) = match built {
+            Some(built) => (
+                Some(built.launched),
+                built.proxy,
+                built.pids,
+                Some(built.guard),
+                built.watched,
+            ),
+            None => (None, None, None, None, None),
         };
         if proxy.is_some() {
             proxy_env(&mut env);
@@ -94,6 +107,19 @@ impl Host for Room<'_, Terminal> {
         let finished = shell.run().await;
         for used in proxy.iter().flat_map(Proxy::take_uses) {
             self.call.record(used);
+        }
+        // What the command planted that git outside would read is put back
+        // before anything else runs there (every process of the sandbox
+        // has ended).
+        let undone = match (&watched, &guard) {
+            (Some(watched), _) => watched.settle(),
+            (None, Some(guard)) => guard.undo(),
+            (None, None) => Ok(()),
+        };
+        if let Err(reason) = undone {
+            return Ok(Err(TerminalError::Failed(format!(
+                "command {quoted:?}: {reason}"
+            ))));
         }
         // A sandbox that could not be built now would not be built ahead
         // either: no background attempt after each refusal.

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
 
-use super::super::super::http::proxy::Proxy;
+use super::super::super::http::proxy::{Gate, Proxy};
 use super::super::super::process_group::{
     End, GroupGuard, ProcessGroup, Reader, Writer, boxed_reader, boxed_writer, new_session,
 };
@@ -26,6 +26,7 @@ use super::launch::{Launch, Signals, Started};
 use super::pty::Pty;
 use super::ssh::SshBackend;
 use crate::confine::control::{Control, Report};
+use crate::confine::guard::Watched;
 use crate::confine::pids::PidsGroup;
 use crate::confine::plan::{Planned, still_holds};
 use crate::confine::{self, Run};
@@ -41,8 +42,9 @@ pub(crate) enum Backend {
 
 impl Backend {
     /// The backend of `profile`'s sessions, with `prefix` before every
-    /// command (resolved to a program).
-    pub(crate) async fn start(profile: &Arc<Profile>) -> Result<Self, String> {
+    /// command (resolved to a program); its proxy serves while `gate` is
+    /// open.
+    pub(crate) async fn start(profile: &Arc<Profile>, gate: &Gate) -> Result<Self, String> {
         if let (TerminalBackend::Ssh, Some(ssh)) = (profile.terminal.backend, &profile.terminal.ssh)
         {
             return Ok(Self::Ssh(Box::new(SshBackend::connect(ssh).await?)));
@@ -51,14 +53,14 @@ impl Backend {
             (profile.terminal.backend, &profile.terminal.container)
         {
             return Ok(Self::Container(Box::new(
-                ContainerBackend::start(profile, container).await?,
+                ContainerBackend::start(profile, container, gate).await?,
             )));
         }
         let prefix = wrapper(profile)?;
         Ok(match profile.terminal.sandbox {
-            TerminalSandbox::Kernel => {
-                Self::Sandbox(Box::new(SessionSandbox::start(profile, prefix).await?))
-            }
+            TerminalSandbox::Kernel => Self::Sandbox(Box::new(
+                SessionSandbox::start(profile, prefix, gate).await?,
+            )),
             TerminalSandbox::None => Self::Host(HostProcesses {
                 prefix,
                 groups: Mutex::new(Vec::new()),
@@ -98,6 +100,25 @@ impl Backend {
             Self::Container(container) => container.stale().await,
             // Nothing of this machine is mounted.
             Self::Host(_) | Self::Ssh(_) => None,
+        }
+    }
+
+    /// Puts back what a command planted that git outside the sandbox would
+    /// read (see [`Guard`](crate::confine::guard::Guard)); `Err` says what.
+    pub(crate) fn undo_planted(&self) -> Result<(), String> {
+        let (planned, watched) = match self {
+            Self::Sandbox(sandbox) => (sandbox.planned.as_ref(), sandbox.watched.as_ref()),
+            Self::Container(container) => (Some(container.planned()), container.watched()),
+            Self::Host(_) | Self::Ssh(_) => (None, None),
+        };
+        match (watched, planned) {
+            (Some(watched), _) => watched.settle(),
+            (None, Some(planned)) => planned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .guard()
+                .undo(),
+            (None, None) => Ok(()),
         }
     }
 
@@ -158,20 +179,35 @@ pub(crate) struct SessionSandbox {
     /// Its mounts, checked against the grants before each command.
     planned: Option<Arc<Mutex<Planned>>>,
     profile: Arc<Profile>,
+    /// The repository guard, watched while the sandbox lives.
+    watched: Option<Watched>,
     // Dropped last: the launcher's group, then the pids cgroup.
     _launcher: ProcessGroup,
     _pids: Option<PidsGroup>,
 }
 
 impl SessionSandbox {
-    async fn start(profile: &Arc<Profile>, prefix: Vec<String>) -> Result<Self, String> {
+    async fn start(
+        profile: &Arc<Profile>,
+        prefix: Vec<String>,
+        gate: &Gate,
+    ) -> Result<Self, String> {
         let launcher = confine::launcher()?;
-        let built = ahead::build_session(profile, &launcher).await?;
+        let built = ahead::build_session(profile, &launcher, gate).await?;
+        let reports = Arc::new(Mutex::new(Reports::default()));
+        // A change to what the guard keeps ends the sandbox, and says why
+        // to the session's next command.
+        let told = reports.clone();
+        let watched = built.launched.watch_guard(
+            built.guard.clone(),
+            Some(Box::new(move |reason| {
+                told.lock().unwrap_or_else(|e| e.into_inner()).broken = Some(reason.to_string());
+            })),
+        );
         let (group, control) = built.launched.into_parts();
         let mut receiver = control
             .try_clone()
             .map_err(|e| format!("the session's sandbox channel: {e}"))?;
-        let reports = Arc::new(Mutex::new(Reports::default()));
         let routed = reports.clone();
         let reader = tokio::spawn(async move {
             loop {
@@ -179,13 +215,16 @@ impl SessionSandbox {
                 let mut reports = routed.lock().unwrap_or_else(|e| e.into_inner());
                 let id = match &report {
                     Report::Done { id, .. } | Report::Refused { id, .. } => *id,
+                    Report::Init(_) | Report::Built => continue,
                     Report::Failed(reason) => {
-                        reports.broken = Some(reason.clone());
+                        reports.broken.get_or_insert_with(|| reason.clone());
                         reports.waiting.clear();
                         return;
                     }
                     Report::Vanished => {
-                        reports.broken = Some("the session's sandbox has ended".into());
+                        reports
+                            .broken
+                            .get_or_insert_with(|| "the session's sandbox has ended".into());
                         reports.waiting.clear();
                         return;
                     }
@@ -204,6 +243,7 @@ impl SessionSandbox {
             proxy: built.proxy,
             planned: built.planned.map(|planned| Arc::new(Mutex::new(planned))),
             profile: profile.clone(),
+            watched,
             _launcher: group,
             _pids: built.pids,
         })
@@ -247,9 +287,9 @@ impl SessionSandbox {
                 Ok(Report::Refused { reason, .. } | Report::Failed(reason)) => {
                     Ok(End::Unbuilt(reason))
                 }
-                Ok(Report::Vanished) | Err(_) => Err(io::Error::other(
-                    "the session's sandbox ended before the command did",
-                )),
+                Ok(Report::Vanished | Report::Init(_) | Report::Built) | Err(_) => Err(
+                    io::Error::other("the session's sandbox ended before the command did"),
+                ),
             }
         });
         Ok(ends.started(

@@ -39,15 +39,19 @@ use bollard::query_parameters::{CreateContainerOptions, CreateImageOptions};
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use super::super::super::http::proxy::Proxy;
+use super::super::super::http::proxy::{Gate, Proxy};
 use super::super::super::process_group::{End, Reader, Writer};
 use super::launch::{Launch, Signaller, Signals, Started};
 use super::trailer::{Found, Trailer};
+use crate::confine::guard::Watched;
 use crate::confine::plan::{Planned, still_holds};
 use crate::confine::{PROXY_CONNECTIONS, PROXY_PORT};
 use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
 
 mod body;
+/// Most times a container is made again because the grants changed while
+/// it was made, before the command is refused.
+const TRIES: usize = 3;
 
 /// Bytes a pipe between an exec's stream and its reader holds.
 const PIPE: usize = 64 * 1024;
@@ -86,19 +90,62 @@ pub(crate) struct ContainerBackend {
     /// Its mounts, checked against the grants before each command.
     planned: Arc<Mutex<Planned>>,
     profile: Arc<Profile>,
+    /// The repository guard, watched while the container lives.
+    watched: Option<Watched>,
 }
 
 impl ContainerBackend {
     /// Creates and starts the container of a session under `profile`;
-    /// `Err` says which step failed.
+    /// `Err` says which step failed. The grants are planned again, and the
+    /// container made again, when they changed while it was created.
     pub(crate) async fn start(
         profile: &Arc<Profile>,
         settings: &ContainerSettings,
+        gate: &Gate,
     ) -> Result<Self, String> {
         let (docker, socket) = connect(settings).await?;
         let swept = socket.clone();
         let _ = tokio::task::spawn_blocking(move || sweep_once(&swept)).await;
         ensure_image(&docker, &settings.image).await?;
+        let mut last = String::new();
+        for _ in 0..TRIES {
+            let mut backend = Self::create(&docker, &socket, profile, settings).await?;
+            let planned = backend.planned.clone();
+            let checking = profile.clone();
+            let verified = tokio::task::spawn_blocking(move || {
+                planned
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .verify(&checking)
+            })
+            .await
+            .map_err(|e| format!("checking the container's mounts: {e}"))?;
+            if let Err(reason) = verified {
+                // Dropped: removed.
+                last = reason;
+                continue;
+            }
+            backend.watch_guard();
+            if profile.terminal.network == TerminalNetwork::Proxy {
+                backend.relay = Some(Relay::start(&backend, profile, gate.clone()).await?);
+            }
+            return Ok(backend);
+        }
+        Err(format!(
+            "the granted directories changed while the session's container was made, {TRIES} \
+             times in a row (last: {last}); the command is refused rather than run with \
+             something file.deny masks, or repository metadata, unprotected. Try again once \
+             they settle"
+        ))
+    }
+
+    /// Plans the mounts, creates the container and starts it.
+    async fn create(
+        docker: &Docker,
+        socket: &Path,
+        profile: &Arc<Profile>,
+        settings: &ContainerSettings,
+    ) -> Result<Self, String> {
         let planning = profile.clone();
         let (planned, mounts) = tokio::task::spawn_blocking(move || Planned::new(&planning, true))
             .await
@@ -128,7 +175,7 @@ impl ContainerBackend {
             .filter(|w| w.to_ascii_lowercase().contains("limit"))
             .collect();
         if !dropped.is_empty() {
-            let (socket, id) = (socket.clone(), created.id.clone());
+            let (socket, id) = (socket.to_path_buf(), created.id.clone());
             let _ = tokio::task::spawn_blocking(move || remove(&socket, &id)).await;
             return Err(format!(
                 "the container engine cannot apply the profile's limits: {}",
@@ -140,8 +187,8 @@ impl ContainerBackend {
             ));
         }
         let backend = Self {
-            docker,
-            socket: socket.clone(),
+            docker: docker.clone(),
+            socket: socket.to_path_buf(),
             id: created.id,
             next_id: AtomicU32::new(1),
             memory: profile.terminal.memory,
@@ -149,21 +196,48 @@ impl ContainerBackend {
             relay: None,
             planned: Arc::new(Mutex::new(planned)),
             profile: profile.clone(),
+            watched: None,
         };
         live()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(backend.id.clone(), socket);
+            .insert(backend.id.clone(), socket.to_path_buf());
         backend
             .docker
             .start_container(&backend.id, None)
             .await
             .map_err(|e| format!("starting a container of {:?}: {e}", settings.image))?;
-        let mut backend = backend;
-        if profile.terminal.network == TerminalNetwork::Proxy {
-            backend.relay = Some(Relay::start(&backend, profile).await?);
-        }
         Ok(backend)
+    }
+
+    /// Watches the guard of the container's mounts: a change is put back,
+    /// and the container removed (its next command gets a new one).
+    fn watch_guard(&mut self) {
+        let guard = self
+            .planned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .guard()
+            .clone();
+        let (socket, id, broken) = (self.socket.clone(), self.id.clone(), self.broken.clone());
+        self.watched = guard.watch(
+            Box::new(move |reason| {
+                *broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.to_string());
+                let (socket, id) = (socket.clone(), id.clone());
+                std::thread::spawn(move || remove(&socket, &id));
+            }),
+            None,
+        );
+    }
+
+    /// Its mounts, their guard and watch.
+    pub(crate) fn planned(&self) -> &Arc<Mutex<Planned>> {
+        &self.planned
+    }
+
+    /// The guard's watch.
+    pub(crate) fn watched(&self) -> Option<&Watched> {
+        self.watched.as_ref()
     }
 
     /// Why the container's mounts no longer hold the profile, if they do
@@ -389,9 +463,21 @@ impl Drop for ContainerBackend {
     fn drop(&mut self) {
         let id = self.id.clone();
         let socket = self.socket.clone();
+        // Once nothing in the container runs, what it planted is put back.
+        let guard = self
+            .planned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .guard()
+            .clone();
+        let watched = self.watched.take();
         std::thread::spawn(move || {
             if remove(&socket, &id).is_ok() {
                 live().lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            }
+            drop(watched);
+            if let Err(reason) = guard.undo() {
+                tracing::warn!(%reason, "a container planted repository metadata");
             }
         });
     }
@@ -409,7 +495,11 @@ struct Relay {
 }
 
 impl Relay {
-    async fn start(backend: &ContainerBackend, profile: &Profile) -> Result<Self, String> {
+    async fn start(
+        backend: &ContainerBackend,
+        profile: &Profile,
+        gate: Gate,
+    ) -> Result<Self, String> {
         let fail = |e: String| {
             format!(
                 "terminal.network = \"proxy\" in a container: {e}; toolhost reaches into the \
@@ -434,7 +524,7 @@ impl Relay {
             .map_err(|e| fail(e.to_string()))?;
         let listener =
             tokio::net::TcpListener::from_std(listener).map_err(|e| fail(e.to_string()))?;
-        let proxy = Proxy::start(profile.hosts.clone())
+        let proxy = Proxy::start(profile.hosts.clone(), gate)
             .map_err(|e| format!("could not start the network proxy of the session: {e}"))?;
         let target = proxy.socket();
         let task = tokio::spawn(async move {

@@ -23,14 +23,15 @@ mod ssh;
 mod trailer;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use backend::Backend;
-use process::Process;
+use process::{DEFAULT_OUTPUT_BUDGET, OutputBudget, Process};
 use script::ShellState;
 
+use super::super::http::proxy::Gate;
 use crate::policy::Profile;
 
 pub(crate) use container::{
@@ -49,9 +50,22 @@ pub(crate) const MAX_TERMINAL_SESSIONS_PER_TENANT: usize = MAX_TERMINAL_SESSIONS
 pub const MAX_PROCESSES: usize = 16;
 
 /// The terminal sessions of one host, by session key (`tenant\0session`).
-#[derive(Default)]
 pub struct Terminals {
     sessions: Mutex<HashMap<String, Arc<TerminalSession>>>,
+    /// Each tenant's (`""`: the local caller's) unread background output.
+    budgets: Mutex<HashMap<String, Arc<OutputBudget>>>,
+    /// `tenant_caps.background_output`.
+    output_cap: Arc<AtomicUsize>,
+}
+
+impl Default for Terminals {
+    fn default() -> Self {
+        Self {
+            sessions: Mutex::default(),
+            budgets: Mutex::default(),
+            output_cap: Arc::new(AtomicUsize::new(DEFAULT_OUTPUT_BUDGET)),
+        }
+    }
 }
 
 impl std::fmt::Debug for Terminals {
@@ -78,6 +92,9 @@ impl Terminals {
             return Ok(session.clone());
         }
         let replaced = sessions.remove(key);
+        if let Some(replaced) = &replaced {
+            replaced.ended();
+        }
         if replaced.is_none() {
             if sessions.len() >= MAX_TERMINAL_SESSIONS {
                 return Err(format!(
@@ -99,14 +116,43 @@ impl Terminals {
                 }
             }
         }
-        let session = Arc::new(TerminalSession::new(profile.clone()));
+        let tenant = key.split_once('\0').map_or("", |(tenant, _)| tenant);
+        let budget = self.budget(tenant);
+        let session = Arc::new(TerminalSession::new(profile.clone(), budget));
         sessions.insert(key.to_string(), session.clone());
         Ok(session)
     }
 
-    /// Ends session `key` and every process in it; false if there was none.
+    /// Sets `tenant_caps.background_output`, for every tenant at once.
+    pub fn set_output_cap(&self, bytes: usize) {
+        self.output_cap.store(bytes.max(1), Ordering::Relaxed);
+    }
+
+    /// The unread background output of `tenant` (`""`: the local caller).
+    pub(crate) fn budget(&self, tenant: &str) -> Arc<OutputBudget> {
+        let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let owner = match tenant {
+            "" => "the local caller".to_string(),
+            tenant => format!("tenant {tenant:?}"),
+        };
+        budgets
+            .entry(tenant.to_string())
+            .or_insert_with(|| OutputBudget::new(owner, self.output_cap.clone()))
+            .clone()
+    }
+
+    /// The open session `key` under `profile`, if there is one; makes none.
+    pub(crate) fn open(&self, key: &str, profile: &Arc<Profile>) -> Option<Arc<TerminalSession>> {
+        self.lock()
+            .get(key)
+            .filter(|session| Arc::ptr_eq(&session.profile, profile))
+            .cloned()
+    }
+
+    /// Ends session `key` and every process in it, and cuts its
+    /// connections; false if there was none.
     pub fn end(&self, key: &str) -> bool {
-        self.lock().remove(key).is_some()
+        self.lock().remove(key).inspect(|s| s.ended()).is_some()
     }
 
     /// Ends the terminal of session id `session` whatever its tenant;
@@ -114,7 +160,13 @@ impl Terminals {
     pub fn end_session(&self, session: &str) -> bool {
         let mut sessions = self.lock();
         let before = sessions.len();
-        sessions.retain(|key, _| key.rsplit('\0').next() != Some(session));
+        sessions.retain(|key, terminal| {
+            let keep = key.rsplit('\0').next() != Some(session);
+            if !keep {
+                terminal.ended();
+            }
+            keep
+        });
         sessions.len() < before
     }
 
@@ -122,13 +174,20 @@ impl Terminals {
     pub fn expire_idle(&self, idle: Duration) -> usize {
         let mut sessions = self.lock();
         let before = sessions.len();
-        sessions.retain(|_, session| session.idle() < idle);
+        sessions.retain(|_, session| {
+            let keep = session.idle() < idle;
+            if !keep {
+                session.ended();
+            }
+            keep
+        });
         before - sessions.len()
     }
 
     /// Ends every session.
     pub fn end_all(&self) -> usize {
         let ended = std::mem::take(&mut *self.lock());
+        ended.values().for_each(|session| session.ended());
         ended.len()
     }
 
@@ -150,6 +209,11 @@ impl Terminals {
 /// One terminal session.
 pub(crate) struct TerminalSession {
     pub(crate) profile: Arc<Profile>,
+    /// Its tenant's unread background output.
+    pub(crate) budget: Arc<OutputBudget>,
+    /// Whether its proxy serves: closed when the profile does not allow
+    /// `network:fetch`, and when the session ends.
+    gate: Gate,
     backend: tokio::sync::Mutex<Option<Arc<Backend>>>,
     state: Mutex<ShellState>,
     processes: Mutex<BTreeMap<u32, Arc<Process>>>,
@@ -158,15 +222,26 @@ pub(crate) struct TerminalSession {
 }
 
 impl TerminalSession {
-    pub(crate) fn new(profile: Arc<Profile>) -> Self {
+    pub(crate) fn new(profile: Arc<Profile>, budget: Arc<OutputBudget>) -> Self {
         Self {
+            gate: Gate::for_profile(&profile),
             profile,
+            budget,
             backend: tokio::sync::Mutex::new(None),
             state: Mutex::new(ShellState::default()),
             processes: Mutex::new(BTreeMap::new()),
             next_process: AtomicU32::new(1),
             last_used: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Cuts the session's connections and refuses new ones: it has ended
+    /// (its processes go with the last call holding it).
+    fn ended(&self) {
+        self.gate.close(
+            "the terminal session ended (ended by its caller, its permissions narrowed, or its \
+             profile changed); the next command starts a new one",
+        );
     }
 
     fn touch(&self) {
@@ -197,7 +272,7 @@ impl TerminalSession {
                 }
             }
         }
-        let started = Arc::new(Backend::start(&self.profile).await?);
+        let started = Arc::new(Backend::start(&self.profile, &self.gate).await?);
         *backend = Some(started.clone());
         Ok(started)
     }

@@ -2,6 +2,7 @@
 //! bounded buffers (the oldest bytes go first when nobody reads), its end
 //! watched, its input and signals at hand.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -20,12 +21,61 @@ pub(crate) enum ProcessEnd {
     Failed(String),
 }
 
-/// Output waiting to be read.
-#[derive(Default)]
+/// Default of `tenant_caps.background_output`.
+pub(crate) const DEFAULT_OUTPUT_BUDGET: usize = 16 << 20;
+
+/// The unread output of one tenant's background processes, all together,
+/// against its cap (`tenant_caps.background_output`): past it, the process
+/// that writes loses its own oldest unread bytes.
+#[derive(Debug)]
+pub(crate) struct OutputBudget {
+    used: AtomicUsize,
+    cap: Arc<AtomicUsize>,
+    /// Whose budget, for the log.
+    owner: String,
+}
+
+impl OutputBudget {
+    /// A budget of `cap` bytes (read at each write) for `owner`.
+    pub(crate) fn new(owner: impl Into<String>, cap: Arc<AtomicUsize>) -> Arc<Self> {
+        Arc::new(Self {
+            used: AtomicUsize::new(0),
+            cap,
+            owner: owner.into(),
+        })
+    }
+
+    /// The budget of a call's own session (its processes end with the
+    /// call), of the default cap.
+    pub(crate) fn alone() -> Arc<Self> {
+        let cap = Arc::new(AtomicUsize::new(DEFAULT_OUTPUT_BUDGET));
+        Self::new("a call's own session", cap)
+    }
+
+    fn charge(&self, bytes: usize) -> usize {
+        let used = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        used.saturating_sub(self.cap.load(Ordering::Relaxed))
+    }
+
+    fn release(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+/// Output waiting to be read, counted against its tenant's budget.
 struct Unread {
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     dropped: u64,
+    budget: Arc<OutputBudget>,
+    /// Whether this process already said it lost output to the budget.
+    told: bool,
+}
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        self.budget.release(self.stdout.len() + self.stderr.len());
+    }
 }
 
 /// What a read returns.
@@ -56,9 +106,22 @@ pub(crate) struct Process {
 
 impl Process {
     /// Starts reading `started`'s output, keeping at most `cap` unread bytes
-    /// of each stream.
-    pub(crate) fn new(id: u32, line: &str, pty: bool, started: Started, cap: usize) -> Self {
-        let unread = Arc::new(Mutex::new(Unread::default()));
+    /// of each stream, and no more than the tenant's `budget` allows.
+    pub(crate) fn new(
+        id: u32,
+        line: &str,
+        pty: bool,
+        started: Started,
+        cap: usize,
+        budget: Arc<OutputBudget>,
+    ) -> Self {
+        let unread = Arc::new(Mutex::new(Unread {
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            dropped: 0,
+            budget,
+            told: false,
+        }));
         let (ended, end) = watch::channel(None);
         let mut tasks = Vec::new();
         for (pipe, is_err) in [(started.stdout, false), (started.stderr, true)] {
@@ -106,12 +169,16 @@ impl Process {
     pub(crate) fn read(&self) -> Output {
         let end = self.end();
         let mut unread = self.unread.lock().unwrap_or_else(|e| e.into_inner());
-        Output {
+        let before = unread.stdout.len() + unread.stderr.len();
+        let output = Output {
             stdout: take_text(&mut unread.stdout, end.is_some()),
             stderr: take_text(&mut unread.stderr, end.is_some()),
             dropped: std::mem::take(&mut unread.dropped),
             end,
-        }
+        };
+        let after = unread.stdout.len() + unread.stderr.len();
+        unread.budget.release(before - after);
+        output
     }
 
     /// Waits until it ends or `timeout` passes, then reads. Output still in
@@ -174,12 +241,28 @@ async fn collect(mut pipe: Reader, unread: Arc<Mutex<Unread>>, is_err: bool, cap
             stdout,
             stderr,
             dropped,
+            budget,
+            told,
         } = &mut *unread;
         let buffer = if is_err { stderr } else { stdout };
         buffer.extend_from_slice(&chunk[..n]);
-        if buffer.len() > cap {
-            let excess = buffer.len() - cap;
+        let mut excess = buffer.len().saturating_sub(cap);
+        let over = budget.charge(n);
+        if over > excess {
+            excess = over.min(buffer.len());
+            if !*told {
+                *told = true;
+                tracing::warn!(
+                    "{}'s background processes hold their cap of unread output \
+                     (tenant_caps.background_output); the oldest unread output of a process \
+                     that writes more is dropped",
+                    budget.owner
+                );
+            }
+        }
+        if excess > 0 {
             buffer.drain(..excess);
+            budget.release(excess);
             *dropped += excess as u64;
         }
     }

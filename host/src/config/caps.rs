@@ -1,0 +1,127 @@
+//! `[tenant_caps]`: how much each tenant (and the local caller, counted as
+//! one more) may make a server hold: narrowed sessions and how long an idle
+//! one is kept, pending approvals, approval event streams, MCP sessions,
+//! and unread background output. Each is at least 1.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::units::{ByteSize, Span};
+
+/// `[tenant_caps]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantCapsConfig {
+    /// Sessions one tenant may have narrowed (`POST /v1/sessions`) at once.
+    #[serde(default)]
+    pub narrowed_sessions: Option<usize>,
+    /// How long a narrowed session no call used is kept.
+    #[serde(default)]
+    pub narrowing_idle: Option<Span>,
+    /// Approvals of one tenant waiting for an answer at once.
+    #[serde(default)]
+    pub pending_approvals: Option<usize>,
+    /// `GET /v1/approvals/events` streams one tenant may hold open.
+    #[serde(default)]
+    pub event_streams: Option<usize>,
+    /// MCP sessions (`/mcp`) one tenant may hold open.
+    #[serde(default)]
+    pub mcp_sessions: Option<usize>,
+    /// Unread output of one tenant's background processes, all together.
+    #[serde(default)]
+    pub background_output: Option<ByteSize>,
+}
+
+/// `[tenant_caps]`, validated, with the defaults filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TenantCaps {
+    /// Sessions one tenant may have narrowed at once (default 256).
+    pub narrowed_sessions: usize,
+    /// How long an unused narrowed session is kept (default 1 h).
+    pub narrowing_idle: Duration,
+    /// Approvals of one tenant waiting at once (default 64).
+    pub pending_approvals: usize,
+    /// Approval event streams one tenant may hold open (default 8).
+    pub event_streams: usize,
+    /// MCP sessions one tenant may hold open (default 64).
+    pub mcp_sessions: usize,
+    /// Unread background output of one tenant, in bytes (default 16 MiB).
+    pub background_output: usize,
+}
+
+impl Default for TenantCaps {
+    fn default() -> Self {
+        Self {
+            narrowed_sessions: 256,
+            narrowing_idle: Duration::from_secs(3600),
+            pending_approvals: 64,
+            event_streams: 8,
+            mcp_sessions: 64,
+            background_output: 16 << 20,
+        }
+    }
+}
+
+impl TenantCaps {
+    /// The caps as written, each checked to be at least 1.
+    pub(super) fn validate(
+        written: &TenantCapsConfig,
+        problems: &mut Vec<(String, String)>,
+    ) -> Self {
+        let defaults = Self::default();
+        let mut count = |key: &str, value: Option<usize>, default: usize| match value {
+            Some(0) => {
+                problems.push((
+                    format!("tenant_caps.{key}"),
+                    "must be at least 1; leave it out for the default".into(),
+                ));
+                default
+            }
+            Some(n) => n,
+            None => default,
+        };
+        let narrowed_sessions = count(
+            "narrowed_sessions",
+            written.narrowed_sessions,
+            defaults.narrowed_sessions,
+        );
+        let pending_approvals = count(
+            "pending_approvals",
+            written.pending_approvals,
+            defaults.pending_approvals,
+        );
+        let event_streams = count(
+            "event_streams",
+            written.event_streams,
+            defaults.event_streams,
+        );
+        let mcp_sessions = count("mcp_sessions", written.mcp_sessions, defaults.mcp_sessions);
+        let background_output = count(
+            "background_output",
+            written
+                .background_output
+                .map(|size| usize::try_from(size.0).unwrap_or(usize::MAX)),
+            defaults.background_output,
+        );
+        let narrowing_idle = match written.narrowing_idle {
+            Some(Span(idle)) if idle.is_zero() => {
+                problems.push((
+                    "tenant_caps.narrowing_idle".into(),
+                    "must be longer than 0s; leave it out for the default".into(),
+                ));
+                defaults.narrowing_idle
+            }
+            Some(Span(idle)) => idle,
+            None => defaults.narrowing_idle,
+        };
+        Self {
+            narrowed_sessions,
+            narrowing_idle,
+            pending_approvals,
+            event_streams,
+            mcp_sessions,
+            background_output,
+        }
+    }
+}
