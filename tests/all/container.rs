@@ -495,3 +495,19 @@ async fn the_container_reaches_allowed_hosts_only_through_the_proxy() {
     client.cancel().await.unwrap();
     assert_no_container(&socket).await;
 }
+
+/// Gives `dir` (and all it holds) to the id commands run as in a container
+/// when the tests run as root (the container backend maps no grant owner).
+pub(crate) fn give_to_sandbox(dir: &std::path::Path) {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let id = toolhost::policy::DEFAULT_SANDBOX_IDS.0;
+    let status = std::process::Command::new("chown")
+        .args(["-R", &format!("{id}:{id}")])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}

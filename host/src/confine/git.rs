@@ -7,6 +7,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::beneath::read_small;
 use super::plan::Walk;
 use super::spec::MountKind;
 use crate::policy::Access;
@@ -35,6 +36,10 @@ const MOST_REPOSITORIES: usize = 512;
 /// Most configuration files read for one repository (its own and the
 /// user's, and what they include).
 const MOST_CONFIGS: usize = 16;
+
+/// Largest metadata file read (a configuration, a `gitdir:` file, a
+/// `commondir`): git's own are a few kilobytes.
+const MOST_BYTES: u64 = 1 << 20;
 
 impl Walk<'_> {
     /// Keeps the repository whose `.git` (a directory, or a `gitdir:` file)
@@ -66,7 +71,7 @@ impl Walk<'_> {
             match dot_git.canonicalize() {
                 Ok(dir) if dir.is_dir() => dir,
                 _ => {
-                    let Some(target) = std::fs::read_to_string(dot_git).ok().and_then(|text| {
+                    let Some(target) = read_small(dot_git, MOST_BYTES)?.and_then(|text| {
                         let dir = text.strip_prefix("gitdir:")?.trim().to_string();
                         dot_git.parent()?.join(dir).canonicalize().ok()
                     }) else {
@@ -86,8 +91,7 @@ impl Walk<'_> {
         }
         self.pin(&git_dir);
         // A worktree's metadata names the repository's common directory.
-        let common = std::fs::read_to_string(git_dir.join("commondir"))
-            .ok()
+        let common = read_small(&git_dir.join("commondir"), MOST_BYTES)?
             .and_then(|dir| git_dir.join(dir.trim()).canonicalize().ok());
         let mut configs = Vec::new();
         for dir in std::iter::once(&git_dir).chain(common.as_ref()) {
@@ -108,8 +112,7 @@ impl Walk<'_> {
             }
         }
         let work_tree = dot_git.parent().unwrap_or(dot_git);
-        self.keep_named(&configs, work_tree);
-        Ok(())
+        self.keep_named(&configs, work_tree)
     }
 
     /// Keeps `names` of the git directory `dir` (symlinks resolved).
@@ -155,10 +158,10 @@ impl Walk<'_> {
             Ok(meta) => {
                 self.mounts
                     .bind(path.to_path_buf(), MountKind::ReadOnly, &meta);
-                self.mounts.guard.mounted(path.to_path_buf(), &meta);
+                self.mounts.guard.mounted(&root, path.to_path_buf(), &meta);
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.mounts.guard.absent(path.to_path_buf());
+                self.mounts.guard.absent(&root, path.to_path_buf());
             }
             Err(_) => {}
         }
@@ -177,7 +180,7 @@ impl Walk<'_> {
             watch.kept(path);
         }
         if let Ok(text) = std::fs::read_link(path) {
-            self.mounts.guard.link(path.to_path_buf(), text);
+            self.mounts.guard.link(&root, path.to_path_buf(), text);
         }
     }
 
@@ -197,7 +200,7 @@ impl Walk<'_> {
             match ancestor.symlink_metadata() {
                 Ok(meta) if meta.file_type().is_symlink() => {
                     if let Ok(text) = std::fs::read_link(ancestor) {
-                        self.mounts.guard.link(ancestor.to_path_buf(), text);
+                        self.mounts.guard.link(root, ancestor.to_path_buf(), text);
                     }
                 }
                 Ok(meta) if meta.is_dir() => self.mounts.pin(ancestor.to_path_buf(), &meta),
@@ -225,7 +228,7 @@ impl Walk<'_> {
     /// system's, name for git to read or run from: `core.hooksPath` and the
     /// files `include.path` and `includeIf.*.path` include (conditions
     /// aside), as far as they lie in writable grants.
-    fn keep_named(&mut self, configs: &[PathBuf], work_tree: &Path) {
+    fn keep_named(&mut self, configs: &[PathBuf], work_tree: &Path) -> Result<(), String> {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let mut queue: Vec<PathBuf> = home
             .iter()
@@ -239,7 +242,9 @@ impl Walk<'_> {
             if read > MOST_CONFIGS {
                 break;
             }
-            let Ok(text) = std::fs::read_to_string(&file) else {
+            // Only regular files, within a size: a command's repository
+            // may include a device or a FIFO.
+            let Some(text) = read_small(&file, MOST_BYTES)? else {
                 continue;
             };
             let named = named_paths(&text);
@@ -258,6 +263,7 @@ impl Walk<'_> {
                 }
             }
         }
+        Ok(())
     }
 
     /// `path` with `.` and `..` taken out and the symbolic links of its
@@ -272,11 +278,9 @@ impl Walk<'_> {
             let last = components.peek().is_none();
             match next.symlink_metadata() {
                 Ok(meta) if meta.file_type().is_symlink() && !last => {
-                    if self.root_of(&next).is_some()
-                        && let Ok(text) = std::fs::read_link(&next)
-                    {
-                        self.mounts.guard.link(next.clone(), text);
-                    }
+                    // Kept as it points, and the directories down to it
+                    // pinned, so that it stays where it was found.
+                    self.keep_link(&next);
                     real = next.canonicalize().unwrap_or(next);
                 }
                 _ => real = next,

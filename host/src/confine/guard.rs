@@ -7,17 +7,39 @@
 //! as inotify sees a change, and then ends the sandbox.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::beneath::{self, Parent};
+
 /// What ends a sandbox whose guard saw a change, told why.
 pub(crate) type End = Box<dyn Fn(&str) + Send + Sync>;
 
-/// The paths of one plan that must stay as they were.
+/// The paths of one plan that must stay as they were, each beneath the
+/// writable grant that exposes it. The host acts on them only through a
+/// descriptor of that grant, opened when the plan was made, and through
+/// directories alone: a directory a command made a link leads nowhere.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Guard(Vec<(PathBuf, Kept)>);
+pub(crate) struct Guard {
+    kept: Vec<(PathBuf, Kept)>,
+    roots: Roots,
+}
+
+/// The grants the guarded paths lie in, held open (`None` where that
+/// failed: then what lies beneath counts as changed).
+#[derive(Debug, Clone, Default)]
+struct Roots(Vec<(PathBuf, Option<Arc<OwnedFd>>)>);
+
+/// Plans compare by what they keep; the descriptors are the same grants.
+impl PartialEq for Roots {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Roots {}
 
 /// How a guarded path was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,28 +53,48 @@ enum Kept {
     Mounted(u64, u64),
 }
 
+/// Where a guarded path's directory was found, beneath its grant.
+enum Found {
+    /// Its directory, and its last name.
+    At(OwnedFd, PathBuf),
+    /// A directory on the way is missing (or not a directory).
+    Missing,
+    /// A directory on the way is a link, which is removed: `Err` if that
+    /// failed.
+    LinkRemoved(Result<(), String>),
+    /// Not to be checked: why.
+    Unknown(String),
+}
+
 impl Guard {
-    pub(super) fn mounted(&mut self, path: PathBuf, meta: &std::fs::Metadata) {
+    pub(super) fn mounted(&mut self, root: &Path, path: PathBuf, meta: &std::fs::Metadata) {
         use std::os::unix::fs::MetadataExt;
-        self.add(path, Kept::Mounted(meta.dev(), meta.ino()));
+        self.add(root, path, Kept::Mounted(meta.dev(), meta.ino()));
     }
 
-    pub(super) fn absent(&mut self, path: PathBuf) {
-        self.add(path, Kept::Absent);
+    pub(super) fn absent(&mut self, root: &Path, path: PathBuf) {
+        self.add(root, path, Kept::Absent);
     }
 
-    pub(super) fn link(&mut self, path: PathBuf, text: PathBuf) {
-        self.add(path, Kept::Link(text));
+    pub(super) fn link(&mut self, root: &Path, path: PathBuf, text: PathBuf) {
+        self.add(root, path, Kept::Link(text));
     }
 
-    fn add(&mut self, path: PathBuf, kept: Kept) {
-        if !self.0.iter().any(|(known, _)| *known == path) {
-            self.0.push((path, kept));
+    fn add(&mut self, root: &Path, path: PathBuf, kept: Kept) {
+        if path == root || !path.starts_with(root) {
+            return;
+        }
+        if !self.roots.0.iter().any(|(known, _)| known == root) {
+            let fd = beneath::open_root(root).ok().map(Arc::new);
+            self.roots.0.push((root.to_path_buf(), fd));
+        }
+        if !self.kept.iter().any(|(known, _)| *known == path) {
+            self.kept.push((path, kept));
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.kept.is_empty()
     }
 
     /// Puts back every guarded path that changed: removes what appeared,
@@ -61,48 +103,87 @@ impl Guard {
         self.check().0
     }
 
+    /// The directory of `path` beneath its grant's descriptor.
+    fn find(&self, path: &Path) -> Found {
+        let Some((root, fd)) = self
+            .roots
+            .0
+            .iter()
+            .filter(|(root, _)| path.starts_with(root))
+            .max_by_key(|(root, _)| root.as_os_str().len())
+        else {
+            return Found::Unknown("not in a grant".into());
+        };
+        let Some(fd) = fd else {
+            return Found::Unknown(format!("its grant {} could not be opened", root.display()));
+        };
+        let Ok(rel) = path.strip_prefix(root) else {
+            return Found::Unknown("not in a grant".into());
+        };
+        let Some(name) = rel.file_name() else {
+            return Found::Unknown("no name".into());
+        };
+        match beneath::parent(fd, rel) {
+            Ok(Parent::Dir(dir)) => Found::At(dir, PathBuf::from(name)),
+            Ok(Parent::Missing) => Found::Missing,
+            Ok(Parent::Link(dir, link)) => Found::LinkRemoved(
+                beneath::remove(dir.as_raw_fd(), &link).map_err(|e| e.to_string()),
+            ),
+            Err(e) => Found::Unknown(e.to_string()),
+        }
+    }
+
     /// [`Self::undo`], and whether a read-only mount of the sandbox was
     /// replaced from outside (which ends the sandbox).
     fn check(&self) -> (Result<(), String>, Option<String>) {
-        use std::os::unix::fs::MetadataExt;
         let mut changed = Vec::new();
         let mut replaced = None;
-        for (path, kept) in &self.0 {
-            let found = path.symlink_metadata();
-            let same = match kept {
-                Kept::Absent => found.is_err(),
-                Kept::Link(target) => std::fs::read_link(path).ok().as_ref() == Some(target),
-                Kept::Mounted(dev, ino) => {
-                    if !found
-                        .as_ref()
-                        .is_ok_and(|m| (m.dev(), m.ino()) == (*dev, *ino))
-                    {
+        for (path, kept) in &self.kept {
+            let found = self.find(path);
+            let what = match (kept, found) {
+                (Kept::Mounted(dev, ino), found) => {
+                    let same = match &found {
+                        Found::At(dir, name) => beneath::lstat(dir.as_raw_fd(), name.as_os_str())
+                            .is_ok_and(|s| (s.st_dev, s.st_ino) == (*dev, *ino)),
+                        _ => false,
+                    };
+                    if !same {
                         replaced = Some(format!(
                             "{} was replaced outside the sandbox, which had it read-only",
                             path.display()
                         ));
                     }
-                    true
+                    None
+                }
+                (_, Found::LinkRemoved(removed)) => Some(removed.err()),
+                (_, Found::Unknown(why)) => Some(Some(format!("could not be checked: {why}"))),
+                (Kept::Absent, Found::Missing) => None,
+                (Kept::Link(_), Found::Missing) => Some(Some("its directory is gone".into())),
+                (Kept::Absent, Found::At(dir, name)) => {
+                    match beneath::lstat(dir.as_raw_fd(), name.as_os_str()) {
+                        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
+                        Err(e) => Some(Some(format!("could not be checked: {e}"))),
+                        Ok(_) => Some(
+                            beneath::remove(dir.as_raw_fd(), name.as_os_str())
+                                .err()
+                                .map(|e| e.to_string()),
+                        ),
+                    }
+                }
+                (Kept::Link(text), Found::At(dir, name)) => {
+                    let (dir, name) = (dir.as_raw_fd(), name.as_os_str());
+                    if beneath::readlink(dir, name).ok().as_ref() == Some(text) {
+                        None
+                    } else {
+                        Some(relink(dir, name, text))
+                    }
                 }
             };
-            if same {
-                continue;
-            }
-            changed.push(path.display().to_string());
-            if let Ok(meta) = found {
-                let removed = if meta.is_dir() {
-                    std::fs::remove_dir_all(path)
-                } else {
-                    std::fs::remove_file(path)
-                };
-                if let Err(e) = removed {
-                    tracing::warn!(path = %path.display(), error = %e, "could not remove what a command planted");
+            if let Some(failed) = what {
+                if let Some(error) = &failed {
+                    tracing::warn!(path = %path.display(), %error, "could not put back repository metadata");
                 }
-            }
-            if let Kept::Link(target) = kept
-                && let Err(e) = std::os::unix::fs::symlink(target, path)
-            {
-                tracing::warn!(path = %path.display(), error = %e, "could not restore a link a command replaced");
+                changed.push(path.display().to_string());
             }
         }
         if changed.is_empty() {
@@ -118,9 +199,15 @@ impl Guard {
         (Err(undone), replaced)
     }
 
-    /// The directories whose entries hold the guarded paths.
+    /// The directories whose entries hold the guarded paths, or where
+    /// those are missing the nearest that exists (a trigger only: what
+    /// is found is checked beneath the grant's descriptor).
     fn dirs(&self) -> impl Iterator<Item = &Path> {
-        self.0.iter().filter_map(|(path, _)| path.parent())
+        self.kept.iter().filter_map(|(path, _)| {
+            path.ancestors()
+                .skip(1)
+                .find(|dir| dir.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        })
     }
 
     /// Watches the guard while a sandbox lives: any change is put back at
@@ -163,8 +250,20 @@ impl Guard {
     }
 }
 
+/// Makes `name` in `dir` the link `text` again, after removing what is
+/// there; the error, if that failed.
+fn relink(dir: i32, name: &OsStr, text: &Path) -> Option<String> {
+    if beneath::lstat(dir, name).is_ok()
+        && let Err(e) = beneath::remove(dir, name)
+    {
+        return Some(e.to_string());
+    }
+    beneath::symlink(text, dir, name).err().map(|e| e.to_string())
+}
+
 /// Changes in a guarded path's directory.
 const EVENTS: u32 = libc::IN_CREATE
+    | libc::IN_ATTRIB
     | libc::IN_MOVED_TO
     | libc::IN_MOVED_FROM
     | libc::IN_DELETE
@@ -446,9 +545,10 @@ mod tests {
         std::fs::create_dir(&git).unwrap();
         std::os::unix::fs::symlink("../hooks", git.join("hooks")).unwrap();
         let mut guard = Guard::default();
-        guard.absent(git.join("commondir"));
-        guard.absent(git.join("info"));
-        guard.link(git.join("hooks"), "../hooks".into());
+        let root = dir.path();
+        guard.absent(root, git.join("commondir"));
+        guard.absent(root, git.join("info"));
+        guard.link(root, git.join("hooks"), "../hooks".into());
         assert_eq!(guard.undo(), Ok(()));
 
         std::fs::write(git.join("commondir"), "../evil\n").unwrap();
@@ -472,7 +572,7 @@ mod tests {
     fn a_watched_guard_is_put_back_as_soon_as_it_changes() {
         let dir = tempfile::tempdir().unwrap();
         let mut guard = Guard::default();
-        guard.absent(dir.path().join("commondir"));
+        guard.absent(dir.path(), dir.path().join("commondir"));
         let (sender, receiver) = std::sync::mpsc::channel();
         let sender = Mutex::new(sender);
         let watched = guard

@@ -20,6 +20,7 @@ mod child;
 pub(crate) mod control;
 mod forward;
 mod git;
+mod beneath;
 pub(crate) mod guard;
 mod identity;
 mod inotify;

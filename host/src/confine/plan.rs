@@ -399,9 +399,22 @@ impl Walk<'_> {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
                 return Err(format!("{}: {MOVED} ({e})", real.display()));
             }
-            Err(_) => return Ok(()),
+            Err(e) if out_of_reach(real, writable, &e) => return Ok(()),
+            Err(e) => return Err(unlisted(real, &e)),
         };
-        for entry in entries.flatten() {
+        // Listed whole before anything is planned from it.
+        let mut listed = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| unlisted(real, &e))?;
+            let file_type = entry.file_type().map_err(|e| unlisted(real, &e))?;
+            listed.push((entry.file_name(), file_type));
+        }
+        // A git directory other than `.git` (a bare repository, a separate
+        // git directory), known by what it holds, as git knows it.
+        if writable && real.file_name().is_some_and(|name| name != ".git") && is_git_dir(&listed) {
+            self.protect_git(real)?;
+        }
+        for (name, file_type) in listed {
             self.entries += 1;
             if self.entries > MAX_ENTRIES {
                 return Err(format!(
@@ -409,12 +422,8 @@ impl Walk<'_> {
                      find every path file.deny masks; grant smaller directories to commands"
                 ));
             }
-            let name = entry.file_name();
             let real_path = real.join(&name);
             let written_path = written.join(&name);
-            let Ok(file_type) = entry.file_type() else {
-                continue;
-            };
             // The directory walked is allowed (else it is masked whole, not
             // walked), so only the entry itself needs matching.
             let rules = &self.profile.paths;
@@ -435,6 +444,44 @@ impl Walk<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether `listed` are the entries of a git directory: `HEAD`, `objects/`
+/// and `refs/`.
+fn is_git_dir(listed: &[(std::ffi::OsString, std::fs::FileType)]) -> bool {
+    let has = |name: &str, dir: bool| {
+        listed
+            .iter()
+            .any(|(found, kind)| found == name && (!dir || kind.is_dir()))
+    };
+    has("HEAD", false) && has("objects", true) && has("refs", true)
+}
+
+/// Whether the directory `path`, which could not be listed (`error`), is
+/// one no command can read or make readable either: in a read-only grant
+/// (a mode change there is refused), or, as a user other than root,
+/// owned by another user. A directory of toolhost's user in a writable
+/// grant is not: a command could have made it unreadable, to hide it from
+/// the plan, and make it readable again.
+fn out_of_reach(path: &Path, writable: bool, error: &std::io::Error) -> bool {
+    if !matches!(error.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
+        return false;
+    }
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    !writable || (euid != 0 && path.symlink_metadata().is_ok_and(|m| m.uid() != euid))
+}
+
+/// Why the command is refused when `dir` of a grant could not be listed.
+fn unlisted(dir: &Path, error: &std::io::Error) -> String {
+    format!(
+        "{} could not be listed ({error}), so what file.deny masks and the repositories to keep \
+         in it are not known; commands are refused until it can be: give it back its owner's \
+         read and search permission (chmod u+rx), move it to a path shorter than {} bytes, or \
+         take it out of the grants",
+        crate::escape::escape(&dir.to_string_lossy()),
+        libc::PATH_MAX
+    )
 }
 
 /// The mounts a long-lived sandbox (a terminal session's, or its

@@ -135,6 +135,7 @@ impl Run {
 /// inside as outside.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Mount {
+    #[serde(with = "os_path")]
     pub(crate) path: PathBuf,
     pub(crate) kind: MountKind,
     /// The device and inode the plan found at `path`: what a bind must
@@ -185,4 +186,34 @@ pub(crate) struct CommandLimits {
 pub(crate) fn host_id(sandbox_id: u32) -> Option<u32> {
     // SAFETY: geteuid cannot fail.
     (unsafe { libc::geteuid() } == 0).then_some(sandbox_id)
+}
+
+/// A path sent as text where it is UTF-8, else as its bytes: a grant may
+/// hold any name.
+mod os_path {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(path: &Path, to: S) -> Result<S::Ok, S::Error> {
+        match path.to_str() {
+            Some(text) => to.serialize_str(text),
+            None => to.serialize_bytes(path.as_os_str().as_bytes()),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<PathBuf, D::Error> {
+        Ok(match Either::deserialize(from)? {
+            Either::Text(text) => PathBuf::from(text),
+            Either::Bytes(bytes) => PathBuf::from(std::ffi::OsString::from_vec(bytes)),
+        })
+    }
 }

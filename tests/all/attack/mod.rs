@@ -8,6 +8,7 @@
 mod approval;
 mod escapes;
 mod git;
+mod guard;
 mod identity;
 mod masks;
 mod network;
@@ -16,3 +17,4 @@ mod params;
 mod server;
 mod tenants;
 mod tty;
+mod walk;

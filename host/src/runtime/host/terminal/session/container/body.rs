@@ -83,6 +83,15 @@ pub(super) fn container_body(
     let mut binds = Vec::new();
     let mut specs = Vec::new();
     for mount in mounts {
+        // The engine's API names paths as UTF-8 text: a lossy spelling
+        // would mount (or mask) some other path.
+        if mount.path.to_str().is_none() {
+            return Err(format!(
+                "{} is not UTF-8, which a container engine cannot mount; rename it or take it \
+                 out of the grants",
+                std::os::unix::ffi::OsStrExt::as_bytes(mount.path.as_os_str()).escape_ascii()
+            ));
+        }
         let (source, read_only) = match mount.kind {
             MountKind::ReadWrite => (mount.path.clone(), false),
             MountKind::MaskFile => (masks.join("file"), true),

@@ -1,0 +1,221 @@
+//! Acting on names beneath a directory held open, never through a symbolic
+//! link: what the repository guard reads, removes and makes, so that a path
+//! a command can change (a directory made a link) never leads the host
+//! outside the grant it guards; and small regular files read with a cap.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Component, Path, PathBuf};
+
+/// Most levels of directories removed under one guarded name.
+const MOST_DEPTH: usize = 256;
+
+fn c(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+fn fd_or_error(fd: libc::c_int) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor the call just returned, owned from here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens the directory `path` (the grant, resolved when it was planned)
+/// to act beneath it later.
+pub(super) fn open_root(path: &Path) -> io::Result<OwnedFd> {
+    let path = c(path.as_os_str())?;
+    // SAFETY: a NUL-terminated path; the result is checked.
+    fd_or_error(unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    })
+}
+
+/// The directory `name` of `at`, not following a link.
+fn open_dir(at: RawFd, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let name = c(name)?;
+    // SAFETY: a NUL-terminated name relative to a descriptor of ours.
+    fd_or_error(unsafe {
+        libc::openat(
+            at,
+            name.as_ptr(),
+            flags | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    })
+}
+
+/// The status of `name` in `at`, a last link not followed.
+pub(super) fn lstat(at: RawFd, name: &OsStr) -> io::Result<libc::stat> {
+    let name = c(name)?;
+    // SAFETY: fills a zeroed stat from a NUL-terminated name.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstatat(at, name.as_ptr(), &mut stat, libc::AT_SYMLINK_NOFOLLOW) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stat)
+    }
+}
+
+fn is(stat: &libc::stat, kind: libc::mode_t) -> bool {
+    stat.st_mode & libc::S_IFMT == kind
+}
+
+/// Where the parent directory of a path beneath a root was found.
+pub(super) enum Parent {
+    /// Reached through directories alone: the name's directory.
+    Dir(OwnedFd),
+    /// A directory on the way is missing or is not one: nothing can be at
+    /// the path.
+    Missing,
+    /// A directory on the way is a symbolic link: `name` in `dir`.
+    Link(OwnedFd, OsString),
+}
+
+/// The parent directory of `rel` beneath `root`, through directories
+/// only (no link followed, no `..`).
+pub(super) fn parent(root: &OwnedFd, rel: &Path) -> io::Result<Parent> {
+    let Some(dirs) = rel.parent() else {
+        return Err(io::ErrorKind::InvalidInput.into());
+    };
+    let mut at = open_dir(root.as_raw_fd(), OsStr::new("."), libc::O_PATH)?;
+    for component in dirs.components() {
+        let Component::Normal(name) = component else {
+            return Err(io::ErrorKind::InvalidInput.into());
+        };
+        match open_dir(at.as_raw_fd(), name, libc::O_PATH) {
+            Ok(next) => at = next,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Parent::Missing),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
+                return Ok(match lstat(at.as_raw_fd(), name) {
+                    Ok(stat) if is(&stat, libc::S_IFLNK) => Parent::Link(at, name.to_owned()),
+                    _ => Parent::Missing,
+                });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Parent::Dir(at))
+}
+
+/// The text of the link `name` in `at`.
+pub(super) fn readlink(at: RawFd, name: &OsStr) -> io::Result<PathBuf> {
+    let name = c(name)?;
+    let mut buffer = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: reads at most the buffer's length into it.
+    let read =
+        unsafe { libc::readlinkat(at, name.as_ptr(), buffer.as_mut_ptr().cast(), buffer.len()) };
+    if read < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buffer.truncate(read as usize);
+    Ok(PathBuf::from(OsString::from_vec(buffer)))
+}
+
+/// Makes `name` in `at` a symbolic link with `text`.
+pub(super) fn symlink(text: &Path, at: RawFd, name: &OsStr) -> io::Result<()> {
+    let (text, name) = (c(text.as_os_str())?, c(name)?);
+    // SAFETY: two NUL-terminated strings and a descriptor of ours.
+    if unsafe { libc::symlinkat(text.as_ptr(), at, name.as_ptr()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Removes `name` in `at` and, for a directory, all it holds, never
+/// following a link.
+pub(super) fn remove(at: RawFd, name: &OsStr) -> io::Result<()> {
+    remove_at(at, name, 0)
+}
+
+fn remove_at(at: RawFd, name: &OsStr, depth: usize) -> io::Result<()> {
+    let stat = lstat(at, name)?;
+    let cname = c(name)?;
+    if !is(&stat, libc::S_IFDIR) {
+        // SAFETY: a NUL-terminated name relative to a descriptor of ours.
+        return match unsafe { libc::unlinkat(at, cname.as_ptr(), 0) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        };
+    }
+    if depth >= MOST_DEPTH {
+        return Err(io::Error::other("directories nested too deep to remove"));
+    }
+    let dir = open_dir(at, name, libc::O_RDONLY)?;
+    for entry in entries(dir.as_raw_fd())? {
+        remove_at(dir.as_raw_fd(), &entry, depth + 1)?;
+    }
+    // SAFETY: as above.
+    match unsafe { libc::unlinkat(at, cname.as_ptr(), libc::AT_REMOVEDIR) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// The names in the open directory `fd` (but `.` and `..`).
+fn entries(fd: RawFd) -> io::Result<Vec<OsString>> {
+    // A descriptor of its own for the stream, which closes it.
+    // SAFETY: duplicates a descriptor of ours.
+    let copy = fd_or_error(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })?;
+    // SAFETY: the stream takes the copy over; closed below.
+    let stream = unsafe { libc::fdopendir(copy.as_raw_fd()) };
+    if stream.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    std::mem::forget(copy);
+    let mut names = Vec::new();
+    loop {
+        // SAFETY: reads the stream opened above.
+        let entry = unsafe { libc::readdir(stream) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: d_name is NUL-terminated within the entry.
+        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+        let name = OsStr::from_bytes(name.to_bytes());
+        if name != "." && name != ".." {
+            names.push(name.to_owned());
+        }
+    }
+    // SAFETY: closes the stream (and the copy) once.
+    unsafe { libc::closedir(stream) };
+    Ok(names)
+}
+
+/// The text of `path` if it is a regular file (a last link resolved first,
+/// then opened without following one, without waiting on a FIFO) of at
+/// most `cap` bytes; `Ok(None)` where it is missing or not a regular file;
+/// `Err` past the cap.
+pub(super) fn read_small(path: &Path, cap: u64) -> Result<Option<String>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(real) = path.canonicalize() else {
+        return Ok(None);
+    };
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&real)
+    else {
+        return Ok(None);
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => {}
+        _ => return Ok(None),
+    }
+    let mut bytes = Vec::new();
+    let read = (&mut file).take(cap + 1).read_to_end(&mut bytes);
+    if bytes.len() as u64 > cap {
+        return Err(format!(
+            "{} is larger than {cap} bytes, more than toolhost reads of a git configuration to \
+             find what it names; make it smaller or take it out of the writable grants",
+            path.display()
+        ));
+    }
+    Ok(read.ok().map(|_| String::from_utf8_lossy(&bytes).into_owned()))
+}

@@ -1,0 +1,262 @@
+//! Attack tests: the planner's walk of the grants. A command hides a
+//! directory from the walk (buried past `PATH_MAX`, made unreadable when
+//! toolhost is not root) or names one in bytes that are not UTF-8; the
+//! walk must not skip what it cannot read (the masked content never
+//! appears, repository metadata stays kept), and one odd name must not
+//! stop every command. On the kernel sandbox and the container backend.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use serde_json::json;
+use toolhost::{Host, HostBuilder};
+
+use crate::Workspace;
+
+fn bundled(builder: HostBuilder) -> HostBuilder {
+    builder.bundled(true)
+}
+
+const SECRET: &str = "walk-secret-3317";
+
+const PROFILE: &str = r#"
+allow = ["terminal:*", "file:read", "file:write"]
+file.read = ["."]
+file.write = ["."]
+file.deny = ["**/.env"]
+terminal.dangerous = "allow"
+"#;
+
+async fn run(host: &Host, line: &str) -> String {
+    match host.call("run_command", json!({ "command": line })).await {
+        Ok(result) => result.get().to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Buries `app` (which holds the masked `.env`) under directories whose
+/// path is longer than `PATH_MAX`, by short relative renames.
+const BURY: &str = "python3 - <<'PY'
+import os
+os.mkdir('x'); os.rename('app', 'x/app')
+top = 'x'
+for i in range(18):
+    n = 'N%02d' % i + 'a' * 240
+    os.mkdir(n); os.rename(top, n + '/' + top); top = n
+print('buried')
+PY";
+
+/// Walks down one name at a time and reads `.env`.
+const DIG: &str = "python3 - <<'PY'
+import os
+while True:
+    d = [e for e in os.listdir('.') if e.startswith('N') or e in ('x', 'app')]
+    if not d: break
+    os.chdir(d[0])
+print(open('.env').read())
+PY";
+
+async fn buried_mask_holds(host: &Host) {
+    let first = run(host, "cat app/.env").await;
+    assert!(!first.contains(SECRET), "{first}");
+    let buried = run(host, BURY).await;
+    assert!(buried.contains("buried"), "{buried}");
+    let dug = run(host, DIG).await;
+    assert!(!dug.contains(SECRET), "the masked file was read: {dug}");
+    assert!(dug.contains("could not be listed"), "{dug}");
+}
+
+/// Takes the buried tree away again (its paths are too long for `std`).
+fn unbury(ws: &Workspace) {
+    let status = std::process::Command::new("rm")
+        .args(["-rf", "--"])
+        .args(std::fs::read_dir(&ws.path).unwrap().flatten().map(|e| e.path()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn a_mask_holds_when_its_directory_is_buried_past_path_max() {
+    let ws = Workspace::new(bundled);
+    ws.write("app/.env", format!("TOKEN={SECRET}\n"));
+    let host = ws.host(PROFILE).await;
+    buried_mask_holds(&host).await;
+    unbury(&ws);
+}
+
+#[tokio::test]
+async fn in_a_container_a_mask_holds_when_buried_past_path_max() {
+    let _alone = crate::container::ONE_AT_A_TIME.lock().await;
+    let Some(_socket) = crate::container::engine().await else {
+        return;
+    };
+    let ws = Workspace::new(bundled);
+    ws.write("app/.env", format!("TOKEN={SECRET}\n"));
+    crate::container::give_to_sandbox(&ws.path);
+    let profile = crate::container::profile(
+        "file.write = [\".\"]\nfile.deny = [\"**/.env\"]\nterminal.dangerous = \"allow\"\n",
+    );
+    let host = ws.host(&profile).await;
+    buried_mask_holds(&host).await;
+    unbury(&ws);
+}
+
+/// A directory named with a byte that is not UTF-8, holding a masked file.
+fn odd_name() -> &'static std::ffi::OsStr {
+    std::ffi::OsStr::from_bytes(b"caf\xe9")
+}
+
+#[tokio::test]
+async fn a_name_that_is_not_utf8_is_masked_and_stops_nothing() {
+    let ws = Workspace::new(bundled);
+    let odd = ws.path.join(odd_name());
+    std::fs::create_dir(&odd).unwrap();
+    std::fs::write(odd.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
+    let host = ws.host(PROFILE).await;
+    let ran = run(&host, "echo ran; cat caf*/.env; ls -b").await;
+    assert!(ran.contains("ran\\n"), "{ran}");
+    assert!(!ran.contains(SECRET), "the masked file was read: {ran}");
+}
+
+#[tokio::test]
+async fn in_a_container_a_name_that_is_not_utf8_is_refused_by_name() {
+    let _alone = crate::container::ONE_AT_A_TIME.lock().await;
+    let Some(_socket) = crate::container::engine().await else {
+        return;
+    };
+    let ws = Workspace::new(bundled);
+    let odd = ws.path.join(odd_name());
+    std::fs::create_dir(&odd).unwrap();
+    std::fs::write(odd.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
+    let profile = crate::container::profile(
+        "file.write = [\".\"]\nfile.deny = [\"**/.env\"]\nterminal.dangerous = \"allow\"\n",
+    );
+    let host = ws.host(&profile).await;
+    let ran = run(&host, "cat caf*/.env").await;
+    assert!(!ran.contains(SECRET), "the masked file was read: {ran}");
+    assert!(
+        ran.contains("not UTF-8") && ran.contains("caf\\xe9"),
+        "{ran}"
+    );
+}
+
+/// The user toolhost runs as in [`not_as_root_an_unreadable_directory_hides_nothing`].
+const USER: u32 = 1000;
+
+/// `toolhost call run_command` of `line` in `ws`, as [`USER`] when the test
+/// runs as root; what it printed.
+fn run_as_user(ws: &Path, line: &str) -> String {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut command = if root {
+        let mut command = std::process::Command::new("setpriv");
+        command.args([
+            &format!("--reuid={USER}"),
+            &format!("--regid={USER}"),
+            "--clear-groups",
+        ]);
+        command.arg(crate::toolhost_cli());
+        command
+    } else {
+        std::process::Command::new(crate::toolhost_cli())
+    };
+    let output = command
+        .arg("--config")
+        .arg(ws.join("toolhost.toml"))
+        .args(["call", "run_command"])
+        .arg(json!({ "command": line }).to_string())
+        .current_dir(ws)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", ws.join("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn not_as_root_an_unreadable_directory_hides_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let mark = ws.join("ran");
+    std::fs::create_dir_all(ws.join("w/app")).unwrap();
+    std::fs::create_dir_all(ws.join("home")).unwrap();
+    std::fs::write(ws.join("w/app/.env"), format!("TOKEN={SECRET}\n")).unwrap();
+    std::fs::write(
+        ws.join("toolhost.toml"),
+        format!(
+            "default_profile = \"p\"\naudit = \"off\"\ncache_dir = \"cache\"\n[profiles.p]\n\
+             allow = [\"terminal:*\", \"file:read\", \"file:write\"]\nfile.read = [\"w\"]\n\
+             file.write = [\"w\"]\nfile.deny = [\"**/.env\"]\nterminal.dangerous = \"allow\"\n"
+        ),
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(["-c", "user.name=o", "-c", "user.email=o@o", "-c", "safe.directory=*"])
+            .args(args)
+            .current_dir(ws.join("w"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", ws.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap()
+    };
+    git(&["init", "-q", "proj"]);
+    std::fs::write(ws.join("w/proj/a"), "a\n").unwrap();
+    git(&["-C", "proj", "add", "a"]);
+    git(&["-C", "proj", "commit", "-qm", "1"]);
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let status = std::process::Command::new("chown")
+            .args(["-R", &format!("{USER}:{USER}")])
+            .arg(&ws)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let hidden = run_as_user(&ws, "chmod 000 app proj; echo hidden");
+    assert!(hidden.contains("hidden"), "{hidden}");
+    let read = run_as_user(&ws, "chmod 755 app; cat app/.env");
+    assert!(!read.contains(SECRET), "the masked file was read: {read}");
+    let planted = run_as_user(
+        &ws,
+        &format!(
+            "chmod 755 proj && git -C proj config core.fsmonitor 'touch {}; false' && echo planted",
+            mark.display()
+        ),
+    );
+    std::fs::set_permissions(
+        ws.join("w/proj"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    git(&["-C", "proj", "status"]);
+    assert!(!mark.exists(), "the owner's git ran what was planted: {planted}");
+    // What nobody can read or change stays out of the way of commands: a
+    // directory of another user's, unreadable, in the grant.
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        std::fs::set_permissions(
+            ws.join("w/app"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::create_dir(ws.join("w/theirs")).unwrap();
+        std::os::unix::fs::chown(ws.join("w/theirs"), Some(0), Some(0)).unwrap();
+        std::fs::set_permissions(
+            ws.join("w/theirs"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        let ran = run_as_user(&ws, "echo ran");
+        assert!(ran.contains("ran\\n"), "{ran}");
+    }
+}
