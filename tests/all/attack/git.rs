@@ -317,6 +317,7 @@ async fn in_a_container_metadata_cannot_be_replaced_nor_planted() {
     let scene = Scene::new();
     scene.planting_would_run();
     let root = scene.repo("repo");
+    crate::container::give_to_sandbox(&scene.ws.path);
     let profile = crate::container::profile("file.write = [\".\"]\n");
     let (client, _) = connect(scene.ws.host(&profile).await, None).await;
     for line in [
