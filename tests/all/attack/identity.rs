@@ -301,3 +301,54 @@ async fn a_container_command_is_not_root_and_leaves_no_set_id_file() {
     }
     client.cancel().await.unwrap();
 }
+
+/// Removes a path of `/etc` the test made, however it ends.
+struct Made(std::path::PathBuf);
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0).or_else(|_| std::fs::remove_file(&self.0));
+    }
+}
+
+#[tokio::test]
+async fn a_root_only_file_made_in_etc_after_start_stays_unreadable() {
+    if !root() {
+        return;
+    }
+    let ws = Workspace::new(|builder| builder.bundled(true));
+    let host = ws
+        .host(
+            "allow = [\"terminal:*\", \"file:read\"]\nfile.read = [\".\"]\n\
+             terminal.dangerous = \"allow\"\n",
+        )
+        .await;
+    // The host has planned (and looked at /etc) before the files appear.
+    let first = host
+        .call("run_command", json!({ "command": "true" }))
+        .await
+        .unwrap();
+    assert!(first.get().contains("\"exit_code\":0"), "{}", first.get());
+    let id = std::process::id();
+    let file = Made(format!("/etc/late-secret-{id}").into());
+    let dir = Made(format!("/etc/late-dir-{id}").into());
+    std::fs::write(&file.0, "late-content-8831\n").unwrap();
+    std::fs::set_permissions(&file.0, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::create_dir(&dir.0).unwrap();
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(dir.0.join("privkey.pem"), "late-pem-8831\n").unwrap();
+    let line = format!(
+        "cat {} {}/privkey.pem",
+        file.0.display(),
+        dir.0.display()
+    );
+    let read = match host.call("run_command", json!({ "command": line })).await {
+        Ok(result) => result.get().to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        !read.contains("late-content-8831") && !read.contains("late-pem-8831"),
+        "a root-only file made in /etc after start was read: {read}"
+    );
+    assert!(read.contains("Permission denied"), "{read}");
+}
