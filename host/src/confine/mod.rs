@@ -16,11 +16,11 @@
 //! embeds the library without doing so names a binary that does with
 //! [`use_launcher`].
 
+mod beneath;
 mod child;
 pub(crate) mod control;
 mod forward;
 mod git;
-mod beneath;
 pub(crate) mod guard;
 mod identity;
 mod inotify;
@@ -34,6 +34,7 @@ mod session;
 mod shell;
 mod spec;
 mod sys;
+mod walk;
 pub(crate) mod watch;
 
 use std::path::{Path, PathBuf};

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::guard::Guard;
-use super::spec::{CommandLimits, MOVED, Mount, MountKind, Run, Spec};
+pub(super) use super::walk::Walk;
+use super::spec::{CommandLimits, Mount, MountKind, Run, Spec};
 use super::watch::Watch;
 use crate::policy::{Access, PermissionDecision, Profile};
 
@@ -25,10 +26,6 @@ const SYSTEM_DIRS: &[&str] = &[
 pub(super) fn is_system(path: &Path) -> bool {
     SYSTEM_DIRS.iter().any(|dir| path == Path::new(dir))
 }
-
-/// Most entries looked at inside the grants to find what `file.deny` masks;
-/// past it the command is refused rather than run with a mask missing.
-const MAX_ENTRIES: usize = 200_000;
 
 /// The sandbox of a command under `profile`. Blocking: it walks the grants.
 /// With a `watch`, every directory and file the plan is read from is
@@ -136,6 +133,7 @@ fn add_grants(
         watch: watch.as_deref_mut(),
         entries: 0,
         repositories: 0,
+        linked: Vec::new(),
         writable: grants
             .iter()
             .filter(|(_, _, writable)| *writable)
@@ -147,6 +145,7 @@ fn add_grants(
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;
     }
+    walk.other_names()?;
     for pattern in profile.paths.deny_patterns() {
         // A deny rule naming one path outside the walked grants (a file in
         // `terminal.read`, say) is masked too.
@@ -248,7 +247,7 @@ impl Mounts {
     }
 
     /// Masks `path` if it exists (a directory or anything else).
-    fn mask(&mut self, path: &Path) {
+    pub(super) fn mask(&mut self, path: &Path) {
         match path.symlink_metadata() {
             Ok(meta) if meta.is_dir() => self.bind(path.to_path_buf(), MountKind::MaskDir, &meta),
             Ok(meta) if !meta.file_type().is_symlink() => {
@@ -366,122 +365,6 @@ fn private_etc() -> &'static [PathBuf] {
         }
         found
     })
-}
-
-/// A walk of the grants for what to mask or protect.
-pub(super) struct Walk<'a> {
-    pub(super) profile: &'a Profile,
-    pub(super) mounts: &'a mut Mounts,
-    /// Told of every directory before it is read.
-    pub(super) watch: Option<&'a mut Watch>,
-    entries: usize,
-    /// Repositories found in writable grants.
-    pub(super) repositories: usize,
-    /// The writable grants, symlinks resolved.
-    pub(super) writable: Vec<PathBuf>,
-    /// Every grant, symlinks resolved: each is walked once, from its own
-    /// root.
-    pub(super) roots: Vec<PathBuf>,
-    /// `terminal.read`, symlinks resolved.
-    pub(super) read: Vec<PathBuf>,
-}
-
-impl Walk<'_> {
-    /// Walks `real` (the grant `written` with symlinks resolved): deny rules
-    /// are matched against both spellings, as the file rules would see them.
-    fn dir(&mut self, written: &Path, real: &Path, writable: bool) -> Result<(), String> {
-        if let Some(watch) = self.watch.as_deref_mut() {
-            watch.dir(real, written);
-        }
-        let entries = match std::fs::read_dir(real) {
-            Ok(entries) => entries,
-            // Listed a moment ago, gone now: what it held is not known.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
-                return Err(format!("{}: {MOVED} ({e})", real.display()));
-            }
-            Err(e) if out_of_reach(real, writable, &e) => return Ok(()),
-            Err(e) => return Err(unlisted(real, &e)),
-        };
-        // Listed whole before anything is planned from it.
-        let mut listed = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| unlisted(real, &e))?;
-            let file_type = entry.file_type().map_err(|e| unlisted(real, &e))?;
-            listed.push((entry.file_name(), file_type));
-        }
-        // A git directory other than `.git` (a bare repository, a separate
-        // git directory), known by what it holds, as git knows it.
-        if writable && real.file_name().is_some_and(|name| name != ".git") && is_git_dir(&listed) {
-            self.protect_git(real)?;
-        }
-        for (name, file_type) in listed {
-            self.entries += 1;
-            if self.entries > MAX_ENTRIES {
-                return Err(format!(
-                    "the granted directories hold more than {MAX_ENTRIES} entries, too many to \
-                     find every path file.deny masks; grant smaller directories to commands"
-                ));
-            }
-            let real_path = real.join(&name);
-            let written_path = written.join(&name);
-            // The directory walked is allowed (else it is masked whole, not
-            // walked), so only the entry itself needs matching.
-            let rules = &self.profile.paths;
-            let denied = rules.denies_entry(&real_path).is_some()
-                || (written_path != real_path && rules.denies_entry(&written_path).is_some());
-            if denied {
-                if !file_type.is_symlink() {
-                    self.mounts.mask(&real_path);
-                }
-                continue;
-            }
-            if writable && name == ".git" {
-                self.protect_git(&real_path)?;
-            }
-            if file_type.is_dir() && !self.roots.contains(&real_path) {
-                self.dir(&written_path, &real_path, writable)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Whether `listed` are the entries of a git directory: `HEAD`, `objects/`
-/// and `refs/`.
-fn is_git_dir(listed: &[(std::ffi::OsString, std::fs::FileType)]) -> bool {
-    let has = |name: &str, dir: bool| {
-        listed
-            .iter()
-            .any(|(found, kind)| found == name && (!dir || kind.is_dir()))
-    };
-    has("HEAD", false) && has("objects", true) && has("refs", true)
-}
-
-/// Whether the directory `path`, which could not be listed (`error`), is
-/// one no command can read or make readable either: in a read-only grant
-/// (a mode change there is refused), or, as a user other than root,
-/// owned by another user. A directory of toolhost's user in a writable
-/// grant is not: a command could have made it unreadable, to hide it from
-/// the plan, and make it readable again.
-fn out_of_reach(path: &Path, writable: bool, error: &std::io::Error) -> bool {
-    if !matches!(error.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
-        return false;
-    }
-    // SAFETY: geteuid cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    !writable || (euid != 0 && path.symlink_metadata().is_ok_and(|m| m.uid() != euid))
-}
-
-/// Why the command is refused when `dir` of a grant could not be listed.
-fn unlisted(dir: &Path, error: &std::io::Error) -> String {
-    format!(
-        "{} could not be listed ({error}), so what file.deny masks and the repositories to keep \
-         in it are not known; commands are refused until it can be: give it back its owner's \
-         read and search permission (chmod u+rx), move it to a path shorter than {} bytes, or \
-         take it out of the grants",
-        crate::escape::escape(&dir.to_string_lossy()),
-        libc::PATH_MAX
-    )
 }
 
 /// The mounts a long-lived sandbox (a terminal session's, or its

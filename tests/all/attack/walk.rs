@@ -260,3 +260,24 @@ fn not_as_root_an_unreadable_directory_hides_nothing() {
         assert!(ran.contains("ran\\n"), "{ran}");
     }
 }
+
+#[tokio::test]
+async fn a_denied_file_is_masked_under_every_name_it_has_in_the_grants() {
+    let ws = Workspace::new(bundled);
+    ws.write(".env.example", "API_KEY=\n");
+    let host = ws.host(PROFILE).await;
+    let linked = run(&host, "cp .env.example env-template && ln env-template .env && echo linked").await;
+    assert!(linked.contains("linked"), "{linked}");
+    // The owner fills in the secret in place, as editors that keep links do.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(ws.join(".env"))
+        .and_then(|mut file| std::io::Write::write_all(&mut file, format!("API_KEY={SECRET}\n").as_bytes()))
+        .unwrap();
+    let read = run(&host, "cat .env; cat env-template; grep -rs API_KEY . ; true").await;
+    assert!(!read.contains(SECRET), "the denied file was read by another name: {read}");
+    // A name of the file's own, with no other, is not in the way.
+    let other = run(&host, "echo mine > solo && cat solo").await;
+    assert!(other.contains("mine"), "{other}");
+}
