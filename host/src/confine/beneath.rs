@@ -217,5 +217,56 @@ pub(super) fn read_small(path: &Path, cap: u64) -> Result<Option<String>, String
             path.display()
         ));
     }
-    Ok(read.ok().map(|_| String::from_utf8_lossy(&bytes).into_owned()))
+    Ok(read
+        .ok()
+        .map(|_| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_reached_through_a_link_on_the_way() {
+        let root = tempfile::tempdir().unwrap();
+        let away = tempfile::tempdir().unwrap();
+        std::fs::write(away.path().join("precious"), "x").unwrap();
+        std::os::unix::fs::symlink(away.path(), root.path().join("lnk")).unwrap();
+        let fd = open_root(root.path()).unwrap();
+        let Parent::Link(dir, name) = parent(&fd, Path::new("lnk/precious")).unwrap() else {
+            panic!("a link on the way was followed");
+        };
+        remove(dir.as_raw_fd(), &name).unwrap();
+        assert!(away.path().join("precious").exists());
+        assert!(!root.path().join("lnk").exists());
+        // A directory holding a link to elsewhere is removed, not what it
+        // leads to.
+        std::fs::create_dir(root.path().join("d")).unwrap();
+        std::os::unix::fs::symlink(away.path(), root.path().join("d/in")).unwrap();
+        let Parent::Dir(dir) = parent(&fd, Path::new("d/x")).unwrap() else {
+            panic!("a directory not reached");
+        };
+        remove(dir.as_raw_fd(), OsStr::new("in")).unwrap();
+        assert!(away.path().join("precious").exists());
+        assert!(matches!(
+            parent(&fd, Path::new("none/x")),
+            Ok(Parent::Missing)
+        ));
+        assert!(parent(&fd, Path::new("../x/y")).is_err());
+    }
+
+    #[test]
+    fn only_small_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'a'; 100]).unwrap();
+        assert!(read_small(&big, 99).is_err());
+        assert_eq!(read_small(&big, 100).unwrap().map(|t| t.len()), Some(100));
+        assert_eq!(read_small(Path::new("/dev/zero"), 10), Ok(None));
+        let fifo = dir.path().join("fifo");
+        let name = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        assert_eq!(read_small(&fifo, 10), Ok(None));
+    }
 }

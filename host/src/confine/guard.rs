@@ -258,7 +258,9 @@ fn relink(dir: i32, name: &OsStr, text: &Path) -> Option<String> {
     {
         return Some(e.to_string());
     }
-    beneath::symlink(text, dir, name).err().map(|e| e.to_string())
+    beneath::symlink(text, dir, name)
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// Changes in a guarded path's directory.

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::guard::Guard;
-pub(super) use super::walk::Walk;
 use super::spec::{CommandLimits, Mount, MountKind, Run, Spec};
+pub(super) use super::walk::Walk;
 use super::watch::Watch;
 use crate::policy::{Access, PermissionDecision, Profile};
 

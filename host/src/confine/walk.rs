@@ -38,7 +38,12 @@ pub(super) struct Walk<'a> {
 impl Walk<'_> {
     /// Walks `real` (the grant `written` with symlinks resolved): deny rules
     /// are matched against both spellings, as the file rules would see them.
-    pub(super) fn dir(&mut self, written: &Path, real: &Path, writable: bool) -> Result<(), String> {
+    pub(super) fn dir(
+        &mut self,
+        written: &Path,
+        real: &Path,
+        writable: bool,
+    ) -> Result<(), String> {
         if let Some(watch) = self.watch.as_deref_mut() {
             watch.dir(real, written);
         }
@@ -174,4 +179,3 @@ fn unlisted(dir: &Path, error: &std::io::Error) -> String {
         libc::PATH_MAX
     )
 }
-

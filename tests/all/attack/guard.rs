@@ -47,7 +47,9 @@ fn victim() -> tempfile::TempDir {
 
 fn victim_is_untouched(victim: &Path, after: &str) {
     assert_eq!(
-        std::fs::read_to_string(victim.join("precious")).ok().as_deref(),
+        std::fs::read_to_string(victim.join("precious"))
+            .ok()
+            .as_deref(),
         Some("precious\n"),
         "{after}: the guard removed a file outside every grant"
     );
@@ -182,8 +184,15 @@ fn the_planner_reads_no_device_nor_fifo_a_repository_includes() {
         "mkdir -p b/.git && head -c 3000000 /dev/zero | tr '\\0' a > big.cfg \
          && printf '[include]\\n\\tpath = ../../big.cfg\\n' > b/.git/config",
     ] {
-        let planted = call_bounded(&ws, &format!("{plant} && echo planted"), Duration::from_secs(60));
-        assert!(planted.as_ref().is_ok_and(|out| out.contains("planted")), "{planted:?}");
+        let planted = call_bounded(
+            &ws,
+            &format!("{plant} && echo planted"),
+            Duration::from_secs(60),
+        );
+        assert!(
+            planted.as_ref().is_ok_and(|out| out.contains("planted")),
+            "{planted:?}"
+        );
         let next = call_bounded(&ws, "echo next", Duration::from_secs(30));
         assert!(next.is_ok(), "{plant}: {next:?}");
         std::fs::remove_dir_all(ws.join(&plant[9..10])).unwrap();
@@ -193,7 +202,14 @@ fn the_planner_reads_no_device_nor_fifo_a_repository_includes() {
 /// Host git as the owner, with no configuration of the test's user.
 fn owner_git(home: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new("git")
-        .args(["-c", "safe.directory=*", "-c", "user.name=o", "-c", "user.email=o@o"])
+        .args([
+            "-c",
+            "safe.directory=*",
+            "-c",
+            "user.name=o",
+            "-c",
+            "user.email=o@o",
+        ])
         .args(args)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
@@ -215,7 +231,18 @@ async fn a_bare_repository_keeps_its_hooks_and_configuration() {
     owner_git(home, &["init", "-q", "--bare", bare_s]);
     owner_git(home, &["clone", "-q", bare_s, clone_s]);
     let push = |message: &str| {
-        owner_git(home, &["-C", clone_s, "commit", "-q", "--allow-empty", "-m", message]);
+        owner_git(
+            home,
+            &[
+                "-C",
+                clone_s,
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                message,
+            ],
+        );
         owner_git(home, &["-C", clone_s, "push", "-q", "origin", "HEAD"])
     };
     assert!(push("first").status.success());
@@ -226,9 +253,17 @@ async fn a_bare_repository_keeps_its_hooks_and_configuration() {
             "printf '#!/bin/sh\\ntouch {mark_s}\\n' > remote.git/hooks/post-receive \
              && chmod +x remote.git/hooks/post-receive"
         ),
-        format!("mv remote.git/hooks remote.git/h2 && mkdir remote.git/hooks && printf '#!/bin/sh\\ntouch {mark_s}\\n' > remote.git/hooks/post-receive && chmod +x remote.git/hooks/post-receive"),
-        format!("printf '[core]\\n\\thooksPath = {}\\n' >> remote.git/config", ws.join("h").display()),
-        format!("mkdir -p h && printf '#!/bin/sh\\ntouch {mark_s}\\n' > h/post-receive && chmod +x h/post-receive && printf '[core]\\n\\thooksPath = {}\\n' >> remote.git/config", ws.join("h").display()),
+        format!(
+            "mv remote.git/hooks remote.git/h2 && mkdir remote.git/hooks && printf '#!/bin/sh\\ntouch {mark_s}\\n' > remote.git/hooks/post-receive && chmod +x remote.git/hooks/post-receive"
+        ),
+        format!(
+            "printf '[core]\\n\\thooksPath = {}\\n' >> remote.git/config",
+            ws.join("h").display()
+        ),
+        format!(
+            "mkdir -p h && printf '#!/bin/sh\\ntouch {mark_s}\\n' > h/post-receive && chmod +x h/post-receive && printf '[core]\\n\\thooksPath = {}\\n' >> remote.git/config",
+            ws.join("h").display()
+        ),
         "mkdir -p evil/hooks && cp -r remote.git/objects remote.git/refs remote.git/HEAD evil/ \
          && cp -r h/. evil/hooks/ && echo ../evil > remote.git/commondir"
             .to_string(),

@@ -337,11 +337,7 @@ async fn a_root_only_file_made_in_etc_after_start_stays_unreadable() {
     std::fs::create_dir(&dir.0).unwrap();
     std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::write(dir.0.join("privkey.pem"), "late-pem-8831\n").unwrap();
-    let line = format!(
-        "cat {} {}/privkey.pem",
-        file.0.display(),
-        dir.0.display()
-    );
+    let line = format!("cat {} {}/privkey.pem", file.0.display(), dir.0.display());
     let read = match host.call("run_command", json!({ "command": line })).await {
         Ok(result) => result.get().to_string(),
         Err(e) => e.to_string(),

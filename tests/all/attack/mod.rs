@@ -11,6 +11,7 @@ mod git;
 mod guard;
 mod identity;
 mod masks;
+mod namespaces;
 mod network;
 mod own_files;
 mod params;

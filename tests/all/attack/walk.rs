@@ -70,7 +70,12 @@ async fn buried_mask_holds(host: &Host) {
 fn unbury(ws: &Workspace) {
     let status = std::process::Command::new("rm")
         .args(["-rf", "--"])
-        .args(std::fs::read_dir(&ws.path).unwrap().flatten().map(|e| e.path()))
+        .args(
+            std::fs::read_dir(&ws.path)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path()),
+        )
         .status()
         .unwrap();
     assert!(status.success());
@@ -199,7 +204,14 @@ fn not_as_root_an_unreadable_directory_hides_nothing() {
     .unwrap();
     let git = |args: &[&str]| {
         std::process::Command::new("git")
-            .args(["-c", "user.name=o", "-c", "user.email=o@o", "-c", "safe.directory=*"])
+            .args([
+                "-c",
+                "user.name=o",
+                "-c",
+                "user.email=o@o",
+                "-c",
+                "safe.directory=*",
+            ])
             .args(args)
             .current_dir(ws.join("w"))
             .env_clear()
@@ -239,7 +251,10 @@ fn not_as_root_an_unreadable_directory_hides_nothing() {
     )
     .unwrap();
     git(&["-C", "proj", "status"]);
-    assert!(!mark.exists(), "the owner's git ran what was planted: {planted}");
+    assert!(
+        !mark.exists(),
+        "the owner's git ran what was planted: {planted}"
+    );
     // What nobody can read or change stays out of the way of commands: a
     // directory of another user's, unreadable, in the grant.
     // SAFETY: geteuid cannot fail.
@@ -266,17 +281,30 @@ async fn a_denied_file_is_masked_under_every_name_it_has_in_the_grants() {
     let ws = Workspace::new(bundled);
     ws.write(".env.example", "API_KEY=\n");
     let host = ws.host(PROFILE).await;
-    let linked = run(&host, "cp .env.example env-template && ln env-template .env && echo linked").await;
+    let linked = run(
+        &host,
+        "cp .env.example env-template && ln env-template .env && echo linked",
+    )
+    .await;
     assert!(linked.contains("linked"), "{linked}");
     // The owner fills in the secret in place, as editors that keep links do.
     std::fs::OpenOptions::new()
         .write(true)
         .truncate(true)
         .open(ws.join(".env"))
-        .and_then(|mut file| std::io::Write::write_all(&mut file, format!("API_KEY={SECRET}\n").as_bytes()))
+        .and_then(|mut file| {
+            std::io::Write::write_all(&mut file, format!("API_KEY={SECRET}\n").as_bytes())
+        })
         .unwrap();
-    let read = run(&host, "cat .env; cat env-template; grep -rs API_KEY . ; true").await;
-    assert!(!read.contains(SECRET), "the denied file was read by another name: {read}");
+    let read = run(
+        &host,
+        "cat .env; cat env-template; grep -rs API_KEY . ; true",
+    )
+    .await;
+    assert!(
+        !read.contains(SECRET),
+        "the denied file was read by another name: {read}"
+    );
     // A name of the file's own, with no other, is not in the way.
     let other = run(&host, "echo mine > solo && cat solo").await;
     assert!(other.contains("mine"), "{other}");

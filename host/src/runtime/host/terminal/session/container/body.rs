@@ -48,6 +48,10 @@ const MODE_ARGUMENTS: &[(&str, u32)] = &[
 /// library falls back to `openat`).
 const UNREADABLE: &[&str] = &["openat2"];
 
+/// Calls the kernel sandbox refuses that the engine's default allows: a
+/// new namespace (of users, mounts) from inside the container.
+const NAMESPACES: &[&str] = &["unshare", "setns"];
+
 /// What the engine can be asked for.
 pub(super) struct Engine {
     /// Podman: bind mounts take `nosuid,nodev`, and a seccomp profile is
@@ -262,7 +266,7 @@ fn seccomp_profile() -> Result<Option<PathBuf>, String> {
 
 /// `profile` (OCI seccomp JSON) with each call of [`MODE_ARGUMENTS`]
 /// allowed only for a mode without the set-id bits and refused with
-/// `EPERM` otherwise, and [`UNREADABLE`] calls not allowed. A call that the
+/// `EPERM` otherwise, and [`UNREADABLE`] and [`NAMESPACES`] calls not allowed. A call that the
 /// profile allows with no condition loses that rule (a condition beside it
 /// would not count).
 fn refusing_set_id(profile: &str) -> Result<serde_json::Value, String> {
@@ -273,7 +277,10 @@ fn refusing_set_id(profile: &str) -> Result<serde_json::Value, String> {
         .ok_or("it has no \"syscalls\" list")?;
     let ours = |name: &Value| {
         MODE_ARGUMENTS.iter().any(|(call, _)| name == *call)
-            || UNREADABLE.iter().any(|call| name == *call)
+            || UNREADABLE
+                .iter()
+                .chain(NAMESPACES)
+                .any(|call| name == *call)
     };
     for rule in calls.iter_mut() {
         let unconditional = rule["args"].as_array().is_none_or(Vec::is_empty)
