@@ -7,6 +7,7 @@ mod load;
 mod own;
 mod parse;
 mod profile;
+mod results;
 mod tools;
 mod units;
 mod validate;
@@ -16,6 +17,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use caps::{TenantCaps, TenantCapsConfig};
+pub use results::ResultsConfig;
 pub use file::{
     ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
     GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,
@@ -145,6 +147,8 @@ pub struct Config {
     pub sessions_memory: usize,
     /// How much each tenant may make a server hold (`[tenant_caps]`).
     pub tenant_caps: TenantCaps,
+    /// The MIME types results may carry (`results.mime_types`).
+    pub mime_types: crate::contract::MimeTypes,
     /// toolhost's own paths under the configuration the host runs with,
     /// kept protected after a reload (the allowlist, audit log, cache and
     /// plugin directory it started with stay in use).

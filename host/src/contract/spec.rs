@@ -37,6 +37,9 @@ pub struct ToolSpec {
     /// `structuredContent` too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Icons for clients that show them (contract 0.2.2).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<super::icons::Icon>,
     /// The plugin that provides the tool.
     pub plugin: Arc<str>,
     /// `parameters`, compiled once per tool version.
@@ -119,14 +122,19 @@ pub(crate) const MAX_DESCRIPTION_BYTES: usize = 8 << 10;
 /// Largest title of one tool, in bytes.
 pub(crate) const MAX_TITLE_BYTES: usize = 128;
 
+/// `text` cut to 80 bytes for an error message.
+pub(crate) fn shown(text: &str) -> String {
+    if text.len() > 80 {
+        format!("{}…", &text[..text.floor_char_boundary(80)])
+    } else {
+        text.to_string()
+    }
+}
+
 /// Validates a spec from a plugin's `describe`, returning every problem found.
 pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, Vec<String>> {
     let mut problems = Vec::new();
-    let shown_name = if raw.name.len() > 80 {
-        format!("{}…", &raw.name[..raw.name.floor_char_boundary(80)])
-    } else {
-        raw.name.clone()
-    };
+    let shown_name = shown(&raw.name);
     if !is_valid_tool_name(&raw.name) {
         problems.push(format!(
             "tool name {shown_name:?} is invalid: use 1 to 64 characters of a-z, A-Z, 0-9, '_' or '-'"
@@ -205,6 +213,7 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
         destructive: raw.destructive,
         title: raw.title,
         output_schema,
+        icons: Vec::new(),
         plugin: plugin.clone(),
         validator,
         output_validator,
