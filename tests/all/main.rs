@@ -9,6 +9,8 @@ mod check;
 mod cli;
 mod config;
 mod container;
+mod content;
+mod contracts;
 mod corpus;
 mod declarative;
 mod dialect;
