@@ -112,7 +112,7 @@ async fn a_corrupt_component_is_reported() {
 async fn a_component_of_another_world_is_reported() {
     let error = load_error(Path::new(toolhost_tests::NOT_A_PLUGIN)).await;
     assert!(
-        error.contains("does not export toolhost:plugin/tool@0.2.1"),
+        error.contains("does not export toolhost:plugin/tool@0.2.2"),
         "{error}"
     );
     assert!(error.contains("wasi:cli/run"), "{error}");

@@ -265,14 +265,18 @@ mod tests {
     #[test]
     fn contract_versions() {
         let exports = |v: &str| vec![format!("toolhost:plugin/tool@{v}")];
-        assert_eq!(contract_version(&exports("0.2.0")).unwrap(), "0.2.0");
-        assert_eq!(contract_version(&exports("0.2.7")).unwrap(), "0.2.7");
-        let newer = contract_version(&exports("0.3.0")).unwrap_err();
-        assert!(newer.contains("toolhost:plugin@0.3.0"), "{newer}");
-        assert!(newer.contains("toolhost:plugin@0.2.1"), "{newer}");
-        assert!(newer.contains("any 0.2.x"), "{newer}");
-        let older = contract_version(&exports("0.1.0")).unwrap_err();
-        assert!(older.contains("toolhost:plugin@0.1.0"), "{older}");
+        let loads = |v: &str| contract_version(&exports(v)).unwrap();
+        assert_eq!(loads("0.1.0"), ("0.1.0".to_string(), Series::V0_1));
+        assert_eq!(loads("0.2.0"), ("0.2.0".to_string(), Series::V0_2));
+        assert_eq!(loads("0.2.7"), ("0.2.7".to_string(), Series::V0_2));
+        for unknown in ["0.3.0", "1.0.0", "0.0.9"] {
+            let refused = contract_version(&exports(unknown)).unwrap_err();
+            assert!(
+                refused.contains(&format!("toolhost:plugin@{unknown}, which this host does not know")),
+                "{refused}"
+            );
+            assert!(refused.contains("0.1.x and 0.2.x"), "{refused}");
+        }
         assert!(
             contract_version(&[])
                 .unwrap_err()
