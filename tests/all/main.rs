@@ -8,6 +8,7 @@ mod calls;
 mod check;
 mod cli;
 mod config;
+mod conformance;
 mod container;
 mod content;
 mod contracts;
