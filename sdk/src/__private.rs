@@ -21,11 +21,11 @@ pub mod bindings {
 pub use bindings::exports::toolhost::plugin::lifecycle::Guest as GuestLifecycle;
 pub use bindings::exports::toolhost::plugin::rich_tool::Guest as GuestRichTool;
 pub use bindings::exports::toolhost::plugin::tool::Guest as GuestTool;
-pub use bindings::toolhost::plugin::types::{
-    Manifest, ToolError as WitToolError, ToolIcons as WitToolIcons,
-    ToolOutput as WitToolOutput, ToolSpec as WitToolSpec,
-};
 use bindings::toolhost::plugin::types as wit;
+pub use bindings::toolhost::plugin::types::{
+    Manifest, ToolError as WitToolError, ToolIcons as WitToolIcons, ToolOutput as WitToolOutput,
+    ToolSpec as WitToolSpec,
+};
 
 use crate::content::{Block, IconTheme, IntoToolOutput, Output, ToolOutput};
 

@@ -81,8 +81,8 @@ pub use toolhost_sdk_macros::tool;
 /// Everything a plugin usually needs: `use toolhost_sdk::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Audio, Content, EmbeddedResource, Image, JsonSchema, NoArguments, ResourceLink,
-        ToolError, export_plugin, tool,
+        Audio, Content, EmbeddedResource, Image, JsonSchema, NoArguments, ResourceLink, ToolError,
+        export_plugin, tool,
     };
     pub use serde::{Deserialize, Serialize};
     pub use serde_json::{Value, json};

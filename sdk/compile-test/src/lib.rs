@@ -11,7 +11,9 @@ use toolhost_sdk::{Icon, Tool, ToolOutput, ToolSpec, http, log, progress, termin
 /// A spec written by hand with every optional part.
 pub fn full_spec() -> ToolSpec {
     ToolSpec::new("forecast", "The weather forecast for a city.")
-        .parameters(r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#)
+        .parameters(
+            r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#,
+        )
         .toolset("weather")
         .permission("network:fetch")
         .requires_env("WEATHER_KEY")
@@ -20,7 +22,11 @@ pub fn full_spec() -> ToolSpec {
         .read_only(true)
         .destructive(false)
         .output_schema(r#"{"type":"object","properties":{"summary":{"type":"string"}}}"#)
-        .icon(Icon::new("https://example.com/weather.png").size("48x48").theme(IconTheme::Light))
+        .icon(
+            Icon::new("https://example.com/weather.png")
+                .size("48x48")
+                .theme(IconTheme::Light),
+        )
         .icon(Icon::png(&[0x89, 0x50, 0x4e, 0x47]))
 }
 
@@ -113,7 +119,9 @@ fn as_audio() -> Result<Audio, ToolError> {
 /// Returns a link.
 #[tool(read_only)]
 fn as_link() -> Result<ResourceLink, ToolError> {
-    Ok(ResourceLink::new("https://example.com", "home").title("Home").size(1))
+    Ok(ResourceLink::new("https://example.com", "home")
+        .title("Home")
+        .size(1))
 }
 
 /// Returns an embedded resource.
