@@ -298,8 +298,7 @@ impl Host {
             self.config()
                 .map_or_else(Default::default, |config| config.mime_types.clone())
         };
-        let result =
-            output.and_then(|output| output::normalize(&entry.spec, output, mime_types));
+        let result = output.and_then(|output| output::normalize(&entry.spec, output, mime_types));
         if !self.hooks().is_empty() {
             let json = result.as_ref().map(output::as_json);
             self.after_call(&info, json.as_deref().map_err(|e| *e), started);

@@ -66,7 +66,10 @@ fn batch(format: Option<&str>, calls: &[&str]) -> Value {
 #[tokio::test]
 async fn a_png_reaches_an_mcp_client_as_image_content() {
     let (client, _) = connect(media().await, None).await;
-    let result = client.call_tool(call("media_png", json!({}))).await.unwrap();
+    let result = client
+        .call_tool(call("media_png", json!({})))
+        .await
+        .unwrap();
     assert_ne!(result.is_error, Some(true));
     let [ContentBlock::Image(image)] = result.content.as_slice() else {
         panic!("not one image: {:?}", result.content);
@@ -80,7 +83,10 @@ async fn a_png_reaches_an_mcp_client_as_image_content() {
 #[tokio::test]
 async fn every_kind_of_block_and_structured_content_reach_an_mcp_client() {
     let (client, _) = connect(media().await, None).await;
-    let result = client.call_tool(call("media_kinds", json!({}))).await.unwrap();
+    let result = client
+        .call_tool(call("media_kinds", json!({})))
+        .await
+        .unwrap();
     let blocks = serde_json::to_value(&result.content).unwrap();
     let types: Vec<&str> = blocks
         .as_array()
@@ -90,7 +96,14 @@ async fn every_kind_of_block_and_structured_content_reach_an_mcp_client() {
         .collect();
     assert_eq!(
         types,
-        ["text", "image", "audio", "resource_link", "resource", "resource"]
+        [
+            "text",
+            "image",
+            "audio",
+            "resource_link",
+            "resource",
+            "resource"
+        ]
     );
     assert_eq!(blocks[2]["mimeType"], "audio/wav");
     assert_eq!(
@@ -154,7 +167,10 @@ async fn chat_completions_results_are_text_parts_with_binary_blocks_described() 
     );
     // A failed call (missing argument) stays a JSON text, as before.
     let error = results["tool_results"][1]["content"].as_str().unwrap();
-    assert!(error.starts_with(r#"{"error":"invalid_arguments: "#), "{error}");
+    assert!(
+        error.starts_with(r#"{"error":"invalid_arguments: "#),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -174,7 +190,10 @@ async fn responses_results_carry_images_and_files_as_such() {
     assert_eq!(first["type"], "function_call_output");
     assert_eq!(first["call_id"], "fc_1");
     let output = first["output"].as_array().unwrap();
-    assert_eq!(output[0], json!({ "type": "input_text", "text": "every kind:" }));
+    assert_eq!(
+        output[0],
+        json!({ "type": "input_text", "text": "every kind:" })
+    );
     assert_eq!(
         output[1],
         json!({ "type": "input_image", "image_url": format!("data:image/png;base64,{PNG_BASE64}") })
@@ -215,10 +234,32 @@ async fn the_v1_route_answers_in_the_format_asked_and_refuses_unknown_ones() {
             .body(body.to_string())
             .send()
     };
-    let answer = post(batch(Some("responses"), &["media_png"])).await.unwrap();
+    // The two shapes the README shows for a tool returning one PNG.
+    let answer = post(batch(None, &["media_png"])).await.unwrap();
     assert_eq!(answer.status(), 200);
     let body: Value = answer.json().await.unwrap();
-    assert_eq!(body["tool_results"][0]["output"][0]["type"], "input_image");
+    assert_eq!(
+        body,
+        json!({ "tool_results": [{
+            "content": [{ "type": "text",
+                "text": "[image: image/png, 70 bytes; not included: a tool message carries text only]" }],
+            "name": "media_png", "role": "tool", "tool_call_id": "call_0",
+        }] })
+    );
+    let responses = json!({ "format": "responses", "tool_calls": [
+        { "type": "function_call", "call_id": "call_0", "name": "media_png", "arguments": "{}" },
+    ] });
+    let answer = post(responses).await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({ "tool_results": [{
+            "call_id": "call_0", "type": "function_call_output",
+            "output": [{ "type": "input_image",
+                "image_url": format!("data:image/png;base64,{PNG_BASE64}") }],
+        }] })
+    );
     let answer = post(batch(Some("chat"), &["media_png"])).await.unwrap();
     let body: Value = answer.json().await.unwrap();
     assert_eq!(body["tool_results"][0]["content"][0]["type"], "text");
@@ -274,7 +315,13 @@ async fn svg_and_html_are_refused_by_default_and_allowed_by_name() {
 #[tokio::test]
 async fn links_to_script_or_data_uris_are_refused() {
     let host = media().await;
-    for uri in ["javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,x", "no-scheme", "https://a b"] {
+    for uri in [
+        "javascript:alert(1)",
+        "JavaScript:alert(1)",
+        "data:text/html,x",
+        "no-scheme",
+        "https://a b",
+    ] {
         let arguments = json!({ "uri": uri }).to_string();
         let (kind, error) = call_err(&host, "media_link", &arguments).await;
         assert_eq!(kind, ErrorKind::InvalidOutput, "{uri}: {error}");
@@ -321,7 +368,13 @@ async fn the_audit_records_block_types_and_sizes_never_content() {
         ])
     );
     let text = buffer.text();
-    for secret in ["every kind", PNG_BASE64, "# notes", "report.csv", "JVBERi0xLjQ="] {
+    for secret in [
+        "every kind",
+        PNG_BASE64,
+        "# notes",
+        "report.csv",
+        "JVBERi0xLjQ=",
+    ] {
         assert!(!text.contains(secret), "the audit holds {secret:?}: {text}");
     }
 }
@@ -368,7 +421,10 @@ fn the_cli_prints_a_summary_or_writes_the_blocks_to_files() {
     let output = toolhost(&["media_kinds"]);
     assert!(output.status.success(), "{output:?}");
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(printed["content"][0], json!({ "type": "text", "text": "every kind:" }));
+    assert_eq!(
+        printed["content"][0],
+        json!({ "type": "text", "text": "every kind:" })
+    );
     assert_eq!(
         printed["content"][1],
         json!({ "type": "image", "mimeType": "image/png", "bytes": 70 })

@@ -55,8 +55,8 @@ fn every_released_contract_has_its_wit_in_the_repository() {
         } else {
             root.join(format!("wit/{version}/plugin.wit"))
         };
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(
             text.contains(&format!("package toolhost:plugin@{version};")),
             "{} is not contract {version}",
@@ -99,8 +99,7 @@ async fn a_0_1_0_plugin_fetches_through_its_http_import_under_the_profile() {
     assert_eq!(fetched, json!({ "status": 200, "body": "hi 0.1.0" }));
     // Another port of the same address is not allowed.
     let other = format!("http://127.0.0.1:{}/hello", addr.port() + 1);
-    let (kind, refused) =
-        call_err(&host, "v010_fetch", &json!({ "url": other }).to_string()).await;
+    let (kind, refused) = call_err(&host, "v010_fetch", &json!({ "url": other }).to_string()).await;
     assert_eq!(kind, toolhost::ErrorKind::Denied, "{refused}");
 }
 
@@ -131,10 +130,7 @@ async fn a_0_1_0_plugin_logs_through_its_log_import() {
         })
     };
     toolhost::runtime::with_log_sink(sink, call_ok(&host, "v010_count", "{}")).await;
-    assert_eq!(
-        *lines.lock().unwrap(),
-        ["info 0.1.0 guest runs v010_count"]
-    );
+    assert_eq!(*lines.lock().unwrap(), ["info 0.1.0 guest runs v010_count"]);
 }
 
 #[tokio::test]
@@ -163,7 +159,9 @@ async fn a_0_2_0_plugin_has_its_title_and_output_schema_and_reports_progress() {
 #[tokio::test]
 async fn a_0_2_1_plugin_runs_a_background_process() {
     let ws = Workspace::new(released);
-    let host = ws.host("allow = [\"terminal:*\"]\nfile.read = [\".\"]").await;
+    let host = ws
+        .host("allow = [\"terminal:*\"]\nfile.read = [\".\"]")
+        .await;
     let result = call_ok(&host, "v021_background", "{}").await;
     assert_eq!(result, json!({ "stdout": "background", "exited": true }));
 }

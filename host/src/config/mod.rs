@@ -17,13 +17,13 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use caps::{TenantCaps, TenantCapsConfig};
-pub use results::ResultsConfig;
 pub use file::{
     ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
     GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,
     TenantConfig, TerminalConfig, ToolConfig,
 };
 pub(crate) use parse::parse_toml;
+pub use results::ResultsConfig;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
 
 use crate::toolsets::Toolsets;

@@ -75,7 +75,9 @@ fn check_one(icon: wit::Icon) -> Result<Icon, String> {
                 .split_once(',')
                 .ok_or("a data: URI needs a ',' before its data")?;
             let Some(named) = header.strip_suffix(";base64") else {
-                return Err("a data: URI of an icon must be base64 (`data:image/png;base64,...`)".into());
+                return Err(
+                    "a data: URI of an icon must be base64 (`data:image/png;base64,...`)".into(),
+                );
             };
             base64::engine::general_purpose::STANDARD
                 .decode(payload)
@@ -91,12 +93,15 @@ fn check_one(icon: wit::Icon) -> Result<Icon, String> {
         None => {
             let is_url = icon.src.starts_with("https://")
                 && icon.src.len() <= MAX_URL
-                && !icon.src.chars().any(|c| c.is_whitespace() || c.is_control());
+                && !icon
+                    .src
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control());
             if !is_url {
                 return Err(format!(
                     "src {:?} is neither an https: URL (at most {MAX_URL} bytes, no spaces) nor \
                      a data: URI",
-                    crate::contract::spec::shown(&icon.src)
+                    super::shown::shown(&icon.src)
                 ));
             }
             declared.ok_or("an https: icon needs a mime-type (`image/png`)")?
@@ -119,7 +124,7 @@ fn check_one(icon: wit::Icon) -> Result<Icon, String> {
         if !valid {
             return Err(format!(
                 "size {:?} is not `WxH` (\"48x48\") or \"any\"",
-                crate::contract::spec::shown(size)
+                super::shown::shown(size)
             ));
         }
     }

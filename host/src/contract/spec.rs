@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
+pub(crate) use super::shown::shown;
 
 /// One tool of a loaded plugin.
 #[derive(Debug, Clone, Serialize)]
@@ -121,15 +122,6 @@ pub(crate) const MAX_DESCRIPTION_BYTES: usize = 8 << 10;
 
 /// Largest title of one tool, in bytes.
 pub(crate) const MAX_TITLE_BYTES: usize = 128;
-
-/// `text` cut to 80 bytes for an error message.
-pub(crate) fn shown(text: &str) -> String {
-    if text.len() > 80 {
-        format!("{}…", &text[..text.floor_char_boundary(80)])
-    } else {
-        text.to_string()
-    }
-}
 
 /// Validates a spec from a plugin's `describe`, returning every problem found.
 pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, Vec<String>> {

@@ -56,8 +56,7 @@ impl LiveInstance {
     pub(crate) async fn teardown(mut self) {
         if let Some(lifecycle) = self.lifecycle.take() {
             let result =
-                tokio::time::timeout(TEARDOWN_TIMEOUT, lifecycle.teardown(&mut self.store))
-                    .await;
+                tokio::time::timeout(TEARDOWN_TIMEOUT, lifecycle.teardown(&mut self.store)).await;
             if !matches!(result, Ok(Ok(()))) {
                 tracing::warn!(
                     plugin = %self.store.data().identity().plugin,

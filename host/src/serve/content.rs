@@ -70,23 +70,23 @@ pub(crate) fn mcp_result(output: &CallOutput, structured: bool) -> CallToolResul
 /// The `content` of a Chat Completions tool message: a JSON result as its
 /// text; content as text parts.
 pub fn chat_content(output: &CallOutput) -> Value {
-    match output {
-        CallOutput::Json(raw) => Value::String(raw.get().to_string()),
-        CallOutput::Content(content) => {
-            let mut parts: Vec<Value> = content
-                .blocks()
-                .iter()
-                .map(|block| json!({ "type": "text", "text": described(block) }))
-                .collect();
-            structured_part(content, &mut parts, "text");
-            Value::Array(parts)
-        }
-    }
+    parts(
+        output,
+        "text",
+        |_, block| json!({ "type": "text", "text": described(block) }),
+    )
 }
 
 /// The `output` of a Responses `function_call_output`: a JSON result as its
 /// text; content as input parts.
 pub fn responses_output(output: &CallOutput) -> Value {
+    parts(output, "input_text", response_part)
+}
+
+/// A JSON result as its text; content as the parts `part` makes of each
+/// block (by index), with the structured content as a `text_kind` part when
+/// no block is text.
+fn parts(output: &CallOutput, text_kind: &str, part: impl Fn(usize, &Block) -> Value) -> Value {
     match output {
         CallOutput::Json(raw) => Value::String(raw.get().to_string()),
         CallOutput::Content(content) => {
@@ -94,9 +94,9 @@ pub fn responses_output(output: &CallOutput) -> Value {
                 .blocks()
                 .iter()
                 .enumerate()
-                .map(|(index, block)| response_part(index, block))
+                .map(|(index, block)| part(index, block))
                 .collect();
-            structured_part(content, &mut parts, "input_text");
+            structured_part(content, &mut parts, text_kind);
             Value::Array(parts)
         }
     }

@@ -73,15 +73,17 @@ where
     D: HasData,
     for<'a> D::Data<'a>: http::Host + Send,
 {
-    linker.instance("toolhost:plugin/http@0.1.0")?.func_wrap_async(
-        "fetch",
-        move |mut caller: StoreContextMut<'_, T>, (request,): (http::Request,)| {
-            Box::new(async move {
-                let host = &mut getter(caller.data_mut());
-                Ok((http::Host::fetch(host, request).await?,))
-            })
-        },
-    )
+    linker
+        .instance("toolhost:plugin/http@0.1.0")?
+        .func_wrap_async(
+            "fetch",
+            move |mut caller: StoreContextMut<'_, T>, (request,): (http::Request,)| {
+                Box::new(async move {
+                    let host = &mut getter(caller.data_mut());
+                    Ok((http::Host::fetch(host, request).await?,))
+                })
+            },
+        )
 }
 
 /// Links `toolhost:plugin/terminal@0.1.0` (which has `run` only) to the
@@ -95,15 +97,17 @@ where
     D: HasData,
     for<'a> D::Data<'a>: terminal::Host + Send,
 {
-    linker.instance("toolhost:plugin/terminal@0.1.0")?.func_wrap_async(
-        "run",
-        move |mut caller: StoreContextMut<'_, T>, (command,): (terminal::Command,)| {
-            Box::new(async move {
-                let host = &mut getter(caller.data_mut());
-                Ok((terminal::Host::run(host, command).await?,))
-            })
-        },
-    )
+    linker
+        .instance("toolhost:plugin/terminal@0.1.0")?
+        .func_wrap_async(
+            "run",
+            move |mut caller: StoreContextMut<'_, T>, (command,): (terminal::Command,)| {
+                Box::new(async move {
+                    let host = &mut getter(caller.data_mut());
+                    Ok((terminal::Host::run(host, command).await?,))
+                })
+            },
+        )
 }
 
 /// Links `toolhost:plugin/log@0.1.0` to the host's `log`.
@@ -116,14 +120,16 @@ where
     D: HasData,
     for<'a> D::Data<'a>: log::Host + Send,
 {
-    linker.instance("toolhost:plugin/log@0.1.0")?.func_wrap_async(
-        "log",
-        move |mut caller: StoreContextMut<'_, T>, (level, message): (log::Level, String)| {
-            Box::new(async move {
-                let host = &mut getter(caller.data_mut());
-                log::Host::log(host, level, message).await?;
-                Ok(())
-            })
-        },
-    )
+    linker
+        .instance("toolhost:plugin/log@0.1.0")?
+        .func_wrap_async(
+            "log",
+            move |mut caller: StoreContextMut<'_, T>, (level, message): (log::Level, String)| {
+                Box::new(async move {
+                    let host = &mut getter(caller.data_mut());
+                    log::Host::log(host, level, message).await?;
+                    Ok(())
+                })
+            },
+        )
 }

@@ -300,10 +300,7 @@ impl Content {
     /// Checks a guest's content result: at most [`MAX_BLOCKS`] blocks, MIME
     /// types from `allowed`, URIs with a scheme, structured content a JSON
     /// object. Returns why not, naming the block.
-    pub(crate) fn from_guest(
-        result: wit::ToolResult,
-        allowed: &MimeTypes,
-    ) -> Result<Self, String> {
+    pub(crate) fn from_guest(result: wit::ToolResult, allowed: &MimeTypes) -> Result<Self, String> {
         if result.content.len() > MAX_BLOCKS {
             return Err(format!(
                 "returned {} content blocks, more than the {MAX_BLOCKS} a result may have",
@@ -373,10 +370,7 @@ impl Block {
                     return Err("a resource link needs a name".into());
                 }
                 Self::ResourceLink(ResourceLink {
-                    mime_type: link
-                        .mime_type
-                        .map(|t| allowed.check(&t))
-                        .transpose()?,
+                    mime_type: link.mime_type.map(|t| allowed.check(&t)).transpose()?,
                     uri: link.uri,
                     name: link.name,
                     title: link.title,
@@ -412,7 +406,8 @@ impl Block {
                 json!({ "type": "audio", "data": b64(&media.data), "mimeType": media.mime_type })
             }
             Self::ResourceLink(link) => {
-                let mut block = json!({ "type": "resource_link", "uri": link.uri, "name": link.name });
+                let mut block =
+                    json!({ "type": "resource_link", "uri": link.uri, "name": link.name });
                 let fields = [
                     ("title", link.title.clone().map(Value::from)),
                     ("description", link.description.clone().map(Value::from)),

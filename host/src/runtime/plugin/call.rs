@@ -229,11 +229,9 @@ impl PluginVersion {
         let live = slot.live.as_mut().expect("just started");
         live.store.data_mut().begin_call(&tool.name);
         let (name, arguments) = self.guest_call(tool, arguments);
-        let outcome = tokio::time::timeout_at(
-            deadline,
-            live.tool.call(&mut live.store, name, &arguments),
-        )
-        .await;
+        let outcome =
+            tokio::time::timeout_at(deadline, live.tool.call(&mut live.store, name, &arguments))
+                .await;
         let crashed = !matches!(outcome, Ok(Ok(_)));
         let result = self.finish(tool, outcome, live.store.data(), limits);
         let uses = live.store.data().capability_uses();
@@ -284,10 +282,7 @@ impl PluginVersion {
             None => None,
         };
         if let Some(lifecycle) = &lifecycle {
-            match lifecycle
-                .setup(&mut store, guest_session_id(session))
-                .await
-            {
+            match lifecycle.setup(&mut store, guest_session_id(session)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(message)) => {
                     return Err(CallError::new(

@@ -5,8 +5,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::contract::spec::{self, ToolSpec};
 use crate::contract::adapter::Series;
+use crate::contract::spec::{self, ToolSpec};
 use crate::contract::{CONTRACT_SERIES, CONTRACT_VERSION, RELEASED_CONTRACTS, TOOL_INTERFACE};
 
 /// The optional lifecycle interface, without its version.
@@ -272,7 +272,9 @@ mod tests {
         for unknown in ["0.3.0", "1.0.0", "0.0.9"] {
             let refused = contract_version(&exports(unknown)).unwrap_err();
             assert!(
-                refused.contains(&format!("toolhost:plugin@{unknown}, which this host does not know")),
+                refused.contains(&format!(
+                    "toolhost:plugin@{unknown}, which this host does not know"
+                )),
                 "{refused}"
             );
             assert!(refused.contains("0.1.x and 0.2.x"), "{refused}");
@@ -288,13 +290,15 @@ mod tests {
     fn a_plugin_declares_a_bounded_number_of_tools() {
         let raw = |i: usize| spec::test_spec(&format!("t{i}"));
         let plugin: Arc<str> = "p".into();
-        let (tools, problems) = validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect(), Vec::new());
+        let (tools, problems) =
+            validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect(), Vec::new());
         assert_eq!(
             (tools.len(), problems.len()),
             (MAX_TOOLS, 0),
             "{problems:?}"
         );
-        let (tools, problems) = validate_manifest(&plugin, (0..=MAX_TOOLS).map(raw).collect(), Vec::new());
+        let (tools, problems) =
+            validate_manifest(&plugin, (0..=MAX_TOOLS).map(raw).collect(), Vec::new());
         assert!(tools.is_empty());
         assert!(problems[0].contains("declares 129 tools"), "{problems:?}");
     }

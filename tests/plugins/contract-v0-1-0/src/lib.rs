@@ -37,7 +37,9 @@ fn spec(name: &str, description: &str, parameters: &str, permissions: &[&str]) -
 /// The string field `key` of a JSON object written as text (enough for the
 /// tests' plain arguments: no escapes).
 fn field(arguments: &str, key: &str) -> String {
-    let at = arguments.find(&format!("\"{key}\"")).map(|at| at + key.len() + 2);
+    let at = arguments
+        .find(&format!("\"{key}\""))
+        .map(|at| at + key.len() + 2);
     let rest = at.map(|at| &arguments[at..]).unwrap_or("");
     let rest = rest.trim_start().trim_start_matches(':').trim_start();
     rest.strip_prefix('"')
@@ -66,13 +68,29 @@ struct Plugin;
 
 impl Guest for Plugin {
     fn describe() -> Manifest {
-        let line = r#"{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}"#;
+        let line =
+            r#"{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}"#;
         let url = r#"{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}"#;
         Manifest {
             tools: vec![
-                spec("v010_count", "Counts the calls of its session.", r#"{"type":"object"}"#, &[]),
-                spec("v010_run", "Runs a command line.", line, &["terminal:execute"]),
-                spec("v010_fetch", "Fetches a URL with GET.", url, &["network:fetch"]),
+                spec(
+                    "v010_count",
+                    "Counts the calls of its session.",
+                    r#"{"type":"object"}"#,
+                    &[],
+                ),
+                spec(
+                    "v010_run",
+                    "Runs a command line.",
+                    line,
+                    &["terminal:execute"],
+                ),
+                spec(
+                    "v010_fetch",
+                    "Fetches a URL with GET.",
+                    url,
+                    &["network:fetch"],
+                ),
             ],
             stateful: true,
         }
@@ -83,7 +101,10 @@ impl Guest for Plugin {
         match name.as_str() {
             "v010_count" => SESSION.with_borrow_mut(|(session, calls)| {
                 *calls += 1;
-                Ok(format!(r#"{{"session":{},"calls":{calls}}}"#, quoted(session)))
+                Ok(format!(
+                    r#"{{"session":{},"calls":{calls}}}"#,
+                    quoted(session)
+                ))
             }),
             "v010_run" => {
                 let command = terminal::Command {
@@ -99,7 +120,9 @@ impl Guest for Plugin {
                         quoted(&output.stdout)
                     )),
                     Err(terminal::TerminalError::Denied(m)) => Err(ToolError::Denied(m)),
-                    Err(terminal::TerminalError::Timeout) => Err(ToolError::Failed("timeout".into())),
+                    Err(terminal::TerminalError::Timeout) => {
+                        Err(ToolError::Failed("timeout".into()))
+                    }
                     Err(terminal::TerminalError::Failed(m)) => Err(ToolError::Failed(m)),
                 }
             }

@@ -152,19 +152,24 @@ impl toolhost_sdk::Tool for claims_area {
     const NAME: &'static str = "claims_area";
 
     fn spec() -> toolhost_sdk::ToolSpec {
-        toolhost_sdk::ToolSpec::new(Self::NAME, "Returns the result it is given, claiming an area.")
-            .parameters(r#"{"type":"object","properties":{"result":{}},"required":["result"]}"#)
-            .toolset("patterns")
-            .read_only(true)
-            .output_schema(
-                r#"{"type":"object","properties":{"area":{"type":"integer"}},"required":["area"]}"#,
-            )
+        toolhost_sdk::ToolSpec::new(
+            Self::NAME,
+            "Returns the result it is given, claiming an area.",
+        )
+        .parameters(r#"{"type":"object","properties":{"result":{}},"required":["result"]}"#)
+        .toolset("patterns")
+        .read_only(true)
+        .output_schema(
+            r#"{"type":"object","properties":{"area":{"type":"integer"}},"required":["area"]}"#,
+        )
     }
 
     fn call(arguments: &str) -> Result<toolhost_sdk::ToolOutput, ToolError> {
         let arguments = serde_json::from_str::<Value>(arguments)
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        Ok(toolhost_sdk::ToolOutput::json(arguments["result"].to_string()))
+        Ok(toolhost_sdk::ToolOutput::json(
+            arguments["result"].to_string(),
+        ))
     }
 }
 
