@@ -101,6 +101,9 @@ pub struct Tenant {
     pub calls_per_minute: Option<u32>,
     /// Its approvals webhook: URL and HMAC secret.
     pub webhook: Option<(String, Vec<u8>)>,
+    /// The host uid and gid its commands run as when toolhost runs as
+    /// root: its own of `sandbox_ids`.
+    pub sandbox_id: u32,
 }
 
 /// A validated configuration.
@@ -145,6 +148,10 @@ pub struct Config {
     pub session_idle: std::time::Duration,
     /// Memory all stateful sessions may hold together, in bytes.
     pub sessions_memory: usize,
+    /// The host ids (first, last) sandboxed commands run as when toolhost
+    /// runs as root: the first for callers that are not tenants, one of
+    /// the next for each tenant.
+    pub sandbox_ids: (u32, u32),
     /// How much each tenant may make a server hold (`[tenant_caps]`).
     pub tenant_caps: TenantCaps,
     /// The MIME types results may carry (`results.mime_types`).
