@@ -59,6 +59,9 @@ pub struct ConfigFile {
     /// How much each tenant may make a server hold.
     #[serde(default)]
     pub tenant_caps: super::caps::TenantCapsConfig,
+    /// What results may carry beyond JSON.
+    #[serde(default)]
+    pub results: super::results::ResultsConfig,
 }
 
 /// `[approvals]`.

@@ -7,6 +7,7 @@ mod load;
 mod own;
 mod parse;
 mod profile;
+mod results;
 mod tools;
 mod units;
 mod validate;
@@ -22,6 +23,7 @@ pub use file::{
     TenantConfig, TerminalConfig, ToolConfig,
 };
 pub(crate) use parse::parse_toml;
+pub use results::ResultsConfig;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
 
 use crate::toolsets::Toolsets;
@@ -152,6 +154,8 @@ pub struct Config {
     pub sandbox_ids: (u32, u32),
     /// How much each tenant may make a server hold (`[tenant_caps]`).
     pub tenant_caps: TenantCaps,
+    /// The MIME types results may carry (`results.mime_types`).
+    pub mime_types: crate::contract::MimeTypes,
     /// toolhost's own paths under the configuration the host runs with,
     /// kept protected after a reload (the allowlist, audit log, cache and
     /// plugin directory it started with stay in use).

@@ -143,6 +143,7 @@ pub(super) fn validate(
             .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
         sandbox_ids,
         tenant_caps: super::TenantCaps::validate(&file.tenant_caps, problems),
+        mime_types: super::results::mime_types(&file.results, problems),
         retained_own: None,
     }
 }

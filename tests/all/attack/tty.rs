@@ -159,7 +159,7 @@ fn a_command_cannot_type_into_or_write_to_the_operators_terminal() {
     for (extra, what) in [
         ("", "a sandboxed command"),
         (
-            "terminal.network = \"host\"",
+            "terminal.network = \"host\"\n[profiles.p.tools.run_command]\nallow = [\"network:fetch\"]",
             "a command sharing the host's network",
         ),
         ("terminal.sandbox = \"none\"", "an unsandboxed command"),
