@@ -8,7 +8,8 @@ use std::os::unix::fs::MetadataExt as _;
 use crate::config::Config;
 use crate::policy::Protection;
 
-/// The report of `config`'s own paths.
+/// The report of `config`'s own paths, escaped for a terminal: the paths
+/// come from the disk, where a command may have named them.
 pub(super) fn report(config: &Config) -> String {
     let own = config.own_paths();
     let mut out = String::new();
@@ -75,5 +76,5 @@ pub(super) fn report(config: &Config) -> String {
             _ => {}
         }
     }
-    out
+    crate::escape::escape_lines(&out)
 }
