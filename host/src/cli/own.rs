@@ -66,11 +66,18 @@ pub(super) fn report(config: &Config) -> String {
                     meta.nlink()
                 );
             }
-            Err(_) if path.protection == Protection::Hidden && path.placeholder.is_none() => {
+            Err(_) if path.placeholder.is_some() => {
+                let _ = writeln!(
+                    out,
+                    "              - does not exist: tools may not create it; a command's sandbox \
+                     inside a writable grant makes it first, to protect it"
+                );
+            }
+            Err(_) => {
                 let _ = writeln!(
                     out,
                     "              - does not exist: tools may not create it; inside a writable \
-                     grant a command could (create the file to have it masked)"
+                     grant a command that makes it is ended and what it made removed"
                 );
             }
             _ => {}

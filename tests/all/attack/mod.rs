@@ -12,6 +12,7 @@ mod identity;
 mod masks;
 mod network;
 mod own_files;
+mod own_missing;
 mod params;
 mod server;
 mod tenants;
