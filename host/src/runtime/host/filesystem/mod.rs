@@ -9,6 +9,7 @@
 //! listings leave denied entries out.
 
 mod imports;
+mod pinned;
 mod state;
 
 use std::path::{Component, Path, PathBuf};
@@ -106,18 +107,7 @@ impl PolicedFs<'_> {
     }
 
     /// Resolves `path` against the descriptor and checks it for `access`,
-    /// following a symlink in the last component (most operations do).
-    fn check(
-        &mut self,
-        fd: &Resource<Descriptor>,
-        path: &str,
-        access: Access,
-        operation: &'static str,
-    ) -> Result<PathBuf, ErrorCode> {
-        Ok(self.check_with(fd, path, access, operation, true)?.0)
-    }
-
-    /// [`Self::check`], following a final symlink only when `follow`
+    /// following a final symlink only when `follow`
     /// (`stat` of a link describes the link itself). Returns the normalised
     /// path and where the kernel really goes (the normalised path when that
     /// does not resolve).
@@ -131,29 +121,37 @@ impl PolicedFs<'_> {
     ) -> Result<(PathBuf, PathBuf), ErrorCode> {
         // The path as the kernel will walk it: `link/..` is the parent of
         // where `link` leads, not the directory `link` is in.
-        let written = self.dir_path(fd)?.join(path);
+        let dir = self.dir_path(fd)?;
+        let written = dir.join(path);
         let target = paths::normalize(&written);
-        self.check_path(&target, &written, access, operation, follow)?;
-        let real = real_path(&written, follow).unwrap_or_else(|| target.clone());
-        Ok((target, real))
+        // Resolved once, beneath the descriptor as wasmtime-wasi would:
+        // what is judged is what the operation is done on.
+        let Some(real) = pinned::beneath(&dir, path, follow) else {
+            // Refused by the rules (as not there, when outside the grants),
+            // or else by wasmtime-wasi, which keeps paths beneath their
+            // descriptor.
+            let real = real_path(&written, follow);
+            self.check_path(&target, real.as_deref(), access, operation)?;
+            return Err(ErrorCode::NotPermitted);
+        };
+        let real = Some(real);
+        self.check_path(&target, real.as_deref(), access, operation)?;
+        Ok((target.clone(), real.unwrap_or(target)))
     }
 
-    /// Checks `target` (the lexically normalised path) and where `written`
-    /// really leads once the kernel resolves it, symlinks and `..` in order.
+    /// Checks `target` (the lexically normalised path) and `real`, where
+    /// the kernel resolves it to, symlinks and `..` in order.
     fn check_path(
         &mut self,
         target: &Path,
-        written: &Path,
+        real: Option<&Path>,
         access: Access,
         operation: &'static str,
-        follow: bool,
     ) -> Result<(), ErrorCode> {
         let refusal = self.files.refusal(target, access).or_else(|| {
             // Where the path really leads must be allowed too.
-            let real = real_path(written, follow)?;
-            (real != target)
-                .then(|| self.files.refusal(&real, access))
-                .flatten()
+            real.filter(|real| *real != target)
+                .and_then(|real| self.files.refusal(real, access))
         });
         self.refuse(target, operation, refusal)
     }
@@ -327,7 +325,7 @@ fn real_path(written: &Path, follow: bool) -> Option<PathBuf> {
 }
 
 /// Most symlinks followed in a path, as the kernel's `ELOOP` limit.
-const MAX_SYMLINKS: usize = 40;
+pub(super) const MAX_SYMLINKS: usize = 40;
 
 fn real_path_within(written: &Path, follow: bool, links_left: usize) -> Option<PathBuf> {
     let names_entry = matches!(written.components().next_back(), Some(Component::Normal(_)));
