@@ -13,6 +13,7 @@ mod masks;
 mod network;
 mod own_files;
 mod own_missing;
+mod own_races;
 mod params;
 mod server;
 mod tenants;
