@@ -40,8 +40,10 @@ fn a_symlink_swapped_during_a_call_neither_replaces_the_config_nor_truncates_the
     std::os::unix::fs::symlink("sub", root.join("a")).unwrap();
     let mut calls = Vec::new();
     for i in 0..300 {
-        calls.push(json!({"id": format!("w{i}"), "type": "function", "function": {
-            "name": "write", "arguments": {"path": "a/audit.jsonl", "content": "x"}}}));
+        calls.push(
+            json!({"id": format!("w{i}"), "type": "function", "function": {
+            "name": "write", "arguments": {"path": "a/audit.jsonl", "content": "x"}}}),
+        );
         calls.push(json!({"id": format!("m{i}"), "type": "function", "function": {
             "name": "write", "arguments": {"path": format!("e{i}.toml"), "content": "planted = 1"}}}));
         calls.push(json!({"id": format!("r{i}"), "type": "function", "function": {
@@ -70,7 +72,10 @@ fn a_symlink_swapped_during_a_call_neither_replaces_the_config_nor_truncates_the
         "the config was replaced"
     );
     let audit = std::fs::read_to_string(root.join("audit.jsonl")).unwrap();
-    assert!(audit.starts_with("{\"evidence\":1}\n"), "the audit log was truncated: {audit:.200}");
+    assert!(
+        audit.starts_with("{\"evidence\":1}\n"),
+        "the audit log was truncated: {audit:.200}"
+    );
     // Where `a` led to `sub`, the writes happened there.
     assert!(root.join("sub/audit.jsonl").exists() || root.join("sub/toolhost.toml").exists());
 }

@@ -4,10 +4,10 @@
 //! between the check and the operation makes the open fail; it never leads
 //! the operation elsewhere.
 
+use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd as _, FromRawFd as _};
 use std::os::unix::ffi::OsStrExt as _;
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
