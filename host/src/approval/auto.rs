@@ -347,10 +347,13 @@ mod tests {
         ] {
             assert_eq!(judge(asked, &ws), AutoAnswer::Ask, "{asked}");
         }
+        // Real directories, but a slash on the way: asked (`rm` would
+        // follow a symlink swapped in after the judgement).
         assert_eq!(
             judge("rm -rf web/dist real/node_modules", &ws),
-            AutoAnswer::Approve
+            AutoAnswer::Ask
         );
+        assert_eq!(judge("rm -rf dist", &ws.join("web")), AutoAnswer::Approve);
         // Judged where the command starts: in sub, node_modules is the link.
         assert_eq!(
             judge("rm -rf node_modules", &ws.join("sub")),
