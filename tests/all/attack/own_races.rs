@@ -17,7 +17,7 @@ fn flip(dir: &Path, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut n = 0u64;
         while !stop.load(Ordering::Relaxed) {
-            let target = if n % 2 == 0 { "." } else { "sub" };
+            let target = if n.is_multiple_of(2) { "." } else { "sub" };
             let tmp = dir.join(format!(".flip{n}"));
             let _ = std::os::unix::fs::symlink(target, &tmp);
             let _ = std::fs::rename(&tmp, dir.join("a"));

@@ -134,9 +134,8 @@ impl PolicedFs<'_> {
             self.check_path(&target, real.as_deref(), access, operation)?;
             return Err(ErrorCode::NotPermitted);
         };
-        let real = Some(real);
-        self.check_path(&target, real.as_deref(), access, operation)?;
-        Ok((target.clone(), real.unwrap_or(target)))
+        self.check_path(&target, Some(&real), access, operation)?;
+        Ok((target, real))
     }
 
     /// Checks `target` (the lexically normalised path) and `real`, where
