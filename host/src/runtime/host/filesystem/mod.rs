@@ -12,6 +12,7 @@ mod imports;
 mod pinned;
 mod state;
 
+use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};
 
 use wasmtime::component::{HasData, Linker, Resource};
@@ -126,7 +127,7 @@ impl PolicedFs<'_> {
         let target = paths::normalize(&written);
         // Resolved once, beneath the descriptor as wasmtime-wasi would:
         // what is judged is what the operation is done on.
-        let Some(real) = pinned::beneath(&dir, path, follow) else {
+        let Some(real) = beneath(&dir, path, follow) else {
             // Refused by the rules (as not there, when outside the grants),
             // or else by wasmtime-wasi, which keeps paths beneath their
             // descriptor.
@@ -324,7 +325,7 @@ fn real_path(written: &Path, follow: bool) -> Option<PathBuf> {
 }
 
 /// Most symlinks followed in a path, as the kernel's `ELOOP` limit.
-pub(super) const MAX_SYMLINKS: usize = 40;
+const MAX_SYMLINKS: usize = 40;
 
 fn real_path_within(written: &Path, follow: bool, links_left: usize) -> Option<PathBuf> {
     let names_entry = matches!(written.components().next_back(), Some(Component::Normal(_)));
@@ -343,6 +344,66 @@ fn real_path_within(written: &Path, follow: bool, links_left: usize) -> Option<P
         return real_path_within(&parent.join(target), follow, links_left.checked_sub(1)?);
     }
     Some(entry)
+}
+
+/// Where `path` leads from the directory `root`, resolved as cap-std
+/// resolves it for wasmtime-wasi: name by name, symlinks followed (the last
+/// one only when `follow`), never above `root`. `None` when it would leave
+/// `root` (by `..`, an absolute path or symlink, or too many symlinks),
+/// which cap-std refuses too.
+fn beneath(root: &Path, path: &str, follow: bool) -> Option<PathBuf> {
+    if path.starts_with('/') {
+        return None;
+    }
+    let names = |text: &str| -> VecDeque<String> {
+        text.split('/')
+            .filter(|name| !name.is_empty() && *name != ".")
+            .map(str::to_string)
+            .collect()
+    };
+    // `file/` and `file/.` name a directory: the name keeps its slash.
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let trailing = path.contains('/') && matches!(last, "" | ".");
+    let follow = follow || trailing;
+    let mut pending = names(path);
+    let mut at = root.to_path_buf();
+    let mut links = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == ".." {
+            if at == root {
+                return None;
+            }
+            if at.is_dir() {
+                at.pop();
+            } else {
+                // Not there, or not a directory: kept, to fail as the
+                // kernel fails it.
+                at.push("..");
+            }
+            continue;
+        }
+        let next = at.join(&name);
+        let is_link = next
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        if is_link && (follow || !pending.is_empty()) {
+            links += 1;
+            let target = std::fs::read_link(&next).ok()?;
+            let target = target.to_str()?;
+            if links > MAX_SYMLINKS || target.starts_with('/') {
+                return None;
+            }
+            let mut expanded = names(target);
+            expanded.extend(pending);
+            pending = expanded;
+        } else {
+            at = next;
+        }
+    }
+    if trailing {
+        at.as_mut_os_string().push("/");
+    }
+    Some(at)
 }
 
 /// What an open descriptor refers to.

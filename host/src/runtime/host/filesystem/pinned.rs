@@ -4,18 +4,17 @@
 //! between the check and the operation makes the open fail; it never leads
 //! the operation elsewhere.
 
-use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd as _, FromRawFd as _};
 use std::os::unix::ffi::OsStrExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use wasmtime::component::Resource;
 use wasmtime_wasi::filesystem::Descriptor;
 use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
 
-use super::{MAX_SYMLINKS, PolicedFs};
+use super::PolicedFs;
 
 /// A checked directory, held open as a descriptor of the call's table for
 /// the one operation, and the name of the entry in it.
@@ -116,64 +115,4 @@ fn open_no_symlinks(dir: &Path) -> std::io::Result<std::fs::File> {
     }
     // SAFETY: a descriptor the kernel just opened for us.
     Ok(unsafe { std::fs::File::from_raw_fd(fd as i32) })
-}
-
-/// Where `path` leads from the directory `root`, resolved as cap-std
-/// resolves it for wasmtime-wasi: name by name, symlinks followed (the last
-/// one only when `follow`), never above `root`. `None` when it would leave
-/// `root` (by `..`, an absolute path or symlink, or too many symlinks),
-/// which cap-std refuses too.
-pub(super) fn beneath(root: &Path, path: &str, follow: bool) -> Option<PathBuf> {
-    if path.starts_with('/') {
-        return None;
-    }
-    let names = |text: &str| -> VecDeque<String> {
-        text.split('/')
-            .filter(|name| !name.is_empty() && *name != ".")
-            .map(str::to_string)
-            .collect()
-    };
-    // `file/` and `file/.` name a directory: the name keeps its slash.
-    let last = path.rsplit('/').next().unwrap_or_default();
-    let trailing = path.contains('/') && matches!(last, "" | ".");
-    let follow = follow || trailing;
-    let mut pending = names(path);
-    let mut at = root.to_path_buf();
-    let mut links = 0;
-    while let Some(name) = pending.pop_front() {
-        if name == ".." {
-            if at == root {
-                return None;
-            }
-            if at.is_dir() {
-                at.pop();
-            } else {
-                // Not there, or not a directory: kept, to fail as the
-                // kernel fails it.
-                at.push("..");
-            }
-            continue;
-        }
-        let next = at.join(&name);
-        let is_link = next
-            .symlink_metadata()
-            .is_ok_and(|meta| meta.file_type().is_symlink());
-        if is_link && (follow || !pending.is_empty()) {
-            links += 1;
-            let target = std::fs::read_link(&next).ok()?;
-            let target = target.to_str()?;
-            if links > MAX_SYMLINKS || target.starts_with('/') {
-                return None;
-            }
-            let mut expanded = names(target);
-            expanded.extend(pending);
-            pending = expanded;
-        } else {
-            at = next;
-        }
-    }
-    if trailing {
-        at.as_mut_os_string().push("/");
-    }
-    Some(at)
 }
