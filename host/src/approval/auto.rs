@@ -7,10 +7,12 @@
 //! `build`, `__pycache__`, `.venv`, ...) inside a writable grant: a line that
 //! is one `rm` with only recursive/force flags and such operands, nothing a
 //! shell would expand (no variables, globs, quotes, substitutions,
-//! redirections, `.` or `..`), each operand an existing directory, reached
-//! from the directory the command starts in (a session's current one) without
-//! passing through a symbolic link, inside a directory the command may write.
-//! Everything else is left to the approver.
+//! redirections, `.` or `..`), each operand one name with no slash after it
+//! (so `rm` follows no symlink, even one swapped in later), an existing
+//! directory in the directory the command starts in, inside a directory the
+//! command may write, and the line run by a new shell with the profile's
+//! environment (in a session, an earlier command may have changed what
+//! `rm` runs). Everything else is left to the approver.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -163,6 +165,7 @@ fn judge_build_dirs(request: &ApprovalRequest) -> AutoAnswer {
         findings,
         workdir: Some(workdir),
         writable,
+        fresh_shell: true,
     } = &request.subject
     else {
         return AutoAnswer::Ask;
@@ -221,13 +224,14 @@ fn is_build_dir_inside(operand: &str, workdir: &Path, writable: &[PathBuf]) -> b
     if operand.starts_with('/') {
         return false;
     }
-    let relative = operand.strip_prefix("./").unwrap_or(operand);
-    let steps: Vec<&str> = relative.split('/').filter(|s| !s.is_empty()).collect();
-    if steps.iter().any(|step| matches!(*step, "." | ".."))
-        || !steps.last().is_some_and(|name| BUILD_DIRS.contains(name))
-    {
+    // One name, with no slash after it: `rm` then never follows a
+    // symlink, even one swapped in after this judgement (it removes the
+    // link itself). `web/dist` or `target/` could follow one; asked.
+    let name = operand.strip_prefix("./").unwrap_or(operand);
+    if name.contains('/') || !BUILD_DIRS.contains(&name) {
         return false;
     }
+    let steps = [name];
     let mut at = workdir.to_path_buf();
     for step in steps {
         at.push(step);
@@ -266,8 +270,7 @@ mod tests {
 
         for approved in [
             "rm -rf node_modules",
-            "rm -rf node_modules/",
-            "rm -r -f ./node_modules web/dist",
+            "rm -r -f ./node_modules __pycache__",
             "rm --recursive --force __pycache__",
         ] {
             assert_eq!(judge(approved), AutoAnswer::Approve, "{approved}");
@@ -286,9 +289,18 @@ mod tests {
             "rm node_modules",
             "sudo rm -rf node_modules",
             "rm -rf node_modules > /dev/null",
+            // Could follow a symlink swapped in after the judgement.
+            "rm -rf node_modules/",
+            "rm -rf web/dist",
         ] {
             assert_eq!(judge(asked), AutoAnswer::Ask, "{asked}");
         }
+        // In a session, whose PATH or functions may name another `rm`: asked.
+        let mut session = request("rm -rf node_modules", &ws, &writable);
+        if let Subject::DangerousCommand { fresh_shell, .. } = &mut session.subject {
+            *fresh_shell = false;
+        }
+        assert_eq!(judge_build_dirs(&session), AutoAnswer::Ask);
         // The same line where the directory is not writable asks.
         let read_only = judge_build_dirs(&request("rm -rf node_modules", &ws, &[]));
         assert_eq!(read_only, AutoAnswer::Ask);
@@ -335,10 +347,13 @@ mod tests {
         ] {
             assert_eq!(judge(asked, &ws), AutoAnswer::Ask, "{asked}");
         }
+        // Real directories, but a slash on the way: asked (`rm` would
+        // follow a symlink swapped in after the judgement).
         assert_eq!(
             judge("rm -rf web/dist real/node_modules", &ws),
-            AutoAnswer::Approve
+            AutoAnswer::Ask
         );
+        assert_eq!(judge("rm -rf dist", &ws.join("web")), AutoAnswer::Approve);
         // Judged where the command starts: in sub, node_modules is the link.
         assert_eq!(
             judge("rm -rf node_modules", &ws.join("sub")),

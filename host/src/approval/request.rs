@@ -24,6 +24,10 @@ pub enum Subject {
         workdir: Option<PathBuf>,
         /// The directories it may write, for automatic rules.
         writable: Vec<PathBuf>,
+        /// Whether it starts in a new shell with the profile's environment,
+        /// not in a session whose earlier commands may have changed what
+        /// its words run (`PATH`, functions).
+        fresh_shell: bool,
     },
 }
 
@@ -173,6 +177,7 @@ impl ApprovalRequest {
                 findings: vec![("recursive_delete".into(), "recursive delete".into())],
                 workdir,
                 writable,
+                fresh_shell: true,
             },
         }
     }

@@ -8,7 +8,8 @@ use std::os::unix::fs::MetadataExt as _;
 use crate::config::Config;
 use crate::policy::Protection;
 
-/// The report of `config`'s own paths.
+/// The report of `config`'s own paths, escaped for a terminal: the paths
+/// come from the disk, where a command may have named them.
 pub(super) fn report(config: &Config) -> String {
     let own = config.own_paths();
     let mut out = String::new();
@@ -65,15 +66,22 @@ pub(super) fn report(config: &Config) -> String {
                     meta.nlink()
                 );
             }
-            Err(_) if path.protection == Protection::Hidden && path.placeholder.is_none() => {
+            Err(_) if path.placeholder.is_some() => {
+                let _ = writeln!(
+                    out,
+                    "              - does not exist: tools may not create it; a command's sandbox \
+                     inside a writable grant makes it first, to protect it"
+                );
+            }
+            Err(_) => {
                 let _ = writeln!(
                     out,
                     "              - does not exist: tools may not create it; inside a writable \
-                     grant a command could (create the file to have it masked)"
+                     grant a command that makes it is ended and what it made removed"
                 );
             }
             _ => {}
         }
     }
-    out
+    crate::escape::escape_lines(&out)
 }

@@ -84,13 +84,17 @@ pub(super) async fn watch(global: &Global, json: bool) -> Result<ExitCode> {
     let (dir, config_file) = watched(&config);
     let mut events = host.events();
     let _watcher = host.watch(&dir, config_file.as_deref(), Default::default())?;
-    eprintln!(
-        "watching {}{} — {} tools loaded; Ctrl-C to stop",
+    let watching = format!(
+        "{}{}",
         dir.display(),
         config_file
             .as_ref()
             .map(|c| format!(" and {}", c.display()))
-            .unwrap_or_default(),
+            .unwrap_or_default()
+    );
+    eprintln!(
+        "watching {} — {} tools loaded; Ctrl-C to stop",
+        crate::escape::escape(&watching),
         host.tools().len()
     );
     loop {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{AuditTarget, Config, ConfigSource, FILE_NAME};
-use crate::policy::{OwnPaths, Protection};
+use crate::policy::{OwnPaths, Placeholder, Protection};
 
 /// What the terminal sandbox writes to a missing allowlist to be able to
 /// mask it: an allowlist with no entries.
@@ -48,12 +48,14 @@ impl Config {
             &self.allowlist,
             Protection::Hidden,
         )
-        .placeholder = Some(EMPTY_ALLOWLIST);
+        .placeholder = Some(Placeholder::File(EMPTY_ALLOWLIST));
         if let AuditTarget::File(path) = &self.audit {
-            own.add("audit log", "audit", path, Protection::Hidden);
+            own.add("audit log", "audit", path, Protection::Hidden)
+                .placeholder = Some(Placeholder::File(""));
         }
         if let Some(dir) = &self.cache_dir {
-            own.add("compile cache", "cache_dir", dir, Protection::ReadOnly);
+            own.add("compile cache", "cache_dir", dir, Protection::ReadOnly)
+                .placeholder = Some(Placeholder::Dir);
             own.add(
                 "compile cache's key",
                 "cache_dir",
@@ -62,8 +64,9 @@ impl Config {
             );
         }
         if let Some(dir) = &self.plugins {
-            own.add("plugin directory", "plugins", dir, Protection::ReadOnly)
-                .writable_when_granted = true;
+            let plugins = own.add("plugin directory", "plugins", dir, Protection::ReadOnly);
+            plugins.writable_when_granted = true;
+            plugins.placeholder = Some(Placeholder::Dir);
         }
         for (name, profile) in &self.profiles {
             if let Some(ssh) = &profile.terminal.ssh {

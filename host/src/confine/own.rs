@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::spec::MountKind;
 use super::watch::Watch;
-use crate::policy::{OwnPaths, Protection};
+use crate::policy::{OwnPath, OwnPaths, Placeholder, Protection};
 
 /// The mounts of a sandbox being planned, one per path.
 pub(super) trait MountTable {
@@ -27,15 +27,25 @@ pub(super) trait MountTable {
     /// Mounts strictly inside `dir` made read-only, or left out when
     /// `hidden`.
     fn restrict_inside(&mut self, dir: &Path, hidden: bool);
+    /// Keeps `path` absent: what a command makes there is removed, and its
+    /// sandbox ended, as soon as it appears.
+    fn keep_absent(&mut self, path: PathBuf);
 }
 
 /// Adds to `mounts` what keeps `own` out of reach: call after every grant
-/// and mask is planned. A missing own file that toolhost would create
-/// anyway (the allowlist) is created empty inside a writable grant, to be
-/// masked; other missing files are not (nothing is there to read, and the
-/// file capability refuses creating them).
-pub(super) fn protect(own: &OwnPaths, mounts: &mut impl MountTable, mut watch: Option<&mut Watch>) {
+/// and mask is planned. A missing own path inside a writable grant is made
+/// as toolhost would make it (the allowlist, the plugin directory, with the
+/// directories leading to them) and then protected; one toolhost would not
+/// make (the configuration a later start reads) is kept absent from the
+/// first missing directory down. `Err` when an own path is named through a
+/// symlink a command could replace, or cannot be made.
+pub(super) fn protect(
+    own: &OwnPaths,
+    mounts: &mut impl MountTable,
+    mut watch: Option<&mut Watch>,
+) -> Result<(), String> {
     for path in own.iter() {
+        refuse_replaceable_link(path, mounts)?;
         let real = &path.real;
         // A grant inside it gets no more than the path itself allows.
         mounts.restrict_inside(real, path.protection == Protection::Hidden);
@@ -43,18 +53,36 @@ pub(super) fn protect(own: &OwnPaths, mounts: &mut impl MountTable, mut watch: O
             continue;
         };
         let writable = kind == MountKind::ReadWrite;
-        if let (Some(watch), Some(parent)) = (watch.as_deref_mut(), real.parent()) {
+        // The first name on the way that is missing, or the path itself.
+        let missing = real
+            .ancestors()
+            .take_while(|at| at.starts_with(&cover) && at.symlink_metadata().is_err())
+            .last()
+            .unwrap_or(real)
+            .to_path_buf();
+        if let (Some(watch), Some(parent)) = (watch.as_deref_mut(), missing.parent()) {
             watch.dir(parent, parent);
         }
-        let exists = match real.symlink_metadata() {
-            Ok(_) => true,
-            Err(_) => match (path.protection, path.placeholder) {
-                (Protection::Hidden, Some(content)) if writable => placeholder(real, content),
-                _ => false,
-            },
-        };
-        if !exists {
-            continue;
+        if real.symlink_metadata().is_err() {
+            if !writable {
+                continue;
+            }
+            match path.placeholder {
+                Some(made) => make(real, made).map_err(|e| {
+                    format!(
+                        "{} ({}) {} does not exist and could not be made to protect it from \
+                         commands: {e}; create it, or take its directory out of file.write",
+                        path.what,
+                        path.key,
+                        real.display()
+                    )
+                })?,
+                None => {
+                    mounts.keep_absent(missing.clone());
+                    pin_between(&cover, &missing, mounts);
+                    continue;
+                }
+            }
         }
         match path.protection {
             Protection::Hidden => mounts.mask(real),
@@ -65,6 +93,38 @@ pub(super) fn protect(own: &OwnPaths, mounts: &mut impl MountTable, mut watch: O
             pin_between(&cover, real, mounts);
         }
     }
+    Ok(())
+}
+
+/// `Err` when `own` is named through a symbolic link that lies in a
+/// writable grant: toolhost opens the path by that name, and a command
+/// could make the link lead elsewhere (or replace it with a file).
+fn refuse_replaceable_link(own: &OwnPath, mounts: &impl MountTable) -> Result<(), String> {
+    for at in own.path.ancestors() {
+        let is_link = at
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        let Some(parent) = at.parent().filter(|_| is_link) else {
+            continue;
+        };
+        let parent = parent
+            .canonicalize()
+            .unwrap_or_else(|_| parent.to_path_buf());
+        if let Some((grant, MountKind::ReadWrite)) = mounts.covering(&parent) {
+            return Err(format!(
+                "{} ({}) is named as {}, through the symbolic link {}, which lies in the \
+                 writable grant {}: a command could replace the link; name the real path \
+                 ({}) in the configuration, or move the link out of the grant",
+                own.what,
+                own.key,
+                own.path.display(),
+                at.display(),
+                grant.display(),
+                own.real.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Makes every directory strictly between `cover` (a writable mount) and
@@ -83,22 +143,24 @@ fn pin_between(cover: &Path, path: &Path, mounts: &mut impl MountTable) {
     }
 }
 
-/// Creates `path` with `content`, readable by its owner only; true if it
-/// exists now.
-fn placeholder(path: &Path, content: &str) -> bool {
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|mut file| file.write_all(content.as_bytes()));
+/// Makes `path` as `made` says, with the directories leading to it; one
+/// that appeared meanwhile is taken as it is.
+fn make(path: &Path, made: Placeholder) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let created = match made {
+        Placeholder::Dir => std::fs::create_dir(path),
+        Placeholder::File(content) => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .and_then(|mut file| file.write_all(content.as_bytes())),
+    };
     match created {
-        Ok(()) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
-        Err(e) => {
-            tracing::debug!(path = %path.display(), error = %e, "cannot create a placeholder to mask");
-            false
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
     }
 }
 
@@ -110,7 +172,7 @@ mod tests {
 
     /// Mounts as a plain map, as the plan keeps them.
     #[derive(Default)]
-    struct Table(BTreeMap<PathBuf, MountKind>);
+    struct Table(BTreeMap<PathBuf, MountKind>, Vec<PathBuf>);
 
     impl MountTable for Table {
         fn add(&mut self, path: PathBuf, kind: MountKind) {
@@ -137,6 +199,9 @@ mod tests {
                 .max_by_key(|(mounted, _)| mounted.components().count())?;
             matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite)
                 .then(|| (mounted.clone(), *kind))
+        }
+        fn keep_absent(&mut self, path: PathBuf) {
+            self.1.push(path);
         }
         fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
             self.0.retain(|mounted, kind| {
@@ -168,7 +233,7 @@ mod tests {
             &root.join("conf/toolhost-approvals.json"),
             Protection::Hidden,
         )
-        .placeholder = Some("{}\n");
+        .placeholder = Some(Placeholder::File("{}\n"));
         own.add(
             "plugin directory",
             "plugins",
@@ -178,7 +243,7 @@ mod tests {
         let mut mounts = Table::default();
         mounts.add(root.clone(), MountKind::ReadWrite);
         mounts.add(root.join("conf/plugins/sub"), MountKind::ReadWrite);
-        protect(&own, &mut mounts, None);
+        protect(&own, &mut mounts, None).unwrap();
         let kind = |path: &str| mounts.0.get(&root.join(path)).copied();
         assert_eq!(kind("conf/toolhost.toml"), Some(MountKind::MaskFile));
         // The missing allowlist was made, to be masked.
@@ -196,5 +261,62 @@ mod tests {
         // The directory holding them cannot be moved aside.
         assert_eq!(kind("conf"), Some(MountKind::ReadWrite));
         assert_eq!(kind(""), Some(MountKind::ReadWrite));
+    }
+
+    #[test]
+    fn missing_own_paths_are_made_or_kept_absent_and_links_to_them_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut own = OwnPaths::none();
+        own.add(
+            "approvals allowlist",
+            "approvals.allowlist",
+            &root.join(".toolhost/approvals.json"),
+            Protection::Hidden,
+        )
+        .placeholder = Some(Placeholder::File("{}\n"));
+        own.add(
+            "plugin directory",
+            "plugins",
+            &root.join("plugins"),
+            Protection::ReadOnly,
+        )
+        .placeholder = Some(Placeholder::Dir);
+        own.add(
+            "configuration",
+            "--config",
+            &root.join("conf/toolhost.toml"),
+            Protection::Hidden,
+        );
+        let mut mounts = Table::default();
+        mounts.add(root.clone(), MountKind::ReadWrite);
+        protect(&own, &mut mounts, None).unwrap();
+        let kind = |path: &str| mounts.0.get(&root.join(path)).copied();
+        assert_eq!(kind(".toolhost/approvals.json"), Some(MountKind::MaskFile));
+        assert_eq!(kind(".toolhost"), Some(MountKind::ReadWrite));
+        assert_eq!(kind("plugins"), Some(MountKind::ReadOnly));
+        assert!(root.join("plugins").is_dir());
+        // The configuration is not made: its first missing name is kept.
+        assert_eq!(mounts.1, vec![root.join("conf")]);
+        assert!(!root.join("conf").exists());
+
+        // Named through a symlink in the writable grant: refused.
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        let mut linked = OwnPaths::none();
+        linked.add(
+            "configuration",
+            "--config",
+            &root.join("link/toolhost.toml"),
+            Protection::Hidden,
+        );
+        let mut mounts = Table::default();
+        mounts.add(root.clone(), MountKind::ReadWrite);
+        let refused = protect(&linked, &mut mounts, None).unwrap_err();
+        assert!(refused.contains("symbolic link"), "{refused}");
+        // Outside any writable grant, the link is nobody's to replace.
+        let mut mounts = Table::default();
+        mounts.add(root.clone(), MountKind::ReadOnly);
+        protect(&linked, &mut mounts, None).unwrap();
     }
 }

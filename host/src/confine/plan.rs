@@ -157,8 +157,7 @@ fn add_grants(
             mounts.mask(path);
         }
     }
-    super::own::protect(profile.paths.own(), mounts, watch);
-    Ok(())
+    super::own::protect(profile.paths.own(), mounts, watch)
 }
 
 /// The sandbox of `true` with nothing granted, for [`super::probe`].
@@ -322,6 +321,10 @@ impl super::own::MountTable for Mounts {
             .filter(|(mounted, _)| path.starts_with(mounted))
             .max_by_key(|(mounted, _)| mounted.components().count())?;
         matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite).then(|| (mounted.clone(), *kind))
+    }
+
+    fn keep_absent(&mut self, path: PathBuf) {
+        self.guard.absent(path);
     }
 
     fn restrict_inside(&mut self, dir: &Path, hidden: bool) {

@@ -21,7 +21,7 @@ pub use commands::{CommandPattern, CommandPatternError, CommandRefusal, CommandR
 pub use dangerous::{Danger, DangerCategory};
 pub use hosts::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
 pub use layers::{ArgumentRule, Matcher};
-pub use own::{OwnPath, OwnPaths, Protection};
+pub use own::{OwnPath, OwnPaths, Placeholder, Protection};
 pub use paths::{Access, Confinement, PathRefusal, PathRuleError, PathRules};
 pub use permissions::{
     Narrowing, PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,

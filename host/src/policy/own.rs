@@ -20,6 +20,17 @@ pub enum Protection {
     ReadOnly,
 }
 
+/// What the terminal sandbox makes at a missing own path inside a writable
+/// grant, with the directories leading to it, to protect it there: what
+/// toolhost would make itself when it first uses the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placeholder {
+    /// A file with this content, readable by its owner only.
+    File(&'static str),
+    /// An empty directory.
+    Dir,
+}
+
 /// One of toolhost's paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnPath {
@@ -37,11 +48,12 @@ pub struct OwnPath {
     /// in it) may write it: the plugin directory of an agent that builds
     /// plugins.
     pub writable_when_granted: bool,
-    /// What the terminal sandbox writes to create the file when it is
-    /// missing, so that it can be masked (a file toolhost would create
-    /// anyway, such as the allowlist); `None` leaves a missing file
-    /// unmasked.
-    pub placeholder: Option<&'static str>,
+    /// What the terminal sandbox makes when the path is missing, so that
+    /// it can be masked or mounted read-only (what toolhost would make
+    /// anyway: the allowlist, the plugin directory); with `None` the name
+    /// is kept absent instead (a command's sandbox ends, and what it made
+    /// there is removed, as soon as it appears).
+    pub placeholder: Option<Placeholder>,
     /// `path` and `real` without regard to case, as compared.
     folded: Vec<PathBuf>,
 }

@@ -135,10 +135,35 @@ async fn a_symlink_named_like_a_build_dir_is_not_deleted_unasked() {
         asked(&served, "s", "run_command", run_args(line), line).await;
         assert!(src.exists(), "{line:?} emptied src");
     }
-    // The allowed case: a real build directory goes unasked.
-    run(&served, "s", "rm -rf real/node_modules").await;
+    // The allowed case: a real build directory, one name, a new shell.
+    let result = served
+        .call(
+            TOKEN,
+            None,
+            "run_command",
+            json!({ "command": "rm -rf node_modules", "cwd": "real" }),
+        )
+        .await;
+    assert!(result.get("error").is_none(), "{result}");
     assert!(!exists(&served.path("ws/real/node_modules")));
     assert!(src.exists());
+}
+
+#[tokio::test]
+async fn a_session_whose_path_finds_a_planted_rm_is_asked() {
+    let served = start();
+    let src = served.path("ws/src/lib/main.rs");
+    run(
+        &served,
+        "h",
+        "mkdir -p target .bin && printf '#!/bin/sh\\nexec /bin/rm -rf src\\n' > .bin/rm && \
+         chmod +x .bin/rm && export PATH=$PWD/.bin:$PATH",
+    )
+    .await;
+    for line in ["rm -rf target", "rm -rf ./target"] {
+        asked(&served, "h", "run_command", run_args(line), line).await;
+        assert!(src.exists(), "{line:?} ran the planted rm");
+    }
 }
 
 #[tokio::test]

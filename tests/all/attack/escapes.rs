@@ -235,3 +235,31 @@ fn the_approval_prompt_shows_a_command_lines_controls_escaped() {
     // Denied: the directory is still there.
     assert!(dir.path().join("scratch").exists());
 }
+
+#[test]
+fn check_and_doctor_show_own_paths_resolved_on_disk_escaped() {
+    // A command made the plugin directory a symlink to a directory whose
+    // name is control sequences; `check` and `doctor` print where it
+    // really leads.
+    let dir = tempfile::tempdir().unwrap();
+    let named = dir.path().join(HOSTILE.replace('\x7f', ""));
+    std::fs::create_dir(&named).unwrap();
+    std::os::unix::fs::symlink(&named, dir.path().join("plugins")).unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        "plugins = \"plugins\"\ndefault_profile = \"p\"\n[profiles.p]\n",
+    )
+    .unwrap();
+    for command in ["check", "doctor"] {
+        let output = toolhost(&["--config", config.to_str().unwrap(), command]);
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(text.contains("plugin directory"), "{command}: {text}");
+        assert!(text.contains("really "), "{command}: {text}");
+        assert_eq!(
+            controls(&output.stdout),
+            Vec::<char>::new(),
+            "{command}: {text:?}"
+        );
+    }
+}

@@ -14,6 +14,8 @@ mod masks;
 mod namespaces;
 mod network;
 mod own_files;
+mod own_missing;
+mod own_races;
 mod params;
 mod server;
 mod tenants;

@@ -117,8 +117,16 @@ impl HostDescriptor for PolicedFs<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &path, Access::Write, "create directory")?;
-        self.inner.create_directory_at(fd, path).await
+        let operation = "create directory";
+        let (target, real) = self.check_with(&fd, &path, Access::Write, operation, false)?;
+        self.check_moves_nothing_own(&[&target, &real], operation)?;
+        let pinned = self.pin(&fd, &real, operation)?;
+        let done = self
+            .inner
+            .create_directory_at(pinned.dir(), pinned.name.clone())
+            .await;
+        self.unpin(pinned);
+        done
     }
 
     async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
@@ -145,10 +153,15 @@ impl HostDescriptor for PolicedFs<'_> {
         mtim: types::NewTimestamp,
     ) -> FsResult<()> {
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        self.check_with(&fd, &path, Access::Write, "set times", follow)?;
-        self.inner
-            .set_times_at(fd, path_flags, path, atim, mtim)
-            .await
+        let (_, real) = self.check_with(&fd, &path, Access::Write, "set times", follow)?;
+        let pinned = self.pin(&fd, &real, "set times")?;
+        let flags = types::PathFlags::empty();
+        let done = self
+            .inner
+            .set_times_at(pinned.dir(), flags, pinned.name.clone(), atim, mtim)
+            .await;
+        self.unpin(pinned);
+        done
     }
 
     async fn link_at(
@@ -162,12 +175,35 @@ impl HostDescriptor for PolicedFs<'_> {
         // A hard link to a file makes it reachable under the new name, so the
         // file itself must be writable and not denied: the entry linked (a
         // symlink is linked itself), and where it leads.
-        self.check_with(&fd, &old_path, Access::Write, "link", false)?;
-        self.check(&fd, &old_path, Access::Write, "link")?;
-        self.check_with(&new_descriptor, &new_path, Access::Write, "link", false)?;
-        self.inner
-            .link_at(fd, old_path_flags, old_path, new_descriptor, new_path)
-            .await
+        let follow = old_path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        let (_, entry) = self.check_with(&fd, &old_path, Access::Write, "link", false)?;
+        let (_, leads) = self.check_with(&fd, &old_path, Access::Write, "link", true)?;
+        let old_real = if follow { leads } else { entry };
+        let (to, to_real) =
+            self.check_with(&new_descriptor, &new_path, Access::Write, "link", false)?;
+        self.check_moves_nothing_own(&[&to, &to_real], "link")?;
+        let from = self.pin(&fd, &old_real, "link")?;
+        let into = match self.pin(&new_descriptor, &to_real, "link") {
+            Ok(into) => into,
+            Err(code) => {
+                self.unpin(from);
+                return Err(code.into());
+            }
+        };
+        let flags = types::PathFlags::empty();
+        let done = self
+            .inner
+            .link_at(
+                from.dir(),
+                flags,
+                from.name.clone(),
+                into.dir(),
+                into.name.clone(),
+            )
+            .await;
+        self.unpin(from);
+        self.unpin(into);
+        done
     }
 
     async fn open_at(
@@ -184,12 +220,39 @@ impl HostDescriptor for PolicedFs<'_> {
             Access::Read
         };
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        let (target, _) = self.check_with(&fd, &path, access, "open", follow)?;
+        let (target, real) = self.check_with(&fd, &path, access, "open", follow)?;
         self.check_open_quota(&target)?;
+        if oflags.contains(types::OpenFlags::CREATE) && real.symlink_metadata().is_err() {
+            self.check_moves_nothing_own(&[&target, &real], "create")?;
+        }
+        // Truncated only once what was opened is judged.
+        let truncate = oflags.contains(types::OpenFlags::TRUNCATE);
+        let oflags = [
+            types::OpenFlags::CREATE,
+            types::OpenFlags::DIRECTORY,
+            types::OpenFlags::EXCLUSIVE,
+        ]
+        .into_iter()
+        .filter(|flag| oflags.contains(*flag))
+        .fold(types::OpenFlags::empty(), |all, flag| all | flag);
+        let flags = if truncate {
+            flags | types::DescriptorFlags::WRITE
+        } else {
+            flags
+        };
+        let pinned = self.pin(&fd, &real, "open")?;
         let opened = self
             .inner
-            .open_at(fd, path_flags, path, oflags, flags)
-            .await?;
+            .open_at(
+                pinned.dir(),
+                types::PathFlags::empty(),
+                pinned.name.clone(),
+                oflags,
+                flags,
+            )
+            .await;
+        self.unpin(pinned);
+        let opened = opened?;
         // Judge what was opened, not the name: a symlink swapped in between
         // the check and the open leads somewhere the check never saw.
         let real = self.inner.table.get(&opened).ok().and_then(descriptor_path);
@@ -210,10 +273,19 @@ impl HostDescriptor for PolicedFs<'_> {
         let refused = self
             .refuse(&target, "open", refusal)
             .and_then(|()| self.check_opened_is_not_own(&target, opened_meta));
-        if let Err(code) = refused {
+        let truncated = match refused {
+            Ok(()) if truncate => {
+                self.inner
+                    .set_size(Resource::new_borrow(opened.rep()), 0)
+                    .await
+            }
+            Ok(()) => Ok(()),
+            Err(code) => Err(code.into()),
+        };
+        if let Err(error) = truncated {
             HostDescriptor::drop(&mut self.inner, opened)
                 .map_err(wasmtime_wasi::p2::FsError::trap)?;
-            return Err(code.into());
+            return Err(error);
         }
         // Paths under the descriptor, and its listing, are judged where it
         // really is: a directory opened through a symlink lists and opens
@@ -239,10 +311,16 @@ impl HostDescriptor for PolicedFs<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
-        let (target, real) =
-            self.check_with(&fd, &path, Access::Write, "remove directory", true)?;
-        self.check_moves_nothing_own(&[&target, &real], "remove directory")?;
-        self.inner.remove_directory_at(fd, path).await
+        let operation = "remove directory";
+        let (target, real) = self.check_with(&fd, &path, Access::Write, operation, false)?;
+        self.check_moves_nothing_own(&[&target, &real], operation)?;
+        let pinned = self.pin(&fd, &real, operation)?;
+        let done = self
+            .inner
+            .remove_directory_at(pinned.dir(), pinned.name.clone())
+            .await;
+        self.unpin(pinned);
+        done
     }
 
     async fn rename_at(
@@ -264,7 +342,26 @@ impl HostDescriptor for PolicedFs<'_> {
         }
         self.check_moves_no_grant(&[&from, &from_real], &[&to, &to_real], "rename")?;
         self.check_moves_nothing_own(&[&from, &from_real, &to, &to_real], "rename")?;
-        self.inner.rename_at(fd, old_path, new_fd, new_path).await
+        let source = self.pin(&fd, &from_real, "rename")?;
+        let dest = match self.pin(&new_fd, &to_real, "rename") {
+            Ok(dest) => dest,
+            Err(code) => {
+                self.unpin(source);
+                return Err(code.into());
+            }
+        };
+        let done = self
+            .inner
+            .rename_at(
+                source.dir(),
+                source.name.clone(),
+                dest.dir(),
+                dest.name.clone(),
+            )
+            .await;
+        self.unpin(source);
+        self.unpin(dest);
+        done
     }
 
     async fn symlink_at(
@@ -273,20 +370,36 @@ impl HostDescriptor for PolicedFs<'_> {
         src_path: String,
         dest_path: String,
     ) -> FsResult<()> {
-        let (_, link) = self.check_with(&fd, &dest_path, Access::Write, "symlink", false)?;
+        let (dest, link) = self.check_with(&fd, &dest_path, Access::Write, "symlink", false)?;
+        // Nor a link in the way of an own path: `.toolhost -> elsewhere`
+        // would move a missing allowlist where tools write.
+        self.check_moves_nothing_own(&[&dest, &link], "symlink")?;
         // Where the link points must be readable: no links into denied
         // places. It points from the directory it really is in.
         let parent = link.parent().unwrap_or(Path::new("/"));
         let pointee_written = parent.join(&src_path);
         let pointee = paths::normalize(&pointee_written);
-        self.check_path(&pointee, &pointee_written, Access::Read, "symlink", true)?;
-        self.inner.symlink_at(fd, src_path, dest_path).await
+        let pointee_real = super::real_path(&pointee_written, true);
+        self.check_path(&pointee, pointee_real.as_deref(), Access::Read, "symlink")?;
+        let pinned = self.pin(&fd, &link, "symlink")?;
+        let done = self
+            .inner
+            .symlink_at(pinned.dir(), src_path, pinned.name.clone())
+            .await;
+        self.unpin(pinned);
+        done
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
         let (target, real) = self.check_with(&fd, &path, Access::Write, "unlink", false)?;
         self.check_moves_nothing_own(&[&target, &real], "unlink")?;
-        self.inner.unlink_file_at(fd, path).await
+        let pinned = self.pin(&fd, &real, "unlink")?;
+        let done = self
+            .inner
+            .unlink_file_at(pinned.dir(), pinned.name.clone())
+            .await;
+        self.unpin(pinned);
+        done
     }
 
     fn read_via_stream(

@@ -9,8 +9,10 @@
 //! listings leave denied entries out.
 
 mod imports;
+mod pinned;
 mod state;
 
+use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};
 
 use wasmtime::component::{HasData, Linker, Resource};
@@ -106,18 +108,7 @@ impl PolicedFs<'_> {
     }
 
     /// Resolves `path` against the descriptor and checks it for `access`,
-    /// following a symlink in the last component (most operations do).
-    fn check(
-        &mut self,
-        fd: &Resource<Descriptor>,
-        path: &str,
-        access: Access,
-        operation: &'static str,
-    ) -> Result<PathBuf, ErrorCode> {
-        Ok(self.check_with(fd, path, access, operation, true)?.0)
-    }
-
-    /// [`Self::check`], following a final symlink only when `follow`
+    /// following a final symlink only when `follow`
     /// (`stat` of a link describes the link itself). Returns the normalised
     /// path and where the kernel really goes (the normalised path when that
     /// does not resolve).
@@ -131,29 +122,36 @@ impl PolicedFs<'_> {
     ) -> Result<(PathBuf, PathBuf), ErrorCode> {
         // The path as the kernel will walk it: `link/..` is the parent of
         // where `link` leads, not the directory `link` is in.
-        let written = self.dir_path(fd)?.join(path);
+        let dir = self.dir_path(fd)?;
+        let written = dir.join(path);
         let target = paths::normalize(&written);
-        self.check_path(&target, &written, access, operation, follow)?;
-        let real = real_path(&written, follow).unwrap_or_else(|| target.clone());
+        // Resolved once, beneath the descriptor as wasmtime-wasi would:
+        // what is judged is what the operation is done on.
+        let Some(real) = beneath(&dir, path, follow) else {
+            // Refused by the rules (as not there, when outside the grants),
+            // or else by wasmtime-wasi, which keeps paths beneath their
+            // descriptor.
+            let real = real_path(&written, follow);
+            self.check_path(&target, real.as_deref(), access, operation)?;
+            return Err(ErrorCode::NotPermitted);
+        };
+        self.check_path(&target, Some(&real), access, operation)?;
         Ok((target, real))
     }
 
-    /// Checks `target` (the lexically normalised path) and where `written`
-    /// really leads once the kernel resolves it, symlinks and `..` in order.
+    /// Checks `target` (the lexically normalised path) and `real`, where
+    /// the kernel resolves it to, symlinks and `..` in order.
     fn check_path(
         &mut self,
         target: &Path,
-        written: &Path,
+        real: Option<&Path>,
         access: Access,
         operation: &'static str,
-        follow: bool,
     ) -> Result<(), ErrorCode> {
         let refusal = self.files.refusal(target, access).or_else(|| {
             // Where the path really leads must be allowed too.
-            let real = real_path(written, follow)?;
-            (real != target)
-                .then(|| self.files.refusal(&real, access))
-                .flatten()
+            real.filter(|real| *real != target)
+                .and_then(|real| self.files.refusal(real, access))
         });
         self.refuse(target, operation, refusal)
     }
@@ -346,6 +344,66 @@ fn real_path_within(written: &Path, follow: bool, links_left: usize) -> Option<P
         return real_path_within(&parent.join(target), follow, links_left.checked_sub(1)?);
     }
     Some(entry)
+}
+
+/// Where `path` leads from the directory `root`, resolved as cap-std
+/// resolves it for wasmtime-wasi: name by name, symlinks followed (the last
+/// one only when `follow`), never above `root`. `None` when it would leave
+/// `root` (by `..`, an absolute path or symlink, or too many symlinks),
+/// which cap-std refuses too.
+fn beneath(root: &Path, path: &str, follow: bool) -> Option<PathBuf> {
+    if path.starts_with('/') {
+        return None;
+    }
+    let names = |text: &str| -> VecDeque<String> {
+        text.split('/')
+            .filter(|name| !name.is_empty() && *name != ".")
+            .map(str::to_string)
+            .collect()
+    };
+    // `file/` and `file/.` name a directory: the name keeps its slash.
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let trailing = path.contains('/') && matches!(last, "" | ".");
+    let follow = follow || trailing;
+    let mut pending = names(path);
+    let mut at = root.to_path_buf();
+    let mut links = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == ".." {
+            if at == root {
+                return None;
+            }
+            if at.is_dir() {
+                at.pop();
+            } else {
+                // Not there, or not a directory: kept, to fail as the
+                // kernel fails it.
+                at.push("..");
+            }
+            continue;
+        }
+        let next = at.join(&name);
+        let is_link = next
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        if is_link && (follow || !pending.is_empty()) {
+            links += 1;
+            let target = std::fs::read_link(&next).ok()?;
+            let target = target.to_str()?;
+            if links > MAX_SYMLINKS || target.starts_with('/') {
+                return None;
+            }
+            let mut expanded = names(target);
+            expanded.extend(pending);
+            pending = expanded;
+        } else {
+            at = next;
+        }
+    }
+    if trailing {
+        at.as_mut_os_string().push("/");
+    }
+    Some(at)
 }
 
 /// What an open descriptor refers to.

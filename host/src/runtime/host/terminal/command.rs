@@ -240,6 +240,7 @@ pub(super) async fn authorize(
                         Start::Unknown => None,
                     },
                     writable: writable_dirs(profile),
+                    fresh_shell: matches!(start, Start::Own),
                 },
             };
             let auto = scope
