@@ -216,6 +216,7 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
         }
     }
     for (name, profile) in &config.profiles {
+        let terminal = &profile.terminal;
         let (Some(TerminalBackend::Container), Some(container)) =
             (terminal.backend, &terminal.container)
         else {
