@@ -88,7 +88,10 @@ fn in_new_session() -> ! {
             libc::execvp(args[0].as_ptr(), pointers.as_ptr());
         }
         let error = std::io::Error::last_os_error();
-        let program = args.first().map(|a| a.to_string_lossy()).unwrap_or_default();
+        let program = args
+            .first()
+            .map(|a| a.to_string_lossy())
+            .unwrap_or_default();
         let message = format!("toolhost: running {program} in a new session: {error}\n");
         libc::write(2, message.as_ptr().cast(), message.len());
         libc::_exit(127)

@@ -348,7 +348,26 @@ impl HostRules {
     ///
     /// Call [`HostRules::check_host`] first; this does not repeat it.
     pub fn check_address(&self, host: &str, port: u16, ip: IpAddr) -> Result<(), NetworkRefusal> {
-        let Some(range) = classify(ip) else {
+        self.check_address_in(host, port, ip, &[])
+    }
+
+    /// [`HostRules::check_address`], with `own` the addresses of this host's
+    /// interfaces (read when checking, since they change): one of them, in
+    /// any IPv6 spelling that embeds it, is special as [`SpecialRange::ThisHost`]
+    /// even where its range is public, so a command cannot reach the host's
+    /// own services by its public name.
+    pub fn check_address_in(
+        &self,
+        host: &str,
+        port: u16,
+        ip: IpAddr,
+        own: &[IpAddr],
+    ) -> Result<(), NetworkRefusal> {
+        let plain = embedded_v4(ip).map_or(ip, IpAddr::V4);
+        let is_own = own
+            .iter()
+            .any(|&a| a == ip || embedded_v4(a).map_or(a, IpAddr::V4) == plain);
+        let Some(range) = classify(ip).or(is_own.then_some(SpecialRange::ThisHost)) else {
             return Ok(());
         };
         let explicit = self
@@ -437,6 +456,12 @@ pub enum SpecialRange {
     SiteLocal,
     /// `100::/64`.
     DiscardOnly,
+    /// `192.0.2/24`, `198.51.100/24`, `203.0.113/24`, `2001:db8::/32`: not
+    /// globally reachable, so a host that answers there is a local one.
+    Documentation,
+    /// An address of one of this host's own interfaces (see
+    /// [`HostRules::check_address_in`]).
+    ThisHost,
 }
 
 impl SpecialRange {
@@ -457,6 +482,8 @@ impl SpecialRange {
             Self::UniqueLocal => "unique_local",
             Self::SiteLocal => "site_local",
             Self::DiscardOnly => "discard_only",
+            Self::Documentation => "documentation",
+            Self::ThisHost => "this_host",
         }
     }
 
@@ -477,6 +504,8 @@ impl SpecialRange {
             Self::UniqueLocal => "unique-local (private)",
             Self::SiteLocal => "site-local (private)",
             Self::DiscardOnly => "discard-only",
+            Self::Documentation => "reserved for documentation (not globally reachable)",
+            Self::ThisHost => "an address of this host's own interfaces",
         }
     }
 }
@@ -499,11 +528,25 @@ const METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
 /// address. IPv6 forms that embed an IPv4 address (mapped `::ffff:a.b.c.d`,
 /// compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, Teredo
 /// `2001::/32`) are classified by the IPv4 address they carry. Documentation
-/// ranges are left alone: they are not routed anywhere.
+/// ranges are special too: not globally reachable, so whatever answers
+/// there is local.
 pub fn classify(ip: IpAddr) -> Option<SpecialRange> {
     match ip {
         IpAddr::V4(v4) => classify_v4(v4),
         IpAddr::V6(v6) => classify_v6(v6),
+    }
+}
+
+/// The IPv4 address an IPv4-mapped or -compatible IPv6 address carries.
+fn embedded_v4(ip: IpAddr) -> Option<Ipv4Addr> {
+    match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) => match v6.segments() {
+            [0, 0, 0, 0, 0, 0xffff | 0, _, _] if !v6.is_loopback() && !v6.is_unspecified() => Some(
+                Ipv4Addr::from(u32::from(v6.segments()[6]) << 16 | u32::from(v6.segments()[7])),
+            ),
+            _ => None,
+        },
     }
 }
 
@@ -521,6 +564,7 @@ fn classify_v4(ip: Ipv4Addr) -> Option<SpecialRange> {
         (169, 254, _) => LinkLocal,
         (172, 16..=31, _) => Private,
         (192, 0, 0) => ProtocolAssignments,
+        (192, 0, 2) | (198, 51, 100) | (203, 0, 113) => Documentation,
         (192, 168, _) => Private,
         (198, 18..=19, _) => Benchmarking,
         (224..=239, _, _) => Multicast,
@@ -560,6 +604,7 @@ fn classify_v6(ip: Ipv6Addr) -> Option<SpecialRange> {
         // Teredo embeds the client address, bit-inverted, in the low 32 bits.
         [0x2001, 0, ..] => classify_v4(Ipv4Addr::from(!u32::from(low32))),
         [0x100, 0, 0, 0, ..] => Some(DiscardOnly),
+        [0x2001, 0xdb8, ..] => Some(Documentation),
         [first, ..] if first & 0xfe00 == 0xfc00 => Some(UniqueLocal),
         [first, ..] if first & 0xffc0 == 0xfe80 => Some(LinkLocal),
         [first, ..] if first & 0xffc0 == 0xfec0 => Some(SiteLocal),

@@ -13,6 +13,8 @@ mod masks;
 mod network;
 mod own_files;
 mod params;
+mod proxy;
 mod server;
 mod tenants;
 mod tty;
+mod url_rules;
