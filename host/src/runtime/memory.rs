@@ -208,8 +208,8 @@ mod tests {
     #[test]
     fn charges_share_one_budget_and_give_it_back_when_dropped() {
         let budget = SessionMemory::new(100);
-        let mut a = budget.account("");
-        let mut b = budget.account("");
+        let mut a = budget.account("a");
+        let mut b = budget.account("b");
         assert!(a.grow(60).is_ok());
         assert_eq!(b.grow(41), Err(Shortage::Host), "over the budget");
         assert!(b.grow(40).is_ok());

@@ -150,7 +150,7 @@ impl ContainerBackend {
         let (planned, mounts) = tokio::task::spawn_blocking(move || Planned::new(&planning, true))
             .await
             .map_err(|e| format!("planning the container's mounts: {e}"))??;
-        let engine = body::Engine::of(&docker).await;
+        let engine = body::Engine::of(docker).await;
         let labels = HashMap::from([(LABEL.to_string(), owner())]);
         let body = body::container_body(profile, settings, &mounts, &engine, labels)?;
         let created = docker
