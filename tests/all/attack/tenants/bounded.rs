@@ -162,3 +162,86 @@ async fn idle_keep_alive_connections_do_not_keep_callers_out() {
     assert!(started.elapsed() < Duration::from_secs(2));
     drop(held);
 }
+
+/// p99 of `n` `echo` calls of tenant `b`, 10 ms apart, from a client of
+/// their own.
+async fn echo_p99(served: &Served, n: usize) -> Duration {
+    let url = format!("{}/v1/tool_calls", served.base);
+    let measured = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let client = reqwest::Client::builder().no_proxy().build().unwrap();
+            let body = batch(None, "echo", &json!({ "text": "b" }));
+            let mut taken = Vec::with_capacity(n);
+            for _ in 0..n {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                let start = std::time::Instant::now();
+                let answer = client.post(&url).bearer_auth(B).json(&body).send().await;
+                assert!(answer.unwrap().status().is_success());
+                taken.push(start.elapsed());
+            }
+            taken.sort();
+            taken[n * 99 / 100]
+        })
+    });
+    tokio::task::spawn_blocking(move || measured.join().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Open: one tenant's command spinning many processes competes for the
+/// CPU with the server's own threads on equal terms (each runnable process
+/// weighs as much as a worker thread), and nothing gives commands a lower
+/// weight than the server, nor a tenant a share. Reported to stall another
+/// tenant's calls for seconds on a release build; with the CPUs over 90%
+/// busy it has not failed here, so it is not yet run by default.
+#[tokio::test]
+#[ignore = "open: not reproduced on a debug build here; commands' CPU is not bounded per tenant"]
+async fn one_tenants_spinning_command_leaves_the_others_calls_fast() {
+    crate::use_launcher();
+    let served = Served::start(&config("", ""), &["a", "b"]);
+    let calm = echo_p99(&served, 200).await;
+    // As a real attack would: one run_command, within every limit.
+    let spin = "for i in $(seq 250); do (while :; do :; done) & done; sleep 12; kill 0";
+    let served = std::sync::Arc::new(served);
+    let spinning = {
+        let served = served.clone();
+        tokio::spawn(async move {
+            served
+                .call(A, None, "run_command", json!({ "command": spin }))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = cpu_times();
+    let flooded = echo_p99(&served, 200).await;
+    let after = cpu_times();
+    let busy = (after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64;
+    assert!(
+        busy > 0.9,
+        "the spinning command did not load the cpus ({busy:.2})"
+    );
+    assert!(
+        flooded <= calm * 2 + Duration::from_millis(10),
+        "b's p99 went from {calm:?} to {flooded:?}"
+    );
+    spinning.abort();
+}
+
+/// Busy and total jiffies of all cpus, from `/proc/stat`.
+fn cpu_times() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    let total: u64 = fields.iter().sum();
+    (total - fields[3] - fields[4], total)
+}
