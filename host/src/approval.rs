@@ -93,6 +93,11 @@ fn ask_tty(prompt: &str) -> Approval {
 /// allowlist entries `always` answers add for one tenant.
 pub const MAX_REMEMBERED: usize = 1024;
 
+/// Longest request (its key, such as `command LINE`) a `session` or
+/// `always` answer is remembered for: with [`MAX_REMEMBERED`], what one
+/// tenant's answers keep is at most 4 MiB. A longer one's answer counts once.
+pub const MAX_REMEMBERED_KEY: usize = 4096;
+
 /// The approvals of one host: the approver, answers remembered per scope, and
 /// the allowlist file.
 pub struct Approvals {
@@ -198,6 +203,17 @@ impl Approvals {
         };
         let answer = answer.map_err(|why| format!("{request}, and it was not asked: {why}"))?;
         tracing::info!(%request, ?answer, "approval");
+        let answer = match answer {
+            Approval::Session | Approval::Always if key.len() > MAX_REMEMBERED_KEY => {
+                tracing::warn!(
+                    bytes = key.len(),
+                    "the approved request is longer than the {MAX_REMEMBERED_KEY} bytes an \
+                     answer is remembered for; this answer counts once"
+                );
+                Approval::Once
+            }
+            answer => answer,
+        };
         match answer {
             Approval::Once => Ok(None),
             Approval::Session => {

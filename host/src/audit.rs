@@ -1,10 +1,15 @@
 //! The audit log: one JSON line per call, with who called what, on which
 //! plugin version, how long it took, how it ended, and every capability use
 //! and refusal. Secrets (header values, environment values) never appear.
+//! Each field a caller chooses is cut to a bound, and each tenant may add at
+//! most `tenant_caps.audit_per_minute` bytes a minute: past it, its calls
+//! are refused (not run unaudited) until the budget refills.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -51,9 +56,24 @@ pub struct AuditRecord<'a> {
     pub content: &'a [BlockSummary],
 }
 
+/// Longest tool name, call id or session id written whole.
+pub const MAX_ID: usize = 256;
+
+/// Longest error message written whole.
+const MAX_ERROR: usize = 4096;
+
+/// Longest capability target or reason written whole.
+const MAX_USE: usize = 1024;
+
+/// Most capability uses written for one call.
+const MAX_USES: usize = 128;
+
 /// Where audit lines go.
 pub struct AuditLog {
     sink: Mutex<Box<dyn Write + Send>>,
+    /// Bytes each tenant (`""`: the local caller) may still write, and when
+    /// that was last refilled.
+    budgets: Mutex<HashMap<String, (f64, Instant)>>,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -84,12 +104,64 @@ impl AuditLog {
     pub fn writer(writer: impl Write + Send + 'static) -> Self {
         Self {
             sink: Mutex::new(Box::new(writer)),
+            budgets: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Writes one line. A write failure is logged, never fatal to the call.
+    /// Whether `tenant` may make a call now under `per_minute` bytes of
+    /// audit a minute; else why not.
+    pub fn admit(&self, tenant: Option<&str>, per_minute: usize) -> Result<(), String> {
+        let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let capacity = per_minute as f64;
+        let now = Instant::now();
+        let (left, since) = budgets
+            .entry(tenant.unwrap_or_default().to_string())
+            .or_insert((capacity, now));
+        *left = (*left + now.duration_since(*since).as_secs_f64() * capacity / 60.0).min(capacity);
+        *since = now;
+        if *left > 0.0 {
+            return Ok(());
+        }
+        let who = tenant.map_or("the local caller".to_string(), |t| format!("tenant {t:?}"));
+        Err(format!(
+            "{who} wrote its cap of tenant_caps.audit_per_minute = {per_minute} bytes of audit \
+             log in the last minute; retry later (or raise the cap)"
+        ))
+    }
+
+    /// Writes one line, each field a caller chooses cut to its bound, and
+    /// charges it to `record.tenant`'s budget. A write failure is logged,
+    /// never fatal to the call.
     pub fn record(&self, record: &AuditRecord<'_>) {
-        let mut line = match serde_json::to_vec(record) {
+        let cut = |text: &str, max: usize| crate::error::bounded(text, max).into_owned();
+        let (tool, call_id, session) = (
+            cut(record.tool, MAX_ID),
+            record.call_id.map(|id| cut(id, MAX_ID)),
+            record.session.map(|id| cut(id, MAX_ID)),
+        );
+        let error = record.error.map(|e| cut(e, MAX_ERROR));
+        let uses: Vec<CapabilityUse> = record
+            .capabilities
+            .iter()
+            .take(MAX_USES)
+            .map(|used| CapabilityUse {
+                capability: used.capability,
+                target: cut(&used.target, MAX_USE),
+                allowed: used.allowed,
+                reason: used.reason.as_deref().map(|r| cut(r, MAX_USE)),
+            })
+            .collect();
+        let bounded = AuditRecord {
+            tool: &tool,
+            call_id: call_id.as_deref(),
+            session: session.as_deref(),
+            error: error.as_deref(),
+            capabilities: &uses,
+            plugin_hash: record.plugin_hash.clone(),
+            time: record.time.clone(),
+            ..*record
+        };
+        let mut line = match serde_json::to_vec(&bounded) {
             Ok(line) => line,
             Err(e) => {
                 tracing::error!(error = %e, "cannot serialize an audit record");
@@ -97,6 +169,14 @@ impl AuditLog {
             }
         };
         line.push(b'\n');
+        if let Some((left, _)) = self
+            .budgets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(record.tenant.unwrap_or_default())
+        {
+            *left -= line.len() as f64;
+        }
         let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = sink.write_all(&line).and_then(|()| sink.flush()) {
             tracing::error!(error = %e, "cannot write the audit log");
@@ -136,6 +216,48 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn caller_chosen_fields_are_cut_and_charged_to_the_tenant() {
+        let buffer = std::sync::Arc::new(Mutex::new(Vec::new()));
+        struct Shared(std::sync::Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = AuditLog::writer(Shared(buffer.clone()));
+        let long = "x".repeat(1 << 20);
+        let used = vec![CapabilityUse::refused("file", long.clone(), long.as_str()); 1000];
+        assert!(log.admit(Some("a"), 64 << 10).is_ok());
+        log.record(&AuditRecord {
+            time: now_rfc3339(),
+            tenant: Some("a"),
+            profile: "p",
+            tool: &long,
+            plugin: None,
+            plugin_hash: None,
+            call_id: Some(&long),
+            session: Some(&long),
+            duration_ms: 1.0,
+            outcome: "denied",
+            error: Some(&long),
+            capabilities: &used,
+        });
+        let written = buffer.lock().unwrap().len();
+        assert!(written < 300 << 10, "{written} bytes");
+        assert!(written > 4 << 10);
+        let refused = log.admit(Some("a"), 64 << 10).unwrap_err();
+        assert!(
+            refused.contains("tenant_caps.audit_per_minute"),
+            "{refused}"
+        );
+        assert!(log.admit(Some("b"), 64 << 10).is_ok());
+    }
 
     #[test]
     fn dates() {

@@ -72,7 +72,18 @@ impl Host {
     ) -> Result<CallOutput, CallError> {
         let started = Instant::now();
         let arguments = std::mem::replace(&mut request.arguments, Arguments::Text(String::new()));
-        let resolved = match caller.admit() {
+        // A call the tenant's audit budget cannot take is refused, and not
+        // written either (that is the budget).
+        let audit_budget = self.audit_log().map(|audit| {
+            let per_minute = self.tenant_caps().audit_per_minute;
+            audit.admit(caller.tenant_name(), per_minute)
+        });
+        let over_budget = matches!(audit_budget, Some(Err(_)));
+        let admitted = match audit_budget {
+            Some(Err(why)) => Err(CallError::new(ErrorKind::Busy, why)),
+            _ => caller.admit().and_then(|()| ids_bounded(&request)),
+        };
+        let resolved = match admitted {
             Ok(()) => self.resolve(caller, &request.tool).await,
             Err(error) => Err(error),
         };
@@ -97,7 +108,7 @@ impl Host {
         if let Err(error) = &result {
             tracing::debug!(tool = %request.tool, %error, "call failed");
         }
-        if let Some(audit) = self.audit_log() {
+        if let Some(audit) = self.audit_log().filter(|_| !over_budget) {
             let error_text = result.as_ref().err().map(CallError::model_text);
             audit.record(&AuditRecord {
                 time: now_rfc3339(),
@@ -373,4 +384,26 @@ fn declares_files(spec: &ToolSpec) -> bool {
             p.matches(crate::runtime::FILE_READ) || p.matches(crate::runtime::FILE_WRITE)
         })
     })
+}
+
+/// Refuses a call or session id longer than [`crate::audit::MAX_ID`]
+/// bytes, as `POST /v1/sessions` refuses such a session id: ids are kept
+/// and written with every call.
+fn ids_bounded(request: &CallRequest) -> Result<(), CallError> {
+    let max = crate::audit::MAX_ID;
+    for (what, id) in [
+        ("call id", request.call_id.as_deref()),
+        ("session id", request.session.as_deref()),
+    ] {
+        if let Some(id) = id.filter(|id| id.len() > max) {
+            return Err(CallError::new(
+                ErrorKind::InvalidRequest,
+                format!(
+                    "the {what} is {} bytes, more than the limit of {max}; use a shorter one",
+                    id.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -183,6 +183,12 @@ impl Host {
         let caller = Caller::new(profile, current.caller.approvals().clone());
         self.terminals()
             .set_output_cap(config.tenant_caps.background_output);
+        let memory = self.sessions_memory();
+        memory.set_share(
+            config
+                .tenant_caps
+                .sessions_memory_share(memory.limit(), config.tenants.len()),
+        );
         self.set_settings(Settings {
             caller,
             toolsets: config.toolsets.clone(),

@@ -1,7 +1,8 @@
 //! `[tenant_caps]`: how much each tenant (and the local caller, counted as
 //! one more) may make a server hold: narrowed sessions and how long an idle
 //! one is kept, pending approvals, approval event streams, MCP sessions,
-//! and unread background output. Each is at least 1.
+//! unread background output, audit log bytes a minute, and its share of
+//! `sessions_memory`. Each is at least 1.
 
 use std::time::Duration;
 
@@ -31,6 +32,12 @@ pub struct TenantCapsConfig {
     /// Unread output of one tenant's background processes, all together.
     #[serde(default)]
     pub background_output: Option<ByteSize>,
+    /// Bytes of audit log one tenant's calls may add a minute.
+    #[serde(default)]
+    pub audit_per_minute: Option<ByteSize>,
+    /// Memory one tenant's stateful sessions may hold together.
+    #[serde(default)]
+    pub sessions_memory: Option<ByteSize>,
 }
 
 /// `[tenant_caps]`, validated, with the defaults filled in.
@@ -48,6 +55,11 @@ pub struct TenantCaps {
     pub mcp_sessions: usize,
     /// Unread background output of one tenant, in bytes (default 16 MiB).
     pub background_output: usize,
+    /// Audit log bytes one tenant may add a minute (default 8 MiB).
+    pub audit_per_minute: usize,
+    /// Memory one tenant's stateful sessions may hold together; `None`:
+    /// `sessions_memory` shared evenly by the tenants and the local caller.
+    pub sessions_memory: Option<usize>,
 }
 
 impl Default for TenantCaps {
@@ -59,6 +71,8 @@ impl Default for TenantCaps {
             event_streams: 8,
             mcp_sessions: 64,
             background_output: 16 << 20,
+            audit_per_minute: 8 << 20,
+            sessions_memory: None,
         }
     }
 }
@@ -104,6 +118,20 @@ impl TenantCaps {
                 .map(|size| usize::try_from(size.0).unwrap_or(usize::MAX)),
             defaults.background_output,
         );
+        let audit_per_minute = count(
+            "audit_per_minute",
+            written
+                .audit_per_minute
+                .map(|size| usize::try_from(size.0).unwrap_or(usize::MAX)),
+            defaults.audit_per_minute,
+        );
+        let sessions_memory = written.sessions_memory.map(|size| {
+            count(
+                "sessions_memory",
+                Some(usize::try_from(size.0).unwrap_or(usize::MAX)),
+                1,
+            )
+        });
         let narrowing_idle = match written.narrowing_idle {
             Some(Span(idle)) if idle.is_zero() => {
                 problems.push((
@@ -122,6 +150,18 @@ impl TenantCaps {
             event_streams,
             mcp_sessions,
             background_output,
+            audit_per_minute,
+            sessions_memory,
         }
+    }
+
+    /// One tenant's share of `total` bytes of `sessions_memory` on a server
+    /// with `tenants` tenants: `tenant_caps.sessions_memory` if set, else
+    /// an even share with the local caller counted as one more, so that
+    /// every tenant at its share still leaves each other its own.
+    pub fn sessions_memory_share(&self, total: usize, tenants: usize) -> usize {
+        self.sessions_memory
+            .unwrap_or(total / (tenants + 1))
+            .clamp(1, total.max(1))
     }
 }

@@ -96,6 +96,7 @@ pub(super) fn resolve_profile(
     }
     let defaults = NetworkLimits::default();
     profile.network = NetworkLimits {
+        url_rules: Vec::new(),
         timeout: written
             .network
             .timeout

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::file::{GlobalConfig, ToolConfig};
+use crate::policy::canonical::{UrlRule, is_url_glob};
 use crate::policy::layers::check_pointer;
 use crate::policy::{ArgumentRule, Confinement, Matcher, PermissionRules, Profile, ToolRules};
 
@@ -56,6 +57,16 @@ pub(super) fn resolve_tools(
         let mut applied = profile.clone();
         applied.permissions = profile.permissions.layered(&permissions);
         applied.tools = BTreeMap::new();
+        applied.network.url_rules = arguments
+            .iter()
+            .filter_map(|rule| match &rule.matcher {
+                Matcher::Globs(globs) if globs.iter().any(|g| is_url_glob(g)) => Some(UrlRule {
+                    key: rule.key.clone(),
+                    globs: globs.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
         let confined = confinement(&arguments, profile.workspace()).map(|confinement| {
             let mut confined = applied.clone();
             confined.paths = applied.paths.confined(confinement);
@@ -97,7 +108,7 @@ fn confinement(arguments: &[ArgumentRule], workspace: &std::path::Path) -> Optio
 /// `Err` for a glob written as a URL that no canonical URL can match (its
 /// text before the first `*` is not in canonical form), naming the form.
 fn canonical_url_glob(glob: &str) -> Result<(), String> {
-    if !crate::policy::canonical::is_url_glob(glob) {
+    if !is_url_glob(glob) {
         return Ok(());
     }
     let literal = glob.split('*').next().unwrap_or_default();

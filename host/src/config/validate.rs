@@ -102,6 +102,12 @@ pub(super) fn validate(
         let message = e.trim_start_matches("approvals.auto: ").to_string();
         problems.push(("approvals.auto".into(), message));
     }
+    let tenant_caps = tenant_caps(
+        &file.tenant_caps,
+        file.sessions_memory,
+        file.tenants.len(),
+        problems,
+    );
     Config {
         source,
         base_dir: base.to_path_buf(),
@@ -142,10 +148,36 @@ pub(super) fn validate(
             .sessions_memory
             .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
         sandbox_ids,
-        tenant_caps: super::TenantCaps::validate(&file.tenant_caps, problems),
+        tenant_caps,
         mime_types: super::results::mime_types(&file.results, problems),
         retained_own: None,
     }
+}
+
+/// `[tenant_caps]`, with an explicit share of `sessions_memory` that every
+/// tenant and the local caller hold at once still fitting in it.
+fn tenant_caps(
+    written: &super::caps::TenantCapsConfig,
+    sessions_memory: Option<super::units::ByteSize>,
+    tenants: usize,
+    problems: &mut Vec<(String, String)>,
+) -> super::TenantCaps {
+    let caps = super::TenantCaps::validate(written, problems);
+    let total = sessions_memory.map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize);
+    if let Some(share) = caps.sessions_memory
+        && share.saturating_mul(tenants + 1) > total
+    {
+        problems.push((
+            "tenant_caps.sessions_memory".into(),
+            format!(
+                "{share} bytes for each of {tenants} tenants and the local caller is more than \
+                 sessions_memory = {total} bytes, so one tenant at its share could leave \
+                 another none; set it to at most {} or raise sessions_memory",
+                total / (tenants + 1)
+            ),
+        ));
+    }
+    caps
 }
 
 /// `sandbox_ids` as written (`"FIRST-LAST"`), checked: no id 0, room for

@@ -271,8 +271,14 @@ impl HostBuilder {
             anyhow::anyhow!("invalid toolsets:\n  {}", problems.join("\n  "))
         })?;
         let terminals = Arc::new(Terminals::default());
+        let sessions_memory = SessionMemory::new(self.sessions_memory);
         if let Some(config) = &self.config {
             terminals.set_output_cap(config.tenant_caps.background_output);
+            sessions_memory.set_share(
+                config
+                    .tenant_caps
+                    .sessions_memory_share(self.sessions_memory, config.tenants.len()),
+            );
         }
         let host = Host {
             inner: Arc::new(Inner {
@@ -289,7 +295,7 @@ impl HostBuilder {
                 hooks: self.hooks,
                 batch_concurrency: self.batch_concurrency,
                 session_idle: self.session_idle,
-                sessions_memory: SessionMemory::new(self.sessions_memory),
+                sessions_memory,
                 terminals,
                 loaded: tokio::sync::watch::channel(false).0,
                 cache: self.cache,

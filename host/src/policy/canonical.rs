@@ -2,9 +2,97 @@
 //! WHATWG parser (the `url` crate, which the HTTP capability fetches with)
 //! makes of it, with percent-escapes of unreserved characters decoded and
 //! the others in upper case, no trailing dot on the host, no credentials,
-//! and no segment a server could still read as `.` or `..`.
+//! and no segment a server could still read as `.` or `..`. A URL glob is
+//! matched on the parsed URL part by part: its scheme, its host and port
+//! (where `*` stays within one label), then the rest.
 
 use url::{Position, Url};
+
+use super::wildcard;
+
+/// A parameter rule's globs written as URLs, which bound every request the
+/// tool makes (each redirect hop included), not only its argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlRule {
+    /// The config key the rule was written at, named in refusals.
+    pub key: String,
+    /// The globs; a URL must be canonical and match one.
+    pub globs: Vec<String>,
+}
+
+impl UrlRule {
+    /// Why a request to `url` breaks the rule, if it does.
+    pub fn refuses(&self, url: &str) -> Option<String> {
+        let why = match canonical_url(url) {
+            Err(why) => why,
+            Ok(()) if self.globs.iter().any(|g| glob_matches(g, url)) => return None,
+            Ok(()) => format!("it matches none of {:?}", self.globs),
+        };
+        let shown = crate::error::bounded(url, 120);
+        Some(format!(
+            "the url {shown:?} is refused by {}: {why}",
+            self.key
+        ))
+    }
+}
+
+/// Whether `text` matches `glob`: part by part for a URL glob (see
+/// [`url_glob_matches`]), else as a plain `*` glob.
+pub fn glob_matches(glob: &str, text: &str) -> bool {
+    if is_url_glob(glob) {
+        url_glob_matches(glob, text)
+    } else {
+        wildcard::matches(glob, text)
+    }
+}
+
+/// Whether the URL `text` matches the URL glob `glob`, on the parsed URL:
+/// the scheme as a glob; the host and port, where `*` never crosses `.`,
+/// `:`, `@`, `[` or `]` (a host of `*` alone is any host and port); then
+/// the path, query and fragment, where `*` matches anything. A glob that
+/// ends at its host matches the root path only (`scheme://*` alone: every
+/// URL of the scheme).
+pub fn url_glob_matches(glob: &str, text: &str) -> bool {
+    let Ok(url) = Url::parse(text) else {
+        return false;
+    };
+    let Some((scheme, rest)) = glob.split_once("://") else {
+        return false;
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    if !wildcard::matches(scheme, url.scheme()) {
+        return false;
+    }
+    if authority == "*" && tail.is_empty() {
+        return true;
+    }
+    let url_authority = &url[Position::BeforeHost..Position::AfterPort];
+    let url_tail = &url[Position::BeforePath..];
+    let tail = if tail.is_empty() { "/" } else { tail };
+    (authority == "*" || labels_match(authority, url_authority))
+        && wildcard::matches(tail, url_tail)
+}
+
+/// Whether `text` matches `pattern` with `*` confined to the runs between
+/// authority separators: both must have the same separators in the same
+/// places, and each run match its pattern run (an empty run only an empty
+/// one: `*.example.com` is not `.example.com`).
+fn labels_match(pattern: &str, text: &str) -> bool {
+    const SEPARATORS: [char; 5] = ['.', ':', '@', '[', ']'];
+    let separators = |s: &str| s.matches(SEPARATORS).map(str::to_owned).collect::<Vec<_>>();
+    separators(pattern) == separators(text)
+        && pattern
+            .split(SEPARATORS)
+            .zip(text.split(SEPARATORS))
+            .all(|(p, t)| {
+                if t.is_empty() {
+                    p.is_empty()
+                } else {
+                    wildcard::matches(p, t)
+                }
+            })
+}
 
 /// `text` if it is a URL in canonical form; else why not, naming the
 /// canonical form where there is one.
@@ -178,6 +266,50 @@ mod tests {
         ] {
             assert!(canonical_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn url_glob_stars_stay_in_their_part() {
+        let cases = [
+            ("http://*.example.com/*", "http://api.example.com/x", true),
+            ("http://*.example.com/*", "http://a.b.example.com/x", false),
+            ("http://*.example.com/*", "http://.example.com/x", false),
+            (
+                "http://*.example.com/*",
+                "http://h:8/x?.example.com/",
+                false,
+            ),
+            (
+                "http://*.example.com/*",
+                "http://api.example.com:8080/x",
+                false,
+            ),
+            ("http://*", "http://any.host:1/x?y#z", true),
+            ("http://*/*", "http://any.host/x", true),
+            ("http://h/a/*", "http://h/a/b/c?d", true),
+            ("http://h/a/*", "http://h/b", false),
+            ("http://h", "http://h/", true),
+            ("http://h", "http://h/x", false),
+            ("http://h:*/*", "http://h:8080/x", true),
+            ("http://h:*/*", "http://h.evil:8080/x", false),
+            ("https://h/*", "http://h/x", false),
+        ];
+        for (glob, url, expected) in cases {
+            assert_eq!(url_glob_matches(glob, url), expected, "{glob} {url}");
+        }
+        let rule = UrlRule {
+            key: "k".into(),
+            globs: vec!["http://h/a/*".into()],
+        };
+        assert_eq!(rule.refuses("http://h/a/x"), None);
+        assert!(
+            rule.refuses("http://h/b")
+                .is_some_and(|why| why.contains("k: it matches none"))
+        );
+        assert!(
+            rule.refuses("http://h/a/../b")
+                .is_some_and(|why| why.contains("canonical"))
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{canonical, paths, wildcard};
+use super::{canonical, paths};
 
 /// What a rule knows of the call it checks.
 #[derive(Debug, Clone, Copy)]
@@ -88,7 +88,7 @@ impl Matcher {
                         )
                     });
                 }
-                if globs.iter().any(|g| wildcard::matches(g, text)) {
+                if globs.iter().any(|g| canonical::glob_matches(g, text)) {
                     None
                 } else {
                     Some(format!("it matches none of {globs:?}"))

@@ -65,6 +65,9 @@ pub struct NetworkLimits {
     pub max_response: u64,
     /// Most redirects followed.
     pub max_redirects: usize,
+    /// The URL rules of the tool's parameter layer: every request it makes,
+    /// each redirect hop included, must pass each of them.
+    pub url_rules: Vec<super::canonical::UrlRule>,
 }
 
 impl Default for NetworkLimits {
@@ -74,6 +77,7 @@ impl Default for NetworkLimits {
             timeout: Duration::from_secs(30),
             max_response: 10 << 20,
             max_redirects: 5,
+            url_rules: Vec::new(),
         }
     }
 }

@@ -55,8 +55,27 @@ pub(crate) fn guest_error(what: &str, error: GuestToolError) -> CallError {
 /// limiter refused growth, otherwise the trap with the guest's last words on
 /// stderr (a Rust panic message lands there).
 pub(crate) fn trap_error(what: &str, error: &wasmtime::Error, sandbox: &Sandbox) -> CallError {
-    if let (Some(desired), Some(charge)) = (sandbox.limiter.over_budget, &sandbox.limiter.session) {
+    if let (Some((desired, shortage)), Some(charge)) =
+        (sandbox.limiter.over_budget, &sandbox.limiter.session)
+    {
         let budget = charge.budget();
+        if shortage == crate::runtime::memory::Shortage::Tenant {
+            let who = match charge.tenant() {
+                "" => "the local caller".to_string(),
+                tenant => format!("tenant {tenant:?}"),
+            };
+            return CallError::new(
+                ErrorKind::Memory,
+                format!(
+                    "{what} could not grow its memory to {}: the stateful sessions of {who} \
+                     hold {}, its cap of tenant_caps.sessions_memory = {}; end sessions (or \
+                     wait for session_idle)",
+                    super::plugin::human_bytes(desired),
+                    super::plugin::human_bytes(budget.used_by(charge.tenant())),
+                    super::plugin::human_bytes(budget.share())
+                ),
+            );
+        }
         return CallError::new(
             ErrorKind::Memory,
             format!(

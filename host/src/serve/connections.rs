@@ -1,12 +1,14 @@
 //! The HTTP server's connection slots, and who gives one up when they are
-//! all taken: a connection that has not yet sent a request (an idle or
-//! half-open socket, as a slow-loris flood holds) is closed to make room for
-//! a new one, oldest first, so a flood of idle sockets cannot keep callers
-//! out. Connections serving requests are never closed for room; when every
-//! slot is busy with them, new connections wait.
+//! all taken: a connection with no request in flight (one that has sent
+//! nothing yet, as a slow-loris flood holds, first; then one idle between
+//! keep-alive requests) is closed to make room for a new one, oldest first,
+//! so a flood of idle sockets cannot keep callers out. A connection is
+//! serving while a request's response (a stream included) is not done;
+//! those are never closed for room, and when every slot serves, new
+//! connections wait.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -21,18 +23,83 @@ pub(super) struct Connections {
 
 /// One open connection.
 struct Open {
-    /// Set once it has sent a request.
-    proven: Arc<AtomicBool>,
+    activity: Arc<Activity>,
     /// Closes it.
     abort: Option<AbortHandle>,
 }
 
-/// A connection's place: its slot, and the flag its first request sets.
+/// What a connection is doing: whether it ever sent a request, and how many
+/// of its requests are being served now.
+#[derive(Default)]
+pub(super) struct Activity {
+    proven: AtomicBool,
+    serving: AtomicUsize,
+}
+
+impl Activity {
+    /// Counts a request as served until the returned guard is dropped
+    /// (keep it with the response body).
+    pub(super) fn serve(self: &Arc<Self>) -> Serving {
+        self.proven.store(true, Ordering::Relaxed);
+        self.serving.fetch_add(1, Ordering::AcqRel);
+        Serving(self.clone())
+    }
+}
+
+/// A request being served; dropped when its response is done.
+pub(super) struct Serving(Arc<Activity>);
+
+impl Serving {
+    /// `response`, its body keeping this request counted as served until
+    /// it is done or dropped (a stream is served while it is open).
+    pub(super) fn keep_with(self, response: axum::response::Response) -> axum::response::Response {
+        response.map(|body| {
+            axum::body::Body::new(Guarded {
+                body,
+                _serving: self,
+            })
+        })
+    }
+}
+
+/// A response body with the request it answers counted as served.
+struct Guarded {
+    body: axum::body::Body,
+    _serving: Serving,
+}
+
+impl hyper::body::Body for Guarded {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        hyper::body::Body::poll_frame(std::pin::Pin::new(&mut self.body), cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        hyper::body::Body::is_end_stream(&self.body)
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::Body::size_hint(&self.body)
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.serving.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A connection's place: its slot, and what it is doing.
 pub(super) struct Slot {
     id: u64,
     _permit: OwnedSemaphorePermit,
-    /// Set by the connection's first request.
-    pub(super) proven: Arc<AtomicBool>,
+    /// Updated by the connection's requests.
+    pub(super) activity: Arc<Activity>,
 }
 
 impl Slot {
@@ -52,13 +119,13 @@ impl Connections {
     }
 
     /// A slot for a connection just accepted: a free one, or the one of the
-    /// oldest connection that has sent nothing yet (which is closed), or the
-    /// next one to come free.
+    /// oldest connection serving nothing (which is closed), or the next one
+    /// to come free.
     pub(super) async fn slot(&self) -> Slot {
         let permit = match self.slots.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
-                if let Some(abort) = self.oldest_unproven() {
+                if let Some(abort) = self.oldest_idle() {
                     tracing::debug!("all connection slots taken: closing the oldest idle one");
                     abort.abort();
                 }
@@ -74,18 +141,18 @@ impl Connections {
             *next += 1;
             *next
         };
-        let proven = Arc::new(AtomicBool::new(false));
+        let activity = Arc::new(Activity::default());
         self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(
             id,
             Open {
-                proven: proven.clone(),
+                activity: activity.clone(),
                 abort: None,
             },
         );
         Slot {
             id,
             _permit: permit,
-            proven,
+            activity,
         }
     }
 
@@ -109,12 +176,15 @@ impl Connections {
             .remove(&slot.id);
     }
 
-    /// Takes the oldest connection that has not sent a request yet.
-    fn oldest_unproven(&self) -> Option<AbortHandle> {
+    /// Takes the oldest connection that has not sent a request yet, else
+    /// the oldest one serving none now (idle between requests).
+    fn oldest_idle(&self) -> Option<AbortHandle> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = |c: &Open| c.abort.is_some() && c.activity.serving.load(Ordering::Acquire) == 0;
         let id = open
             .iter()
-            .find(|(_, c)| c.abort.is_some() && !c.proven.load(Ordering::Relaxed))
+            .find(|(_, c)| idle(c) && !c.activity.proven.load(Ordering::Relaxed))
+            .or_else(|| open.iter().find(|(_, c)| idle(c)))
             .map(|(id, _)| *id)?;
         open.remove(&id).and_then(|c| c.abort)
     }

@@ -11,7 +11,6 @@ mod sessions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
@@ -257,13 +256,17 @@ impl HttpServer {
                 slot = connections.slot() => slot,
             };
             let _ = stream.set_nodelay(true);
-            let proven = slot.proven.clone();
+            let activity = slot.activity.clone();
             let app = app.clone();
             let service = TowerToHyperService::new(tower::service_fn(
                 move |request: hyper::Request<hyper::body::Incoming>| {
-                    proven.store(true, Ordering::Relaxed);
+                    // Serving until the response body is done or dropped.
+                    let serving = activity.serve();
                     let mut app = app.clone();
-                    async move { tower::Service::call(&mut app, request).await }
+                    async move {
+                        let response = tower::Service::call(&mut app, request).await?;
+                        Ok::<_, std::convert::Infallible>(serving.keep_with(response))
+                    }
                 },
             ));
             let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));

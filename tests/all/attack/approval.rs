@@ -63,6 +63,21 @@ async fn run(served: &Served, session: &str, line: &str) -> Value {
 /// is listed for the tenant, with `line` as its command) rather than
 /// approved by the rule; the tenant denies it and the call is refused.
 async fn asked(served: &Served, session: &str, tool: &str, arguments: Value, line: &str) {
+    let result = answered(served, session, tool, arguments, line, "deny").await;
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(error.contains("was not approved"), "{line:?}: {result}");
+}
+
+/// `tool` with `arguments` in `session`, asked about as `line` and answered
+/// with `decision`: the call's result.
+async fn answered(
+    served: &Served,
+    session: &str,
+    tool: &str,
+    arguments: Value,
+    line: &str,
+    decision: &str,
+) -> Value {
     let call = {
         let client = served.client.clone();
         let url = format!("{}/v1/tool_calls", served.base);
@@ -100,13 +115,43 @@ async fn asked(served: &Served, session: &str, tool: &str, arguments: Value, lin
         .post(
             &format!("/v1/approvals/{id}"),
             TOKEN,
-            &json!({"decision": "deny"}),
+            &json!({ "decision": decision }),
         )
         .await;
     assert!(status.is_success(), "{body}");
-    let result = call.await.unwrap();
-    let error = result["error"].as_str().unwrap_or_default();
-    assert!(error.contains("was not approved"), "{line:?}: {result}");
+    call.await.unwrap()
+}
+
+#[tokio::test]
+async fn an_always_answer_on_a_long_line_is_not_kept_whole() {
+    let served = start();
+    let allowlist = served.path("toolhost-approvals.json");
+    let short = "rm -rf junk0";
+    let result = answered(
+        &served,
+        "s",
+        "run_command",
+        run_args(short),
+        short,
+        "always",
+    )
+    .await;
+    assert!(result.get("error").is_none(), "{result}");
+    let kept = std::fs::read_to_string(&allowlist).unwrap_or_default();
+    assert!(kept.contains(short), "{kept}");
+    let long = format!("rm -rf junk1 # {}", "A".repeat(64 << 10));
+    let result = answered(
+        &served,
+        "s",
+        "run_command",
+        run_args(&long),
+        &long,
+        "always",
+    )
+    .await;
+    assert!(result.get("error").is_none(), "{result}");
+    let size = std::fs::metadata(&allowlist).map_or(0, |m| m.len());
+    assert!(size < 8 << 10, "the allowlist grew to {size} bytes");
 }
 
 fn run_args(line: &str) -> Value {

@@ -8,6 +8,7 @@
 
 pub(crate) mod served;
 
+mod bounded;
 mod flood;
 mod watching;
 

@@ -180,7 +180,7 @@ fn classify_ipv4_ranges() {
         ("255.255.255.255", Some(SpecialRange::Broadcast)),
         ("8.8.8.8", None),
         ("1.1.1.1", None),
-        ("192.0.2.1", None), // documentation: left alone
+        ("192.0.2.1", Some(SpecialRange::Documentation)),
     ];
     for (address, expected) in cases {
         assert_eq!(classify(ip(address)), expected, "{address}");
@@ -202,7 +202,7 @@ fn classify_ipv6_ranges() {
         ("100::1", Some(SpecialRange::DiscardOnly)),
         ("64:ff9b:1::1", Some(SpecialRange::Private)),
         ("2606:4700:4700::1111", None),
-        ("2001:db8::1", None), // documentation: left alone
+        ("2001:db8::1", Some(SpecialRange::Documentation)),
     ];
     for (address, expected) in cases {
         assert_eq!(classify(ip(address)), expected, "{address}");
@@ -325,4 +325,40 @@ fn cidr_entries_mask_host_bits() {
 fn range_names_are_stable() {
     assert_eq!(SpecialRange::CloudMetadata.as_str(), "cloud_metadata");
     assert_eq!(SpecialRange::LinkLocal.to_string(), "link-local");
+}
+
+#[test]
+fn the_hosts_own_addresses_are_special_in_every_spelling() {
+    let own = [ip("8.8.4.4"), ip("2606:4700::6810:84e5")];
+    let wildcard = HostRules::parse(&["*"]).unwrap();
+    for asked in [
+        "8.8.4.4",
+        "::ffff:8.8.4.4",
+        "::8.8.4.4",
+        "2606:4700::6810:84e5",
+    ] {
+        let refused = wildcard.check_address_in("h", 80, ip(asked), &own);
+        assert!(
+            matches!(
+                refused,
+                Err(NetworkRefusal::SpecialAddress {
+                    range: SpecialRange::ThisHost,
+                    ..
+                })
+            ),
+            "{asked}: {refused:?}"
+        );
+    }
+    assert!(
+        wildcard
+            .check_address_in("h", 80, ip("8.8.8.8"), &own)
+            .is_ok()
+    );
+    let named = HostRules::parse(&["*", "8.8.4.4:80"]).unwrap();
+    assert!(named.check_address_in("h", 80, ip("8.8.4.4"), &own).is_ok());
+    assert!(
+        named
+            .check_address_in("h", 81, ip("8.8.4.4"), &own)
+            .is_err()
+    );
 }

@@ -1,7 +1,8 @@
 //! `http`: outbound requests under the caller's profile. The tool must have
 //! `network:fetch` (declared and allowed); each hop's host and resolved
-//! addresses are checked before connecting, redirects are followed here, and
-//! the whole exchange is capped in time and response size.
+//! addresses are checked before connecting, and each hop's URL against the
+//! tool's URL parameter rules; redirects are followed here, and the whole
+//! exchange is capped in time and response size.
 
 mod connect;
 pub(crate) mod proxy;
@@ -143,6 +144,15 @@ impl Room<'_, Fetch> {
         outgoing: &Outgoing,
     ) -> Result<reqwest::Response, HttpError> {
         let target = outgoing.target();
+        let broken = profile
+            .network
+            .url_rules
+            .iter()
+            .find_map(|rule| rule.refuses(outgoing.url.as_str()));
+        if let Some(reason) = broken {
+            self.refuse(target, &reason);
+            return Err(HttpError::Denied(reason));
+        }
         let destination = match Destination::check(&profile.hosts, &outgoing.url).await {
             Ok(destination) => destination,
             Err(Unreachable::Refused(reason)) => {

@@ -256,7 +256,8 @@ impl PluginVersion {
             tool: None,
         };
         let mut sandbox = Sandbox::new(runtime.capabilities(), identity, limits, grants);
-        sandbox.limiter.session = Some(memory.account());
+        let tenant = session.split_once('\u{0}').map_or("", |(tenant, _)| tenant);
+        sandbox.limiter.session = Some(memory.account(tenant));
         let mut store = new_store(runtime.engine(), sandbox);
         let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {
             trap_error(

@@ -47,6 +47,8 @@ pub(crate) struct Setup<'a> {
     /// Runs the server in a user namespace of its own (as its root) where
     /// it may hold at most this many inotify instances.
     pub(crate) inotify_instances: Option<u32>,
+    /// More arguments of `serve`.
+    pub(crate) args: &'a [&'a str],
 }
 
 impl Served {
@@ -89,6 +91,7 @@ impl Served {
             .arg("--config")
             .arg(root.join("toolhost.toml"))
             .args(["serve", "--http", "127.0.0.1:0"])
+            .args(setup.args)
             .envs(setup.env.iter().copied());
         let (child, stderr) = toolhost_tests::spawn_piped(&mut command);
         let mut served = Self {

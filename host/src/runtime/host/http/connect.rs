@@ -59,9 +59,10 @@ impl Destination {
             Some(ip) => vec![ip],
             None => lookup(host, port).await?,
         };
+        let own = own_addresses();
         for &ip in &ips {
             rules
-                .check_address(host, port, ip)
+                .check_address_in(host, port, ip, &own)
                 .map_err(|refusal| Unreachable::Refused(refusal.to_string()))?;
         }
         Ok(Self {
@@ -105,6 +106,42 @@ fn literal_ip(host: &str) -> Option<IpAddr> {
         .and_then(|inner| inner.strip_suffix(']'))
         .unwrap_or(host);
     bare.parse().ok()
+}
+
+/// The addresses of this host's interfaces now (`getifaddrs`), read at
+/// each check since they change; empty if they cannot be read (the special
+/// ranges are still refused then).
+fn own_addresses() -> Vec<IpAddr> {
+    let mut found = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a list freed by freeifaddrs
+    // below; each entry's address, when not null, points at a sockaddr of
+    // the family it names.
+    unsafe {
+        if libc::getifaddrs(&mut list) != 0 {
+            return found;
+        }
+        let mut entry = list;
+        while let Some(current) = entry.as_ref() {
+            let addr = current.ifa_addr;
+            if !addr.is_null() {
+                match i32::from((*addr).sa_family) {
+                    libc::AF_INET => {
+                        let v4 = &*(addr as *const libc::sockaddr_in);
+                        found.push(IpAddr::from(u32::from_be(v4.sin_addr.s_addr).to_be_bytes()));
+                    }
+                    libc::AF_INET6 => {
+                        let v6 = &*(addr as *const libc::sockaddr_in6);
+                        found.push(IpAddr::from(v6.sin6_addr.s6_addr));
+                    }
+                    _ => {}
+                }
+            }
+            entry = current.ifa_next;
+        }
+        libc::freeifaddrs(list);
+    }
+    found
 }
 
 /// Resolves `host` with the system resolver; distinct addresses, in order.
@@ -273,6 +310,24 @@ mod tests {
                 .iter()
                 .all(|a| a.ip().is_loopback() && a.port() == 9)
         );
+    }
+
+    #[tokio::test]
+    async fn every_address_of_the_hosts_interfaces_is_refused_under_a_wildcard() {
+        let own = own_addresses();
+        assert!(own.iter().any(IpAddr::is_loopback), "{own:?}");
+        for ip in own {
+            let target = match ip {
+                IpAddr::V4(v4) => format!("http://{v4}:9/"),
+                IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80 => continue,
+                IpAddr::V6(v6) => format!("http://[{v6}]:9/"),
+            };
+            let message = refusal(&rules(&["*"]), &target).await;
+            assert!(
+                message.contains("network.allow_hosts"),
+                "{target}: {message}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -4,9 +4,12 @@
 //! (`CONNECT host:port` for TLS and other tunnels, absolute-form
 //! `GET http://...` for plain HTTP) is checked as `http_request` checks its
 //! requests: the host against `network.allow_hosts`, every address it
-//! resolves to (private, loopback and metadata addresses only when listed),
-//! one lookup whose checked addresses are the ones connected to. A refused
-//! request gets `403` with the reason; nothing else leaves the sandbox.
+//! resolves to (private, loopback, metadata and the host's own interface
+//! addresses only when listed), one lookup whose checked addresses are the
+//! ones connected to. A plain request goes upstream with a `Host` built from
+//! the checked URL (a client `Host` naming another is refused) and only its
+//! own body: nothing pipelined behind it is relayed. A refused request gets
+//! `403` with the reason; nothing else leaves the sandbox.
 //!
 //! The proxy serves only while its [`Gate`] is open: while the effective
 //! permissions of the call that runs the command (the global layer, the
@@ -56,7 +59,8 @@ pub(crate) fn network_refusal(profile: &Profile) -> Option<String> {
         PermissionDecision::Allowed => return None,
         PermissionDecision::NeedsApproval { pattern } => {
             return Some(format!(
-                "profile {:?} asks approval for {NETWORK_FETCH:?} (approval_required                  \"{pattern}\"), which a command's connections cannot ask for; allow it \
+                "profile {:?} asks approval for {NETWORK_FETCH:?} (approval_required \
+                 \"{pattern}\"), which a command's connections cannot ask for; allow it \
                  without approval for the terminal tool to let commands reach \
                  network.allow_hosts",
                 profile.name
@@ -202,6 +206,11 @@ struct Asked {
     /// What to send upstream before the client's further bytes: nothing for
     /// a tunnel, else the request head in origin form.
     upstream_head: Vec<u8>,
+    /// How many body bytes follow a plain request's head (its
+    /// `content-length`); nothing after them is relayed.
+    body: u64,
+    /// A client `Host` header naming another host than the checked one.
+    foreign_host: Option<String>,
     /// How the request is named in refusals and the audit record.
     described: String,
 }
@@ -228,9 +237,13 @@ async fn handle(
             return;
         }
     };
-    let checked = match gate.refused() {
-        Some(reason) => Err(Unreachable::Refused(reason)),
-        None => Destination::check_host(rules, &asked.host, asked.port).await,
+    let checked = match (gate.refused(), &asked.foreign_host) {
+        (Some(reason), _) => Err(Unreachable::Refused(reason)),
+        (None, Some(named)) => Err(Unreachable::Refused(format!(
+            "the Host header {named:?} names another host than the request's URL              ({}:{}); leave it out or make it name the URL's host",
+            asked.host, asked.port
+        ))),
+        (None, None) => Destination::check_host(rules, &asked.host, asked.port).await,
     };
     let destination = match checked {
         Ok(destination) => destination,
@@ -258,19 +271,41 @@ async fn handle(
     };
     tracing::debug!(request = %asked.described, "terminal proxy connected");
     record(CapabilityUse::allowed("network", asked.described));
-    let started = if asked.tunnel {
-        client
+    if asked.tunnel {
+        let started = client
             .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            .await
-    } else {
-        upstream.write_all(&asked.upstream_head).await
-    };
-    if started.is_err() || upstream.write_all(&rest).await.is_err() {
+            .await;
+        if started.is_err() || upstream.write_all(&rest).await.is_err() {
+            return;
+        }
+        // A gate closed meanwhile (a session ended or narrowed) cuts the tunnel.
+        tokio::select! {
+            _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+            () = gate.closed() => {}
+        }
         return;
     }
-    // A gate closed meanwhile (a session ended or narrowed) cuts the tunnel.
+    // A plain request: its head and its own body go up, nothing after them
+    // (a request pipelined behind it was not checked); the answer comes back
+    // until the server closes.
+    let in_rest = usize::try_from(asked.body)
+        .unwrap_or(usize::MAX)
+        .min(rest.len());
+    let started = upstream.write_all(&asked.upstream_head).await;
+    if started.is_err() || upstream.write_all(&rest[..in_rest]).await.is_err() {
+        return;
+    }
+    let remaining = asked.body - in_rest as u64;
+    let (client_read, mut client_write) = client.split();
+    let (upstream_read, mut upstream_write) = upstream.split();
+    let send = async {
+        let _ = tokio::io::copy(&mut client_read.take(remaining), &mut upstream_write).await;
+        std::future::pending::<()>().await;
+    };
+    let mut upstream_read = upstream_read;
     tokio::select! {
-        _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+        () = send => {}
+        _ = tokio::io::copy(&mut upstream_read, &mut client_write) => {}
         () = gate.closed() => {}
     }
 }
@@ -324,6 +359,8 @@ fn parse(head: &[u8]) -> Result<Asked, String> {
             host,
             port,
             upstream_head: Vec::new(),
+            body: 0,
+            foreign_host: None,
         });
     }
     let url = reqwest::Url::parse(target)
@@ -346,20 +383,45 @@ fn parse(head: &[u8]) -> Result<Asked, String> {
         origin.push_str(query);
     }
     let mut upstream_head = format!("{method} {origin} HTTP/1.1\r\n").into_bytes();
-    let mut has_host = false;
+    upstream_head.extend_from_slice(format!("Host: {host}:{port}\r\n").as_bytes());
+    let mut foreign_host = None;
+    let mut body: Option<u64> = None;
     for header in request.headers.iter() {
         let name = header.name.to_ascii_lowercase();
         if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
             continue;
         }
-        has_host |= name == "host";
+        let value = String::from_utf8_lossy(header.value);
+        match name.as_str() {
+            "host" => {
+                if !names_host(value.trim(), &host, port) {
+                    foreign_host = Some(value.trim().to_string());
+                }
+                continue;
+            }
+            "transfer-encoding" => {
+                return Err(format!(
+                    "a plain http request with transfer-encoding {value:?} is not forwarded; \
+                     send its body with a content-length (or use https, which goes \
+                     through CONNECT)"
+                ));
+            }
+            "content-length" => {
+                let length = value
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("content-length {value:?} is not a number of bytes"))?;
+                if body.is_some_and(|seen| seen != length) {
+                    return Err("the request has content-length headers that disagree".into());
+                }
+                body = Some(length);
+            }
+            _ => {}
+        }
         upstream_head.extend_from_slice(header.name.as_bytes());
         upstream_head.extend_from_slice(b": ");
         upstream_head.extend_from_slice(header.value);
         upstream_head.extend_from_slice(b"\r\n");
-    }
-    if !has_host {
-        upstream_head.extend_from_slice(format!("Host: {host}:{port}\r\n").as_bytes());
     }
     upstream_head.extend_from_slice(b"Connection: close\r\n\r\n");
     Ok(Asked {
@@ -368,7 +430,23 @@ fn parse(head: &[u8]) -> Result<Asked, String> {
         host,
         port,
         upstream_head,
+        body: body.unwrap_or(0),
+        foreign_host,
     })
+}
+
+/// Whether a `Host` header value names `host` at `port` (the port may be
+/// left out for 80), as the URL's parser would read it.
+fn names_host(value: &str, host: &str, port: u16) -> bool {
+    let Ok(url) = reqwest::Url::parse(&format!("http://{value}/")) else {
+        return false;
+    };
+    let trim = |s: &str| s.trim_end_matches('.').to_ascii_lowercase();
+    url.host_str()
+        .is_some_and(|named| trim(named) == trim(host))
+        && url.port_or_known_default() == Some(port)
+        && url.path() == "/"
+        && url.username().is_empty()
 }
 
 /// `host:port` of a CONNECT target; IPv6 hosts stay in brackets.
@@ -452,6 +530,31 @@ mod tests {
             "GET /a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\n\
              Connection: close\r\n\r\n"
         );
+        assert_eq!(asked.foreign_host, None);
+    }
+
+    #[test]
+    fn the_host_header_must_name_the_checked_host() {
+        for same in ["example.com", "EXAMPLE.com.", "example.com:80"] {
+            let head = format!("GET http://example.com/ HTTP/1.1\r\nHost: {same}\r\n\r\n");
+            let asked = parse(head.as_bytes()).unwrap();
+            assert_eq!(asked.foreign_host, None, "{same}");
+        }
+        for other in [
+            "admin.internal",
+            "example.com:81",
+            "x@example.com",
+            "example.com/x",
+        ] {
+            let head = format!("GET http://example.com/ HTTP/1.1\r\nHost: {other}\r\n\r\n");
+            let asked = parse(head.as_bytes()).unwrap();
+            assert!(asked.foreign_host.is_some(), "{other}");
+        }
+        let chunked = b"POST http://example.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert!(parse(chunked).is_err());
+        let sized =
+            parse(b"POST http://example.com/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n").unwrap();
+        assert_eq!(sized.body, 5);
     }
 
     #[test]
