@@ -13,6 +13,7 @@ mod corpus;
 mod declarative;
 mod dialect;
 mod dispatch;
+mod docs;
 mod files;
 mod http_api;
 mod layers;
