@@ -196,7 +196,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check {
             file: Some(file), ..
         } => {
-            let report = check::check_file(&file).await?;
+            // Through the configuration's cache: the first call after a
+            // check finds the plugin compiled.
+            let cache = setup::effective_config(&cli.global).map_or_else(
+                |_| crate::runtime::ArtifactCache::default_dir(),
+                |config| config.cache_dir,
+            );
+            let report =
+                check::check_file_with(&file, cache.map(crate::runtime::ArtifactCache::new))
+                    .await?;
             print!("{}", escape_lines(&report.to_string()));
             Ok(if report.is_ok() {
                 ExitCode::SUCCESS

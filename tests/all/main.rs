@@ -15,6 +15,7 @@ mod dialect;
 mod dispatch;
 mod docs;
 mod files;
+mod first_use;
 mod http_api;
 mod layers;
 mod layout;

@@ -64,7 +64,9 @@ pub(super) enum Command {
         /// The tool's name
         #[arg(required_unless_present = "batch")]
         tool: Option<String>,
-        /// Arguments as a JSON object, or `-` to read them from stdin [default: {}]
+        /// Arguments: a JSON object, `-` to read them from stdin, or the name
+        /// of a file that holds them [default: {}]
+        #[arg(value_name = "ARGS")]
         arguments: Option<String>,
         /// Session id: calls of a stateful tool with the same id share its state
         #[arg(long)]

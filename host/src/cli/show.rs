@@ -251,6 +251,9 @@ pub(super) fn config_command(global: &Global, action: ConfigAction) -> Result<Ex
                     },
                     config.default_profile
                 );
+                for (key, problem) in &config.unset_variables {
+                    println!("! {}", escape::escape(&format!("{key}: {problem}")));
+                }
                 Ok(ExitCode::SUCCESS)
             }
             Err(error) => {

@@ -87,8 +87,10 @@ impl std::error::Error for ConfigError {}
 pub struct Tenant {
     /// The tenant's name.
     pub name: String,
-    /// SHA-256 of its token (from `token_sha256`, or hashed from `token_env`).
-    pub token_sha256: [u8; 32],
+    /// SHA-256 of its token (from `token_sha256`, or hashed from
+    /// `token_env`); `None` when `token_env` names a variable that is not
+    /// set (listed in [`Config::unset_variables`]: a server refuses to start).
+    pub token_sha256: Option<[u8; 32]>,
     /// Its profile's name.
     pub profile: String,
     /// Its workspace.
@@ -145,6 +147,11 @@ pub struct Config {
     pub sessions_memory: usize,
     /// How much each tenant may make a server hold (`[tenant_caps]`).
     pub tenant_caps: TenantCaps,
+    /// Variables the configuration names that are not set (`token_env`,
+    /// `approver_token_env`, `secret_env`), as `(key, problem)`. Only the
+    /// HTTP server uses them: it refuses to start (or to reload) while any
+    /// is missing; other commands warn.
+    pub unset_variables: Vec<(String, String)>,
     /// toolhost's own paths under the configuration the host runs with,
     /// kept protected after a reload (the allowlist, audit log, cache and
     /// plugin directory it started with stay in use).

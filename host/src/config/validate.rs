@@ -71,10 +71,14 @@ pub(super) fn validate(
     };
 
     let mut tenants = BTreeMap::new();
+    let mut unset = Vec::new();
     for (name, written) in &file.tenants {
-        if let Some(tenant) =
-            validate_tenant(name, written, &file.profiles, &file.global, base, problems)
-        {
+        let context = TenantContext {
+            profiles: &file.profiles,
+            global: &file.global,
+            base,
+        };
+        if let Some(tenant) = validate_tenant(name, written, &context, problems, &mut unset) {
             tenants.insert(name.clone(), tenant);
         }
     }
@@ -121,9 +125,12 @@ pub(super) fn validate(
         approver_token_sha256: token_hash(
             file.approvals.approver_token_sha256.as_deref(),
             file.approvals.approver_token_env.as_deref(),
-            "approvals.approver_token_sha256",
-            "approvals.approver_token_env",
+            (
+                "approvals.approver_token_sha256",
+                "approvals.approver_token_env",
+            ),
             problems,
+            &mut unset,
         ),
         approvals_auto: file.approvals.auto.clone(),
         toolsets,
@@ -139,18 +146,30 @@ pub(super) fn validate(
             .sessions_memory
             .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
         tenant_caps: super::TenantCaps::validate(&file.tenant_caps, problems),
+        unset_variables: unset,
         retained_own: None,
     }
+}
+
+/// What a tenant is validated against.
+struct TenantContext<'a> {
+    profiles: &'a BTreeMap<String, ProfileConfig>,
+    global: &'a GlobalConfig,
+    base: &'a Path,
 }
 
 fn validate_tenant(
     name: &str,
     written: &TenantConfig,
-    profiles: &BTreeMap<String, ProfileConfig>,
-    global: &GlobalConfig,
-    base: &Path,
+    context: &TenantContext<'_>,
     problems: &mut Vec<(String, String)>,
+    unset: &mut Vec<(String, String)>,
 ) -> Option<Tenant> {
+    let TenantContext {
+        profiles,
+        global,
+        base,
+    } = *context;
     let key = |field: &str| format!("tenants.{name}.{field}");
     let before = problems.len();
     if !profiles.contains_key(&written.profile) {
@@ -175,9 +194,9 @@ fn validate_tenant(
         (hex, var) => token_hash(
             hex.as_deref(),
             var.as_deref(),
-            &key("token_sha256"),
-            &key("token_env"),
+            (&key("token_sha256"), &key("token_env")),
             problems,
+            unset,
         ),
     };
     let webhook = match (&written.approvals.webhook, &written.approvals.secret_env) {
@@ -208,10 +227,7 @@ fn validate_tenant(
             match std::env::var(var) {
                 Ok(secret) if !secret.is_empty() => Some((url.clone(), secret.into_bytes())),
                 _ => {
-                    problems.push((
-                        key("approvals.secret_env"),
-                        format!("environment variable {var:?} is not set or empty"),
-                    ));
+                    unset.push((key("approvals.secret_env"), unset_problem(var)));
                     None
                 }
             }
@@ -256,7 +272,7 @@ fn validate_tenant(
     });
     Some(Tenant {
         name: name.to_string(),
-        token_sha256: token?,
+        token_sha256: token,
         profile: written.profile.clone(),
         workspace,
         concurrency,
@@ -297,13 +313,23 @@ fn reaches_files_or_terminal(
         })
 }
 
-/// SHA-256 of a token given as hex (`hex`) or in an environment variable.
+/// Why the variable `var` the config names cannot be used.
+fn unset_problem(var: &str) -> String {
+    format!(
+        "environment variable {var:?} is not set or empty; set it where `toolhost serve --http` \
+         runs (only the HTTP server uses it)"
+    )
+}
+
+/// SHA-256 of a token given as hex or in an environment variable (`keys`:
+/// the hex key and the variable's key). A variable that is not set goes to
+/// `unset`: only the HTTP server needs it.
 pub(super) fn token_hash(
     hex: Option<&str>,
     var: Option<&str>,
-    hex_key: &str,
-    var_key: &str,
+    (hex_key, var_key): (&str, &str),
     problems: &mut Vec<(String, String)>,
+    unset: &mut Vec<(String, String)>,
 ) -> Option<[u8; 32]> {
     match (hex, var) {
         (Some(_), Some(_)) => {
@@ -328,10 +354,7 @@ pub(super) fn token_hash(
                 Some(sha2::Sha256::digest(token.as_bytes()).into())
             }
             _ => {
-                problems.push((
-                    var_key.into(),
-                    format!("environment variable {var:?} is not set or empty"),
-                ));
+                unset.push((var_key.into(), unset_problem(var)));
                 None
             }
         },

@@ -9,7 +9,9 @@ mod run;
 use std::path::PathBuf;
 
 fn document(name: &str) -> (PathBuf, String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(name);
     let path = path.canonicalize().unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     (path, text)

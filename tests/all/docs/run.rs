@@ -8,8 +8,8 @@
 //! test plugins in `$TEST_PLUGINS` and the files of `tests/all/docs/fixtures`
 //! in `$FIXTURES`.
 
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,10 @@ impl Run {
             env: vec![
                 ("TEST_PLUGINS".into(), plugins.display().to_string()),
                 ("FIXTURES".into(), fixtures.display().to_string()),
-                ("TOOLHOST_CACHE_DIR".into(), cache_dir().display().to_string()),
+                (
+                    "TOOLHOST_CACHE_DIR".into(),
+                    cache_dir().display().to_string(),
+                ),
             ],
         }
     }
@@ -82,7 +85,12 @@ impl Run {
         for block in &blocks {
             let console = block.info == "console";
             if let Some(reason) = block.skipped() {
-                assert!(console, "{}:{}: only console blocks are skipped", path.display(), block.line);
+                assert!(
+                    console,
+                    "{}:{}: only console blocks are skipped",
+                    path.display(),
+                    block.line
+                );
                 assert!(
                     reason.split_whitespace().count() >= 4,
                     "{}:{}: say why the block cannot run: {reason:?}",
@@ -166,8 +174,14 @@ impl Run {
     /// Runs one step; returns its output as the document would show it.
     fn step(&mut self, step: &Step) -> String {
         // A server gets a port of its own, which later commands then use.
-        let port = if is_server(&step.command) { free_port() } else { self.port };
-        let command = step.command.replace(&format!(":{SHOWN_PORT}"), &format!(":{port}"));
+        let port = if is_server(&step.command) {
+            free_port()
+        } else {
+            self.port
+        };
+        let command = step
+            .command
+            .replace(&format!(":{SHOWN_PORT}"), &format!(":{port}"));
         let output = if is_server(&command) {
             self.start_server(&command, port)
         } else {
@@ -220,7 +234,10 @@ impl Run {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        (status.success(), std::fs::read_to_string(log.path()).unwrap())
+        (
+            status.success(),
+            std::fs::read_to_string(log.path()).unwrap(),
+        )
     }
 
     /// Starts a server in the background and returns what it logged up to
@@ -240,7 +257,10 @@ impl Run {
             if child.try_wait().unwrap().is_some() {
                 return text;
             }
-            if let Some(end) = text.find("serving on").and_then(|at| text[at..].find('\n').map(|n| at + n)) {
+            if let Some(end) = text
+                .find("serving on")
+                .and_then(|at| text[at..].find('\n').map(|n| at + n))
+            {
                 self.stop_server();
                 self.server = Some(child);
                 self.port = port;
@@ -319,7 +339,10 @@ fn cache_dir() -> PathBuf {
             .stdout(Stdio::null())
             .status()
             .unwrap();
-        assert!(status.success(), "toolhost status fails in an empty directory");
+        assert!(
+            status.success(),
+            "toolhost status fails in an empty directory"
+        );
         dir
     })
     .clone()
@@ -361,7 +384,13 @@ fn bless(path: &Path, markdown: &str, mut outputs: Vec<(std::ops::Range<usize>, 
         let pad = " ".repeat(indent);
         let new: Vec<String> = text
             .lines()
-            .map(|l| if l.is_empty() { String::new() } else { format!("{pad}{l}") })
+            .map(|l| {
+                if l.is_empty() {
+                    String::new()
+                } else {
+                    format!("{pad}{l}")
+                }
+            })
             .collect();
         lines.splice(range, new);
     }
