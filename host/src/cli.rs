@@ -4,6 +4,7 @@
 
 mod args;
 mod call;
+mod effective;
 mod layers;
 mod own;
 mod serve;
@@ -191,6 +192,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             if tool.is_none() {
                 print!("\n{}", own::report(&config));
             }
+            println!(
+                "\nfile grants, denies, hosts and terminal rules as enforced: toolhost config \
+                 show --effective --profile {}",
+                profile.name
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Check {

@@ -30,6 +30,7 @@ mod progress;
 mod protocol;
 mod python;
 mod ready;
+mod refusals;
 mod registry;
 mod reload;
 mod sandbox;

@@ -110,6 +110,11 @@ pub struct Config {
     pub source: ConfigSource,
     /// Directory relative paths are resolved against.
     pub base_dir: PathBuf,
+    /// The workspace of callers that are not tenants (`workspace`, default
+    /// the base directory): their relative file grants, the relative paths
+    /// their file tools take and their commands' starting directory are all
+    /// in it.
+    pub workspace: PathBuf,
     /// The plugin directory, absolute.
     pub plugins: Option<PathBuf>,
     /// Whether the bundled plugins are offered.

@@ -44,12 +44,16 @@ pub(super) fn validate(
         profile_problems.push(("global".to_string(), e.to_string()));
     }
     let own = std::sync::Arc::new(crate::policy::OwnPaths::none());
+    let workspace = file
+        .workspace
+        .as_ref()
+        .map_or_else(|| base.to_path_buf(), |w| paths::normalize(&base.join(w)));
     for (name, written) in &file.profiles {
         resolve_profile(
             name,
             written,
             &file.global,
-            base,
+            &workspace,
             &own,
             &mut profile_problems,
         );
@@ -106,6 +110,7 @@ pub(super) fn validate(
     Config {
         source,
         base_dir: base.to_path_buf(),
+        workspace,
         plugins: file.plugins.map(|p| base.join(p)),
         bundled: file.bundled.unwrap_or(true),
         default_profile,

@@ -256,6 +256,7 @@ fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Ent
         let approvals = Arc::new(
             Approvals::new(Arc::new(approver), config.approval_timeout, None)
                 .sharing(allowlist.clone())
+                .editing(Some(config.source.clone()))
                 .with_auto(auto),
         );
         let mut caller = Caller::new(profile, approvals).tenant(&tenant.name, tenant.concurrency);

@@ -6,6 +6,8 @@
 mod blocks;
 mod run;
 
+pub(crate) use run::cache_dir;
+
 use std::path::PathBuf;
 
 fn document(name: &str) -> (PathBuf, String) {

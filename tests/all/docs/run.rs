@@ -324,7 +324,7 @@ fn kill_group(child: &mut Child) {
 
 /// The compiled-code cache the documents' commands share: filled once, so
 /// that every command finds the bundled plugins compiled.
-fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     static WARM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     WARM.get_or_init(|| {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/docs-cache");
