@@ -123,7 +123,7 @@ mod tests {
     #[test]
     fn the_rule_is_found_in_the_layer_that_writes_it() {
         let config = Config::parse(
-            "[global]\napproval_required = [\"network:*\"]\n\
+            "default_profile = \"dev\"\n[global]\napproval_required = [\"network:*\"]\n\
              [global.tools.fetch]\napproval_required = [\"env:*\"]\n\
              [profiles.dev]\nallow = [\"*\"]\napproval_required = [\"terminal:*\"]\n\
              [profiles.dev.tools.run]\napproval_required = [\"file:write\"]\n",

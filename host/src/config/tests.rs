@@ -90,7 +90,7 @@ fn a_tenant_token_is_one_of_two_forms_and_well_formed() {
 #[test]
 fn an_unset_token_variable_is_left_to_the_server() {
     let config = Config::parse(
-        "[profiles.p]\n[tenants.t]\nprofile = \"p\"\ntoken_env = \"TOOLHOST_CONFIG_TEST_UNSET\"\n\
+        "default_profile = \"p\"\n[profiles.p]\n[tenants.t]\nprofile = \"p\"\ntoken_env = \"TOOLHOST_CONFIG_TEST_UNSET\"\n\
          [approvals]\napprover_token_env = \"TOOLHOST_CONFIG_TEST_UNSET\"\n",
         ConfigSource::Embedded,
         Path::new("/ws"),

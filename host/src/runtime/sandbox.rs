@@ -71,7 +71,7 @@ pub struct CapabilityInfo {
 impl CapabilityInfo {
     /// What `declared` (some of its permissions) let a tool do.
     pub fn describe(&self, declared: &[&str]) -> String {
-        if self.each.len() != self.permissions.len() {
+        if self.each.is_empty() || self.each.len() != self.permissions.len() {
             return self.description.to_string();
         }
         let parts: Vec<&str> = self

@@ -34,6 +34,8 @@ pub(crate) struct Run {
     server: Option<Child>,
     /// Extra environment for every command.
     env: Vec<(String, String)>,
+    /// How long one command may take.
+    pub(crate) timeout: Duration,
 }
 
 impl Run {
@@ -63,6 +65,7 @@ impl Run {
             bin,
             port,
             server: None,
+            timeout: COMMAND_TIMEOUT,
             env: vec![
                 ("TEST_PLUGINS".into(), plugins.display().to_string()),
                 ("FIXTURES".into(), fixtures.display().to_string()),
@@ -208,6 +211,10 @@ impl Run {
             .env("PATH", path)
             .env_remove("RUST_LOG")
             .env_remove("TOOLHOST_CONFIG")
+            // A document's `cargo build` builds where the document says.
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .process_group(0);
@@ -223,14 +230,14 @@ impl Run {
             .stderr(log.reopen().unwrap())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + COMMAND_TIMEOUT;
+        let deadline = Instant::now() + self.timeout;
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {
                 break status;
             }
             if Instant::now() > deadline {
                 kill_group(&mut child);
-                panic!("`{line}` ran longer than {COMMAND_TIMEOUT:?}");
+                panic!("`{line}` ran longer than {:?}", self.timeout);
             }
             std::thread::sleep(Duration::from_millis(5));
         };
