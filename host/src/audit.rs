@@ -8,6 +8,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::contract::content::BlockSummary;
 use crate::runtime::CapabilityUse;
 
 /// One audit line.
@@ -44,6 +45,10 @@ pub struct AuditRecord<'a> {
     /// Capability uses and refusals.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub capabilities: &'a [CapabilityUse],
+    /// The type and size of each content block the call returned (never
+    /// their content).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub content: &'a [BlockSummary],
 }
 
 /// Where audit lines go.

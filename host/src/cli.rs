@@ -4,6 +4,7 @@
 
 mod args;
 mod call;
+mod content;
 mod effective;
 mod layers;
 mod own;
@@ -153,7 +154,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             arguments,
             session,
             batch,
-        } => call::run(&cli.global, tool, arguments, session, batch).await,
+            save_content,
+        } => {
+            let call = call::Call {
+                tool,
+                arguments,
+                session,
+                batch,
+                save_content,
+            };
+            call::run(&cli.global, call).await
+        }
         Command::Serve(args) => serve::serve(&cli.global, args).await,
         Command::Config { action } => show::config_command(&cli.global, action),
         Command::New { name, lang, dir } => {

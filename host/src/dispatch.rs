@@ -2,6 +2,7 @@
 
 mod batch;
 mod checks;
+mod output;
 mod request;
 
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use serde_json::value::RawValue;
 use crate::approval::{ApprovalRequest, Subject};
 use crate::audit::{AuditRecord, now_rfc3339};
 use crate::caller::Caller;
+use crate::contract::CallOutput;
 use crate::contract::spec::ToolSpec;
 use crate::error::{CallError, ErrorKind};
 use crate::hooks::CallInfo;
@@ -19,7 +21,7 @@ use crate::host::Host;
 use crate::policy::PermissionDecision;
 use crate::registry::ToolEntry;
 use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants, SessionRef, session_key};
-use checks::{normalize_output, parse_arguments, schema_error, unknown_tool};
+use checks::{parse_arguments, schema_error, unknown_tool};
 
 pub use request::{Arguments, CallRequest};
 
@@ -44,15 +46,30 @@ impl Host {
         self.dispatch_as(&caller, request).await
     }
 
+    /// Runs one call end to end as `caller`. The result is JSON: content
+    /// blocks in MCP's shape (see [`CallOutput::to_json`]).
+    pub async fn dispatch_as(
+        &self,
+        caller: &Caller,
+        request: CallRequest,
+    ) -> Result<Box<RawValue>, CallError> {
+        self.dispatch_output_as(caller, request)
+            .await
+            .map(|output| match output {
+                CallOutput::Json(raw) => raw,
+                content => content.to_json(),
+            })
+    }
+
     /// Runs one call end to end as `caller`: resolve the tool, check it is
     /// available to the caller, parse and validate the arguments, run the
     /// hooks, obtain approvals, wait for a call slot, run the guest with the
     /// caller's grants, normalize the output, and write the audit line.
-    pub async fn dispatch_as(
+    pub async fn dispatch_output_as(
         &self,
         caller: &Caller,
         mut request: CallRequest,
-    ) -> Result<Box<RawValue>, CallError> {
+    ) -> Result<CallOutput, CallError> {
         let started = Instant::now();
         let arguments = std::mem::replace(&mut request.arguments, Arguments::Text(String::new()));
         let resolved = match caller.admit() {
@@ -98,6 +115,7 @@ impl Host {
                 },
                 error: error_text.as_deref(),
                 capabilities: &uses,
+                content: &result.as_ref().map(output::summary).unwrap_or_default(),
             });
         }
         result
@@ -136,7 +154,7 @@ impl Host {
         request: &CallRequest,
         arguments: Arguments,
         started: Instant,
-    ) -> (Result<Box<RawValue>, CallError>, Vec<CapabilityUse>) {
+    ) -> (Result<CallOutput, CallError>, Vec<CapabilityUse>) {
         if let Err(reason) = crate::availability::check(&entry.spec, caller.profile()) {
             let error = CallError::new(
                 ErrorKind::Unavailable,
@@ -276,8 +294,15 @@ impl Host {
                     .await
             }
         };
-        let result = output.and_then(|output| normalize_output(&entry.spec, output));
-        self.after_call(&info, result.as_deref(), started);
+        let mime_types = || {
+            self.config()
+                .map_or_else(Default::default, |config| config.mime_types.clone())
+        };
+        let result = output.and_then(|output| output::normalize(&entry.spec, output, mime_types));
+        if !self.hooks().is_empty() {
+            let json = result.as_ref().map(output::as_json);
+            self.after_call(&info, json.as_deref().map_err(|e| *e), started);
+        }
         approved.extend(uses);
         (result, approved)
     }

@@ -1,6 +1,5 @@
 //! Support code for the SDK's macros. Not part of the public API.
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::{ToolError, ToolSpec};
@@ -11,7 +10,7 @@ pub use wit_bindgen;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "stateful-plugin",
+        world: "full-plugin",
         pub_export_macro: true,
         export_macro_name: "__export_plugin_world",
         default_bindings_module: "toolhost_sdk::__private::bindings",
@@ -20,10 +19,15 @@ pub mod bindings {
 }
 
 pub use bindings::exports::toolhost::plugin::lifecycle::Guest as GuestLifecycle;
+pub use bindings::exports::toolhost::plugin::rich_tool::Guest as GuestRichTool;
 pub use bindings::exports::toolhost::plugin::tool::Guest as GuestTool;
+use bindings::toolhost::plugin::types as wit;
 pub use bindings::toolhost::plugin::types::{
-    Manifest, ToolError as WitToolError, ToolSpec as WitToolSpec,
+    Manifest, ToolError as WitToolError, ToolIcons as WitToolIcons, ToolOutput as WitToolOutput,
+    ToolSpec as WitToolSpec,
 };
+
+use crate::content::{Block, IconTheme, IntoToolOutput, Output, ToolOutput};
 
 /// JSON Schema of a tool's argument type, with subschemas inlined where
 /// possible so models see one self-contained object.
@@ -114,13 +118,11 @@ pub fn parse_arguments<T: DeserializeOwned>(arguments: &str) -> Result<T, ToolEr
     serde_json::from_str(arguments).map_err(ToolError::invalid_arguments)
 }
 
-/// Serializes a tool's result as JSON text.
-pub fn into_output<T: Serialize, E: Into<ToolError>>(
+/// A tool function's result as the host receives it.
+pub fn into_output<T: IntoToolOutput, E: Into<ToolError>>(
     result: Result<T, E>,
-) -> Result<String, ToolError> {
-    let value = result.map_err(Into::into)?;
-    serde_json::to_string(&value)
-        .map_err(|e| ToolError::failed(format!("result is not serializable as JSON: {e}")))
+) -> Result<ToolOutput, ToolError> {
+    result.map_err(Into::into)?.into_tool_output()
 }
 
 /// The plugin manifest for `describe`.
@@ -130,10 +132,10 @@ pub fn manifest(stateful: bool, tools: Vec<ToolSpec>) -> Manifest {
         tools: tools
             .into_iter()
             .map(|t| WitToolSpec {
+                toolset: t.toolset.unwrap_or_else(|| t.name.clone()),
                 name: t.name,
                 description: t.description,
                 parameters: t.parameters,
-                toolset: t.toolset,
                 permissions: t.permissions,
                 requires_env: t.requires_env,
                 emoji: t.emoji,
@@ -143,6 +145,76 @@ pub fn manifest(stateful: bool, tools: Vec<ToolSpec>) -> Manifest {
                 output_schema: t.output_schema,
             })
             .collect(),
+    }
+}
+
+/// The icons of the tools that have some, for `rich-tool.icons`.
+pub fn icons(tools: Vec<ToolSpec>) -> Vec<WitToolIcons> {
+    tools
+        .into_iter()
+        .filter(|t| !t.icons.is_empty())
+        .map(|t| WitToolIcons {
+            tool: t.name,
+            icons: t
+                .icons
+                .into_iter()
+                .map(|icon| wit::Icon {
+                    src: icon.src,
+                    mime_type: icon.mime_type,
+                    sizes: icon.sizes,
+                    theme: icon.theme.map(|theme| match theme {
+                        IconTheme::Light => wit::IconTheme::Light,
+                        IconTheme::Dark => wit::IconTheme::Dark,
+                    }),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// A tool's output for `tool.call` (JSON text).
+pub fn output_text(output: ToolOutput) -> String {
+    output.into_text()
+}
+
+/// A tool's output for `rich-tool.call`.
+pub fn output(output: ToolOutput) -> WitToolOutput {
+    match output.0 {
+        Output::Json(text) => WitToolOutput::Json(text),
+        Output::Content(content) => WitToolOutput::Content(wit::ToolResult {
+            content: content.blocks.into_iter().map(block).collect(),
+            structured: content.structured.and_then(Result::ok),
+        }),
+    }
+}
+
+fn block(block: Block) -> wit::ContentBlock {
+    match block {
+        Block::Text(text) => wit::ContentBlock::Text(text),
+        Block::Image(image) => wit::ContentBlock::Image(wit::Media {
+            data: image.data,
+            mime_type: image.mime_type,
+        }),
+        Block::Audio(audio) => wit::ContentBlock::Audio(wit::Media {
+            data: audio.data,
+            mime_type: audio.mime_type,
+        }),
+        Block::ResourceLink(link) => wit::ContentBlock::ResourceLink(wit::ResourceLink {
+            uri: link.uri,
+            name: link.name,
+            title: link.title,
+            description: link.description,
+            mime_type: link.mime_type,
+            size: link.size,
+        }),
+        Block::Resource(resource) => wit::ContentBlock::Resource(wit::EmbeddedResource {
+            uri: resource.uri,
+            mime_type: resource.mime_type,
+            contents: match resource.contents {
+                Ok(text) => wit::ResourceContents::Text(text),
+                Err(blob) => wit::ResourceContents::Blob(blob),
+            },
+        }),
     }
 }
 

@@ -61,6 +61,7 @@
 
 extern crate self as toolhost_sdk;
 
+pub mod content;
 pub mod http;
 pub mod log;
 pub mod progress;
@@ -70,13 +71,19 @@ mod tool;
 #[doc(hidden)]
 pub mod __private;
 
+pub use content::{
+    Audio, Content, EmbeddedResource, Icon, Image, IntoToolOutput, ResourceLink, ToolOutput,
+};
 pub use schemars::JsonSchema;
 pub use tool::{NoArguments, Tool, ToolError, ToolSpec};
 pub use toolhost_sdk_macros::tool;
 
 /// Everything a plugin usually needs: `use toolhost_sdk::prelude::*;`.
 pub mod prelude {
-    pub use crate::{JsonSchema, NoArguments, ToolError, export_plugin, tool};
+    pub use crate::{
+        Audio, Content, EmbeddedResource, Image, JsonSchema, NoArguments, ResourceLink, ToolError,
+        export_plugin, tool,
+    };
     pub use serde::{Deserialize, Serialize};
     pub use serde_json::{Value, json};
 }
@@ -140,7 +147,29 @@ macro_rules! __export_plugin_impl {
             ) -> ::core::result::Result<::std::string::String, $crate::__private::WitToolError> {
                 $(
                     if name == <$tool as $crate::Tool>::NAME {
-                        return <$tool as $crate::Tool>::call(&arguments).map_err(::core::convert::Into::into);
+                        return <$tool as $crate::Tool>::call(&arguments)
+                            .map($crate::__private::output_text)
+                            .map_err(::core::convert::Into::into);
+                    }
+                )+
+                ::core::result::Result::Err($crate::__private::unknown_tool(&name))
+            }
+        }
+
+        impl $crate::__private::GuestRichTool for __ToolhostPlugin {
+            fn icons() -> ::std::vec::Vec<$crate::__private::WitToolIcons> {
+                $crate::__private::icons(::std::vec![$(<$tool as $crate::Tool>::spec()),+])
+            }
+
+            fn call(
+                name: ::std::string::String,
+                arguments: ::std::string::String,
+            ) -> ::core::result::Result<$crate::__private::WitToolOutput, $crate::__private::WitToolError> {
+                $(
+                    if name == <$tool as $crate::Tool>::NAME {
+                        return <$tool as $crate::Tool>::call(&arguments)
+                            .map($crate::__private::output)
+                            .map_err(::core::convert::Into::into);
                     }
                 )+
                 ::core::result::Result::Err($crate::__private::unknown_tool(&name))

@@ -13,7 +13,7 @@ async fn a_good_plugin_reports_its_tools() {
     assert!(report.is_ok(), "{text}");
     assert!(text.contains("plugin    misbehave"), "{text}");
     assert!(
-        text.contains("contract  built against toolhost:plugin@0.2.1"),
+        text.contains("contract  built against toolhost:plugin@0.2.2"),
         "{text}"
     );
     assert!(text.contains("  flood  [misbehave]"), "{text}");
@@ -37,7 +37,7 @@ async fn bad_plugins_report_what_is_wrong() {
         ),
         (
             Path::new(toolhost_tests::NOT_A_PLUGIN),
-            "does not export toolhost:plugin/tool@0.2.1",
+            "does not export toolhost:plugin/tool@0.2.2",
         ),
         (core.as_path(), "core WebAssembly module"),
     ] {

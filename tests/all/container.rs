@@ -22,7 +22,7 @@ use crate::sessions::{read_until, serve_fetch_kill_and_repl, tool, tool_error, w
 use crate::{Workspace, assert_gone};
 
 /// Tagged `latest`: Podman's import takes no other tag.
-const IMAGE: &str = "localhost/toolhost-test-root:latest";
+pub(crate) const IMAGE: &str = "localhost/toolhost-test-image:latest";
 
 /// One test at a time makes containers, so that the count of this
 /// process's containers tells what a session left.
@@ -87,6 +87,14 @@ fn root_tar() -> Vec<u8> {
     for name in ["usr", "tmp", "etc", "proc", "dev", "sys"] {
         std::fs::create_dir(dir.path().join(name)).unwrap();
     }
+    // As in real images: the engine copies it onto the container's /tmp,
+    // which commands of any uid write.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.path().join("tmp"),
+        std::fs::Permissions::from_mode(0o1777),
+    )
+    .unwrap();
     for name in ["bin", "lib", "lib64", "sbin"] {
         std::os::unix::fs::symlink(format!("usr/{name}"), dir.path().join(name)).unwrap();
     }
@@ -166,6 +174,13 @@ async fn the_session_flow_runs_in_a_container() {
     let Some(socket) = engine().await else { return };
     let ws = Workspace::new(bundled);
     ws.mkdir("site/sub");
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        // As root, commands run as the caller's id of sandbox_ids: the
+        // directory they write is that id's.
+        let id = toolhost::policy::DEFAULT_SANDBOX_IDS.0;
+        std::os::unix::fs::chown(ws.join("site/sub"), Some(id), Some(id)).unwrap();
+    }
     ws.write("site/hello.txt", "hello from the container");
     ws.write(
         "fetch.py",

@@ -132,7 +132,10 @@ fn check_mixed_result(i: usize, position: usize, result: &Value) {
             assert_eq!(result["name"], Value::Null);
             assert_eq!(
                 error,
-                format!("invalid_request: tool_calls[{position}] has no \"function\" object")
+                format!(
+                    "invalid_request: tool_calls[{position}] has no \"function\" object (nor is \
+                     it a Responses \"function_call\" item)"
+                )
             );
         }
     }

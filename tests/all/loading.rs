@@ -112,7 +112,7 @@ async fn a_corrupt_component_is_reported() {
 async fn a_component_of_another_world_is_reported() {
     let error = load_error(Path::new(toolhost_tests::NOT_A_PLUGIN)).await;
     assert!(
-        error.contains("does not export toolhost:plugin/tool@0.2.1"),
+        error.contains("does not export toolhost:plugin/tool@0.2.2"),
         "{error}"
     );
     assert!(error.contains("wasi:cli/run"), "{error}");
@@ -198,19 +198,19 @@ async fn a_plugin_built_against_a_newer_minor_contract_loads() {
         .await
         .unwrap();
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
-    assert_eq!(host.plugins()[0].contract(), "0.2.2");
-    assert_eq!(call_ok(&host, "contract_version", "{}").await, "0.2.2");
+    assert_eq!(host.plugins()[0].contract(), "0.2.3");
+    assert_eq!(call_ok(&host, "contract_version", "{}").await, "0.2.3");
 }
 
 #[tokio::test]
-async fn a_plugin_built_against_another_minor_contract_is_refused_naming_both() {
+async fn a_plugin_built_against_an_unknown_contract_is_refused_naming_what_loads() {
     let error = load_error(Path::new(toolhost_tests::CONTRACT_FUTURE)).await;
     assert!(
-        error.contains("built against contract toolhost:plugin@0.3.0"),
-        "{error}"
-    );
-    assert!(
-        error.contains("this host speaks toolhost:plugin@0.2.1"),
+        error.contains(
+            "was built against contract toolhost:plugin@0.3.0, which this host does not know: \
+             it speaks toolhost:plugin@0.2.2 and loads every released version (0.1.0, 0.2.0, \
+             0.2.1, 0.2.2, that is 0.1.x and 0.2.x); run a toolhost that speaks 0.3.0"
+        ),
         "{error}"
     );
 }

@@ -8,7 +8,10 @@ mod calls;
 mod check;
 mod cli;
 mod config;
+mod conformance;
 mod container;
+mod content;
+mod contracts;
 mod corpus;
 mod declarative;
 mod dialect;
@@ -60,7 +63,15 @@ pub fn test_limits() -> Limits {
 /// Terminal commands run in sandboxes built by the toolhost binary the tests
 /// build (this test binary cannot enter a user namespace: it has threads).
 pub fn use_launcher() {
-    toolhost::confine::use_launcher(env!("CARGO_BIN_EXE_toolhost-cli"));
+    toolhost::confine::use_launcher(toolhost_cli());
+}
+
+/// The toolhost binary the tests built, or the copy `TOOLHOST_TEST_CLI`
+/// names (CI's run as an unprivileged user copies it where that user can
+/// run it).
+pub fn toolhost_cli() -> std::path::PathBuf {
+    std::env::var_os("TOOLHOST_TEST_CLI")
+        .map_or_else(|| env!("CARGO_BIN_EXE_toolhost-cli").into(), Into::into)
 }
 
 /// A host with the bundled plugins and the `misbehave` test guest.

@@ -74,6 +74,19 @@ pub(crate) async fn connect(
     (client, receiver)
 }
 
+/// A client of the `toolhost` process `command` starts, over its stdio.
+pub(crate) async fn stdio(command: tokio::process::Command) -> Client {
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let (changed, _) = mpsc::unbounded_channel();
+    TestClient {
+        changed,
+        decision: None,
+    }
+    .serve(transport)
+    .await
+    .unwrap()
+}
+
 pub(crate) fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     let mut params = CallToolRequestParams::new(name.to_string());
     params.arguments = arguments.as_object().cloned();

@@ -41,7 +41,7 @@ async fn the_python_plugin_loads_and_answers() {
     let host = Host::builder().plugin_file(&wasm).build().await.unwrap();
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     let plugin = &host.plugins()[0];
-    assert_eq!(plugin.contract(), "0.2.1");
+    assert_eq!(plugin.contract(), toolhost::contract::CONTRACT_VERSION);
     let tool = &plugin.tools()[0];
     assert_eq!(tool.name, "word_frequencies");
     assert_eq!(tool.toolset, "text");

@@ -47,7 +47,7 @@ fn a_new_python_plugin_has_its_contract_and_build_script() {
     assert!(
         std::fs::read_to_string(dir.join("wit/plugin.wit"))
             .unwrap()
-            .contains("package toolhost:plugin@0.2.1;")
+            .contains("package toolhost:plugin@0.2.2;")
     );
     let script = std::fs::read_to_string(dir.join("build.sh")).unwrap();
     assert!(script.contains("-o py-demo.wasm"));

@@ -13,7 +13,7 @@
 //! Then the same under the container backend (`terminal.backend =
 //! "container"`), 21 calls of each kind, where a Docker or Podman socket
 //! is found and has the image of the container tests
-//! (`localhost/toolhost-test-root:latest`, made by `cargo test container::`):
+//! (`localhost/toolhost-test-image:latest`, made by `cargo test container::`):
 //! there a new session creates and starts a container, and a warm one
 //! starts an exec in it.
 //!
@@ -125,7 +125,7 @@ fn main() {
         };
         let container = format!(
             "terminal.read = [\"/usr\"]\nterminal.backend = \"container\"\n\
-             terminal.container = {{ image = \"localhost/toolhost-test-root:latest\", \
+             terminal.container = {{ image = \"localhost/toolhost-test-image:latest\", \
              socket = {socket:?} }}\n"
         );
         let host = host_with(workspace.path(), &container).await;

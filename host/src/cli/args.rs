@@ -74,6 +74,10 @@ pub(super) enum Command {
         /// Run a batch `{"tool_calls": [...]}` (OpenAI shape) from a file or `-`
         #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "arguments"])]
         batch: Option<String>,
+        /// Write the images, audio and binary resources a tool returns to
+        /// new files in DIR (otherwise only their type and size are printed)
+        #[arg(long, value_name = "DIR", conflicts_with = "batch")]
+        save_content: Option<PathBuf>,
     },
     /// Check a plugin file: format, world, tool specs and schemas (or a
     /// declarative `*.toml`/`*.yaml` tool file); without a file, print the

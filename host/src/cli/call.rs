@@ -2,6 +2,7 @@
 //! JSON.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
@@ -9,18 +10,29 @@ use serde_json::json;
 
 use super::args::Global;
 use super::setup::host;
+use crate::contract::CallOutput;
 use crate::dispatch::CallRequest;
 use crate::escape;
 use crate::host::Host;
 
+/// The arguments of `toolhost call`.
+pub(super) struct Call {
+    pub(super) tool: Option<String>,
+    pub(super) arguments: Option<String>,
+    pub(super) session: Option<String>,
+    pub(super) batch: Option<String>,
+    pub(super) save_content: Option<PathBuf>,
+}
+
 /// `toolhost call TOOL [ARGUMENTS]`, or `toolhost call --batch FILE`.
-pub(super) async fn run(
-    global: &Global,
-    tool: Option<String>,
-    arguments: Option<String>,
-    session: Option<String>,
-    batch: Option<String>,
-) -> Result<ExitCode> {
+pub(super) async fn run(global: &Global, call: Call) -> Result<ExitCode> {
+    let Call {
+        tool,
+        arguments,
+        session,
+        batch,
+        save_content,
+    } = call;
     if let Some(batch) = batch {
         let text = read_input(&batch, "the batch")?;
         let batch: serde_json::Value = serde_json::from_str(&text)
@@ -42,7 +54,7 @@ pub(super) async fn run(
     let host = host(global).await?;
     let mut request = CallRequest::new(tool, arguments);
     request.session = session;
-    Ok(call_one(&host, request).await)
+    call_one(&host, request, save_content.as_deref()).await
 }
 
 /// `-` reads stdin; text that starts as JSON (`{`, `[`) is the text itself;
@@ -67,21 +79,28 @@ fn read_input(arg: &str, what: &str) -> Result<String> {
     })
 }
 
-/// Runs one call and prints its result, or its error as JSON.
-async fn call_one(host: &Host, request: CallRequest) -> ExitCode {
-    match host.dispatch(request).await {
-        Ok(result) => {
+/// Runs one call and prints its result (content blocks as
+/// [`super::content::printed`] shows them), or its error as JSON.
+async fn call_one(host: &Host, request: CallRequest, save: Option<&Path>) -> Result<ExitCode> {
+    let caller = host.caller();
+    match host.dispatch_output_as(&caller, request).await {
+        Ok(CallOutput::Json(result)) => {
             let pretty = serde_json::from_str::<serde_json::Value>(result.get())
                 .and_then(|v| escape::json_pretty(&v))
                 .unwrap_or_else(|_| escape::escape(result.get()).into_owned());
             println!("{pretty}");
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(CallOutput::Content(content)) => {
+            let printed = super::content::printed(&content, save)?;
+            println!("{}", escape::json_pretty(&printed)?);
+            Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
             tracing::debug!(error = %e, "call failed");
             let error = json!({"error": e.model_text()});
             println!("{}", escape::json(&error).unwrap_or_default());
-            ExitCode::FAILURE
+            Ok(ExitCode::FAILURE)
         }
     }
 }

@@ -166,7 +166,7 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
     match &support.namespaces {
         Ok(()) => println!(
             "✓ terminal sandbox: user, mount, PID, IPC, UTS and network namespaces, \
-             seccomp filter, resource limits"
+             seccomp filter, resource limits, no terminal of the host's"
         ),
         Err(reason) => println!("✗ terminal sandbox: {reason}"),
     }
@@ -179,34 +179,46 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
         None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),
     }
     let config = super::setup::effective_config(global)?;
+    println!("✓ commands' ids: {}", identity(&config));
     print!("{}", super::own::report(&config));
     let unconfined = config.unconfined_terminal_profiles();
     for name in &unconfined {
         println!(
             "! profile {name:?} sets terminal.sandbox = \"none\": its commands run \
-             unconfined, with toolhost's own rights"
+             unconfined, with toolhost's own rights (in a session of their own, without \
+             the terminal toolhost runs on)"
         );
     }
     for (name, profile) in &config.profiles {
         let terminal = &profile.terminal;
+        if terminal.landlock == Some(crate::policy::TerminalLandlock::Off) {
+            println!(
+                "! profile {name:?} sets terminal.landlock = \"off\": the mounts, the seccomp \
+                 filter and the commands' ids confine its commands without Landlock"
+            );
+        }
         if terminal.backend == Some(TerminalBackend::Ssh) {
             println!(
-                "! profile {name:?}: ssh backend: toolhost cannot enforce on the remote host the \
-                 file grants, file.deny masks, read-only repository metadata (git run there \
-                 later may run what a command planted) nor the network and process limits; the \
-                 remote account must hold them"
+                "! profile {name:?}: ssh backend: the remote account decides what commands \
+                 reach; toolhost does not enforce there the file grants, file.deny masks, \
+                 read-only repository metadata (git run there later may run what a command \
+                 planted), nosuid and nodev, the refusal of set-id bits, the commands' ids, the \
+                 seccomp filter, Landlock nor the network and process limits (commands never \
+                 reach this machine's terminals)"
             );
         } else if !terminal.wrapper.is_empty() && terminal.sandbox == Some(TerminalSandbox::None) {
             println!(
-                "! profile {name:?}: terminal.wrapper without the kernel sandbox: toolhost \
+                "! profile {name:?}: terminal.wrapper runs on this machine unconfined: toolhost \
                  cannot mask what file.deny matches nor keep repository metadata read-only (git \
-                 run on this machine later may run what a command planted); the wrapper must"
+                 run on this machine later may run what a command planted); what its commands \
+                 reach (files, set-id bits, ids, system calls) is the wrapper's business"
             );
         }
     }
     for (name, profile) in &config.profiles {
+        let terminal = &profile.terminal;
         let (Some(TerminalBackend::Container), Some(container)) =
-            (profile.terminal.backend, &profile.terminal.container)
+            (terminal.backend, &terminal.container)
         else {
             continue;
         };
@@ -226,6 +238,21 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Who sandboxed commands are on the host, as `doctor` says it.
+fn identity(config: &Config) -> String {
+    // SAFETY: geteuid and getegid cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if uid == 0 {
+        let (first, last) = config.sandbox_ids;
+        format!(
+            "toolhost runs as root, so commands run as host ids {first}-{last} (sandbox_ids), \
+             one per tenant, never as root; the grants are idmapped to them"
+        )
+    } else {
+        format!("commands run as toolhost's own uid {uid} and gid {gid} (1000 inside)")
+    }
 }
 
 pub(super) fn config_command(global: &Global, action: ConfigAction) -> Result<ExitCode> {

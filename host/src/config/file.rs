@@ -56,9 +56,16 @@ pub struct ConfigFile {
     /// Memory all stateful sessions may hold together.
     #[serde(default)]
     pub sessions_memory: Option<ByteSize>,
+    /// The host ids sandboxed commands run as when toolhost runs as root
+    /// (`"FIRST-LAST"`).
+    #[serde(default)]
+    pub sandbox_ids: Option<String>,
     /// How much each tenant may make a server hold.
     #[serde(default)]
     pub tenant_caps: super::caps::TenantCapsConfig,
+    /// What results may carry beyond JSON.
+    #[serde(default)]
+    pub results: super::results::ResultsConfig,
 }
 
 /// `[approvals]`.
@@ -265,6 +272,10 @@ pub struct TerminalConfig {
     /// What confines commands: `kernel` (default) or `none`.
     #[serde(default)]
     pub sandbox: Option<TerminalSandbox>,
+    /// Landlock in the kernel sandbox: `auto` (default, where the kernel
+    /// has it) or `off`.
+    #[serde(default)]
+    pub landlock: Option<crate::policy::TerminalLandlock>,
     /// What network commands get: `none`, `proxy` (the allowed hosts through
     /// the host's proxy) or `host`; by default `proxy` when the profile
     /// allows any host, else `none`.

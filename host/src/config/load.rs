@@ -81,8 +81,23 @@ impl Config {
     }
 
     /// The profile `name` with its file grants rooted in `workspace` (the
-    /// base directory when `None`).
+    /// base directory when `None`), for callers that are not tenants.
     pub fn profile(&self, name: &str, workspace: Option<&Path>) -> Result<Arc<Profile>, String> {
+        self.resolve(name, workspace, self.sandbox_ids.0)
+    }
+
+    /// The profile of `tenant`, rooted in its workspace, its commands run
+    /// as its own id of `sandbox_ids`.
+    pub fn tenant_profile(&self, tenant: &super::Tenant) -> Result<Arc<Profile>, String> {
+        self.resolve(&tenant.profile, Some(&tenant.workspace), tenant.sandbox_id)
+    }
+
+    fn resolve(
+        &self,
+        name: &str,
+        workspace: Option<&Path>,
+        sandbox_id: u32,
+    ) -> Result<Arc<Profile>, String> {
         let written = self
             .profiles
             .get(name)
@@ -90,7 +105,9 @@ impl Config {
         let workspace = workspace.unwrap_or(&self.workspace);
         let mut problems = Vec::new();
         let own = self.own_paths();
-        let profile = resolve_profile(name, written, &self.global, workspace, &own, &mut problems);
+        let mut profile =
+            resolve_profile(name, written, &self.global, workspace, &own, &mut problems);
+        profile.terminal.sandbox_id = sandbox_id;
         match problems.first() {
             None => Ok(Arc::new(profile)),
             Some((key, problem)) => Err(format!("{key}: {problem}")),

@@ -7,6 +7,7 @@ mod load;
 mod own;
 mod parse;
 mod profile;
+mod results;
 mod tools;
 mod units;
 mod validate;
@@ -22,6 +23,7 @@ pub use file::{
     TenantConfig, TerminalConfig, ToolConfig,
 };
 pub(crate) use parse::parse_toml;
+pub use results::ResultsConfig;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
 
 use crate::toolsets::Toolsets;
@@ -101,6 +103,9 @@ pub struct Tenant {
     pub calls_per_minute: Option<u32>,
     /// Its approvals webhook: URL and HMAC secret.
     pub webhook: Option<(String, Vec<u8>)>,
+    /// The host uid and gid its commands run as when toolhost runs as
+    /// root: its own of `sandbox_ids`.
+    pub sandbox_id: u32,
 }
 
 /// A validated configuration.
@@ -150,6 +155,10 @@ pub struct Config {
     pub session_idle: std::time::Duration,
     /// Memory all stateful sessions may hold together, in bytes.
     pub sessions_memory: usize,
+    /// The host ids (first, last) sandboxed commands run as when toolhost
+    /// runs as root: the first for callers that are not tenants, one of
+    /// the next for each tenant.
+    pub sandbox_ids: (u32, u32),
     /// How much each tenant may make a server hold (`[tenant_caps]`).
     pub tenant_caps: TenantCaps,
     /// Variables the configuration names that are not set (`token_env`,
@@ -157,6 +166,8 @@ pub struct Config {
     /// HTTP server uses them: it refuses to start (or to reload) while any
     /// is missing; other commands warn.
     pub unset_variables: Vec<(String, String)>,
+    /// The MIME types results may carry (`results.mime_types`).
+    pub mime_types: crate::contract::MimeTypes,
     /// toolhost's own paths under the configuration the host runs with,
     /// kept protected after a reload (the allowlist, audit log, cache and
     /// plugin directory it started with stay in use).

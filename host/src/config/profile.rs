@@ -176,16 +176,23 @@ pub(super) fn resolve_profile(
             if container.image.trim().is_empty() {
                 problems.push((key("terminal.container.image"), "names no image".into()));
             }
-            if container
-                .user
-                .as_deref()
-                .is_some_and(|user| !valid_user(user))
-            {
+            let user = container.user.as_deref();
+            if user.is_some_and(|user| !valid_user(user)) {
                 problems.push((
                     key("terminal.container.user"),
                     format!(
                         "{:?} is not \"uid\" or \"uid:gid\" (numbers)",
-                        container.user.as_deref().unwrap_or_default()
+                        user.unwrap_or_default()
+                    ),
+                ));
+            } else if user.is_some_and(|user| user.split(':').any(|id| id.parse::<u32>() == Ok(0)))
+            {
+                problems.push((
+                    key("terminal.container.user"),
+                    format!(
+                        "{:?} runs commands as root or in root's group, and the files they make \
+                         in the grants would be root's; name an unprivileged uid and gid",
+                        user.unwrap_or_default()
                     ),
                 ));
             }
@@ -224,6 +231,8 @@ pub(super) fn resolve_profile(
         ssh: terminal.ssh.clone(),
         container: terminal.container.clone(),
         sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
+        landlock: terminal.landlock != Some(crate::policy::TerminalLandlock::Off),
+        sandbox_id: defaults.sandbox_id,
         network: terminal
             .network
             .unwrap_or(if profile.hosts.allow_hosts.is_empty() {

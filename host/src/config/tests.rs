@@ -182,3 +182,94 @@ fn a_container_backend_needs_its_table_and_refuses_what_it_cannot_hold() {
     );
     assert_eq!(fine, Vec::<String>::new());
 }
+
+#[test]
+fn sandbox_ids_are_a_range_above_root_with_room_for_every_tenant() {
+    let tenant = |name: &str| {
+        format!(
+            "[tenants.{name}]\nprofile = \"p\"\ntoken_sha256 = \"{}\"\n",
+            "a".repeat(64)
+        )
+    };
+    let config = |ids: &str, tenants: &[&str]| {
+        format!(
+            "default_profile = \"p\"\nsandbox_ids = {ids:?}\n[profiles.p]\n{}",
+            tenants.iter().map(|t| tenant(t)).collect::<String>()
+        )
+    };
+    for (ids, wanted) in [
+        ("0-100", "commands never run as root"),
+        ("200-100", "must run upwards"),
+        ("1000", "is not a range of ids"),
+        ("a-b", "is not a range of ids"),
+        ("1000-1001", "holds 2 ids; 3 are needed"),
+    ] {
+        let found = problems(&config(ids, &["a", "b"]));
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with("sandbox_ids: ") && p.contains(wanted)),
+            "{ids}: {found:?}"
+        );
+    }
+    // The callers that are not tenants get the first id, each tenant (by
+    // name) one of the next.
+    let parsed = Config::parse(
+        &config("5000-5002", &["b", "a"]),
+        ConfigSource::Embedded,
+        Path::new("/w"),
+    )
+    .unwrap();
+    assert_eq!(parsed.sandbox_ids, (5000, 5002));
+    assert_eq!(parsed.profile("p", None).unwrap().terminal.sandbox_id, 5000);
+    let ids: Vec<u32> = ["a", "b"]
+        .iter()
+        .map(|t| {
+            parsed
+                .tenant_profile(&parsed.tenants[*t])
+                .unwrap()
+                .terminal
+                .sandbox_id
+        })
+        .collect();
+    assert_eq!(ids, [5001, 5002]);
+}
+
+#[test]
+fn landlock_is_on_unless_a_profile_turns_it_off() {
+    let text = |value: &str| format!("default_profile = \"p\"\n[profiles.p]\n{value}\n");
+    let parse = |value: &str| {
+        Config::parse(&text(value), ConfigSource::Embedded, Path::new("/w"))
+            .unwrap()
+            .profile("p", None)
+            .unwrap()
+            .terminal
+            .landlock
+    };
+    assert!(parse(""));
+    assert!(parse("terminal.landlock = \"auto\""));
+    assert!(!parse("terminal.landlock = \"off\""));
+    let found = problems(&text("terminal.landlock = \"of\""));
+    assert!(
+        found
+            .iter()
+            .any(|p| p.starts_with("profiles.p.terminal.landlock")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_container_never_runs_commands_as_root() {
+    for user in ["0", "0:0", "1000:0", "0:1000"] {
+        let found = problems(&format!(
+            "default_profile = \"p\"\n[profiles.p]\nterminal.backend = \"container\"\n\
+             terminal.container = {{ image = \"i\", user = {user:?} }}\n"
+        ));
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with("profiles.p.terminal.container.user") && p.contains("root")),
+            "{user}: {found:?}"
+        );
+    }
+}

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::file::{ConfigFile, GlobalConfig, ProfileConfig, TenantConfig};
 use super::profile::resolve_profile;
 use super::{AuditTarget, Config, ConfigSource, Tenant};
-use crate::policy::{Limits, paths};
+use crate::policy::{DEFAULT_SANDBOX_IDS, Limits, paths};
 use crate::toolsets::Toolsets;
 
 pub(super) fn validate(
@@ -74,6 +74,7 @@ pub(super) fn validate(
         }
     };
 
+    let sandbox_ids = sandbox_ids(file.sandbox_ids.as_deref(), file.tenants.len(), problems);
     let mut tenants = BTreeMap::new();
     let mut unset = Vec::new();
     for (name, written) in &file.tenants {
@@ -82,7 +83,9 @@ pub(super) fn validate(
             global: &file.global,
             base,
         };
-        if let Some(tenant) = validate_tenant(name, written, &context, problems, &mut unset) {
+        if let Some(mut tenant) = validate_tenant(name, written, &context, problems, &mut unset) {
+            // The first id is the callers' that are not tenants.
+            tenant.sandbox_id = sandbox_ids.0.saturating_add(1 + tenants.len() as u32);
             tenants.insert(name.clone(), tenant);
         }
     }
@@ -150,10 +153,51 @@ pub(super) fn validate(
         sessions_memory: file
             .sessions_memory
             .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
+        sandbox_ids,
         tenant_caps: super::TenantCaps::validate(&file.tenant_caps, problems),
         unset_variables: unset,
+        mime_types: super::results::mime_types(&file.results, problems),
         retained_own: None,
     }
+}
+
+/// `sandbox_ids` as written (`"FIRST-LAST"`), checked: no id 0, room for
+/// one id per tenant and one for the callers that are not tenants.
+fn sandbox_ids(
+    written: Option<&str>,
+    tenants: usize,
+    problems: &mut Vec<(String, String)>,
+) -> (u32, u32) {
+    let Some(written) = written else {
+        return DEFAULT_SANDBOX_IDS;
+    };
+    let mut problem = |message: String| problems.push(("sandbox_ids".into(), message));
+    let parsed = written
+        .split_once('-')
+        .and_then(|(first, last)| Some((first.trim().parse().ok()?, last.trim().parse().ok()?)));
+    let Some((first, last)) = parsed else {
+        problem(format!(
+            "{written:?} is not a range of ids like \"{}-{}\"",
+            DEFAULT_SANDBOX_IDS.0, DEFAULT_SANDBOX_IDS.1
+        ));
+        return DEFAULT_SANDBOX_IDS;
+    };
+    let (first, last): (u32, u32) = (first, last);
+    if first == 0 || last < first {
+        problem(format!(
+            "{written:?} must run upwards from above 0: commands never run as root"
+        ));
+        return DEFAULT_SANDBOX_IDS;
+    }
+    let needed = tenants as u64 + 1;
+    if u64::from(last - first) + 1 < needed {
+        problem(format!(
+            "{written:?} holds {} ids; {needed} are needed, one for each tenant and one for the \
+             callers that are not tenants",
+            u64::from(last - first) + 1
+        ));
+    }
+    (first, last)
 }
 
 /// What a tenant is validated against.
@@ -283,6 +327,7 @@ fn validate_tenant(
         concurrency,
         calls_per_minute: written.calls_per_minute,
         webhook,
+        sandbox_id: 0,
     })
 }
 

@@ -2,10 +2,11 @@
 //! sandbox of one command and runs it. It talks with the host over the
 //! channel of [`super::control`], its stdin. Three processes:
 //!
-//! - the launcher reads the [`Spec`], enters new user, mount, PID, IPC, UTS
-//!   and network namespaces, maps one unprivileged uid and gid to the
-//!   host's, and waits for PID 1;
-//! - its child is PID 1 of the new PID namespace: it builds the filesystem,
+//! - the launcher reads the [`Spec`], starts PID 1 in new user, mount, PID,
+//!   IPC, UTS and network namespaces, maps its uid and gid (see
+//!   [`super::identity`]), and waits for it;
+//! - its child is PID 1 of the new PID namespace, in a session of its own
+//!   without a controlling terminal: it builds the filesystem,
 //!   waits for the command (a [`Run`] with its stdout, stderr and stdin,
 //!   which may come long after: sandboxes are built ahead), starts the
 //!   shell and reaps orphans; when the shell exits it kills every other
@@ -30,10 +31,7 @@ use super::control;
 use super::root::build_root;
 use super::shell::{CONTROL, check_descriptors, control, drop_capabilities, fork, run_shell};
 use super::spec::{Mount, MountKind, Run, SETUP_EXIT, Spec};
-use super::sys::{check, os_error};
-
-/// The uid and gid of the command inside the sandbox (mapped to the host's).
-const INSIDE_ID: u32 = 1000;
+use super::sys::{check, clone, os_error, pipe, refused};
 
 /// Runs the launcher; never returns.
 pub(crate) fn main() -> ! {
@@ -90,8 +88,17 @@ fn launch() -> Result<std::convert::Infallible, String> {
             .and_then(|mut procs| procs.write_all(b"0"))
             .map_err(|e| format!("joining the command's pids cgroup {}: {e}", procs.display()))?;
     }
+    // The command's ids on the host, and (as root) the grants it reaches
+    // through idmapped clones, made while this process is still root.
     // SAFETY: plain system calls on this process.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = match spec.identity {
+        Some(id) => (id, id),
+        None => unsafe { (libc::getuid(), libc::getgid()) },
+    };
+    let trees = match spec.identity {
+        Some(id) => super::identity::idmapped(&spec.mounts, id)?,
+        None => Vec::new(),
+    };
     let mut flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
         | libc::CLONE_NEWPID
@@ -100,31 +107,38 @@ fn launch() -> Result<std::convert::Infallible, String> {
     if !spec.host_network {
         flags |= libc::CLONE_NEWNET;
     }
-    // SAFETY: unshare only changes this (single-threaded) process's namespaces.
-    if unsafe { libc::unshare(flags) } < 0 {
-        let error = std::io::Error::last_os_error();
-        return Err(format!(
-            "the kernel refused to create user, mount, PID and network namespaces \
-             (unshare: {error}); unprivileged user namespaces are off or restricted here \
-             (kernel.unprivileged_userns_clone, user.max_user_namespaces, an AppArmor or \
-             container policy). Enable them, or set terminal.sandbox = \"none\" in the \
-             profile to run commands unconfined"
-        ));
-    }
-    write_proc("/proc/self/setgroups", "deny")?;
-    write_proc("/proc/self/uid_map", &format!("{INSIDE_ID} {uid} 1"))?;
-    write_proc("/proc/self/gid_map", &format!("{INSIDE_ID} {gid} 1"))?;
-
-    // `lifeline` closes when the launcher dies, so PID 1 never outlives it.
+    // `lifeline` closes when the launcher dies, so PID 1 never outlives it;
+    // `mapped` tells PID 1 its ids are mapped.
     let (lifeline_read, lifeline_write) = pipe()?;
-    let init = fork()?;
+    let (mapped_read, mapped_write) = pipe()?;
+    let init = clone(flags).map_err(refused)?;
     if init == 0 {
         drop(lifeline_write);
-        match run_init(&spec, lifeline_read) {
+        drop(mapped_write);
+        let mut byte = 0u8;
+        // SAFETY: reads one byte from our own pipe; without it the launcher
+        // failed and said why.
+        if unsafe { libc::read(mapped_read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) } != 1 {
+            // SAFETY: ends this process.
+            unsafe { libc::_exit(SETUP_EXIT) }
+        }
+        drop(mapped_read);
+        if let Err(message) = super::identity::become_inside(spec.identity.is_some()) {
+            fail(&message);
+        }
+        match run_init(&spec, lifeline_read, trees) {
             Ok(never) => match never {},
             Err(message) => fail(&message),
         }
     }
+    drop(mapped_read);
+    drop(trees);
+    super::identity::write_maps(init, uid, gid, spec.identity.is_some())?;
+    // SAFETY: writes one byte to our own pipe.
+    if unsafe { libc::write(mapped_write.as_raw_fd(), [1u8].as_ptr().cast(), 1) } != 1 {
+        return os_error("releasing the sandbox's first process");
+    }
+    drop(mapped_write);
     drop(lifeline_read);
     // The host learns PID 1's pid, to know when the sandbox is gone.
     let _ = control().send(control::INIT, &init.to_le_bytes());
@@ -151,24 +165,18 @@ fn launch() -> Result<std::convert::Infallible, String> {
     }
 }
 
-fn write_proc(path: &str, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("writing {path}: {e}"))
-}
-
-fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors, which are then owned here.
-    unsafe {
-        check(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), "pipe")?;
-        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
-    }
-}
-
 /// PID 1: builds the filesystem, starts the shell, reaps, reports the shell's
 /// status and exits (taking every other process of the namespace with it).
-fn run_init(spec: &Spec, lifeline: OwnedFd) -> Result<std::convert::Infallible, String> {
+fn run_init(
+    spec: &Spec,
+    lifeline: OwnedFd,
+    trees: Vec<Option<OwnedFd>>,
+) -> Result<std::convert::Infallible, String> {
     // SAFETY: plain system calls on this process.
     unsafe {
+        // A session of its own, without a controlling terminal: nothing of
+        // the sandbox reaches the terminal toolhost was started from.
+        check(libc::setsid(), "setsid")?;
         check(
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL),
             "prctl(PR_SET_PDEATHSIG)",
@@ -188,7 +196,8 @@ fn run_init(spec: &Spec, lifeline: OwnedFd) -> Result<std::convert::Infallible, 
         (Some(socket), false) => Some(super::forward::Way::open(socket)?),
         _ => None,
     };
-    build_root(&spec.mounts, spec.limits.tmp_size)?;
+    build_root(&spec.mounts, &trees, spec.limits.tmp_size)?;
+    drop(trees);
     // SAFETY: sets this UTS namespace's host name.
     unsafe {
         let name = b"toolhost";
@@ -220,7 +229,11 @@ fn run_init(spec: &Spec, lifeline: OwnedFd) -> Result<std::convert::Infallible, 
     }
     // What the shell applies to itself, made now so that the command, when
     // it comes, only has to be started.
-    let ruleset = landlock(&spec.mounts)?;
+    let ruleset = if spec.landlock {
+        Some(landlock(&spec.mounts)?)
+    } else {
+        None
+    };
     let filters = super::seccomp::filters()?;
     // The host checks the plan still held while the mounts were made.
     control()
@@ -247,7 +260,7 @@ fn run_init(spec: &Spec, lifeline: OwnedFd) -> Result<std::convert::Infallible, 
     let shell = fork()?;
     if shell == 0 {
         drop(lifeline);
-        let message = run_shell(spec, &run, &stdio, Some(ruleset), &filters).unwrap_err();
+        let message = run_shell(spec, &run, &stdio, ruleset, &filters).unwrap_err();
         fail(&message);
     }
     // Only the command holds its output now: the host sees its end when
@@ -331,10 +344,12 @@ pub(crate) fn landlock_abi() -> Option<i32> {
 }
 
 /// The second filesystem layer: reading only where something is mounted,
-/// writing only in writable grants, `/tmp` and the devices; signals and
-/// abstract sockets only within the sandbox. Made by PID 1, enforced by the
-/// shell on itself. A kernel without Landlock runs without this layer (the
-/// mounts still hold).
+/// writing only in writable grants, `/tmp` and the devices; device
+/// `ioctl`s (Landlock ABI 5 on) only on `/dev/tty`, the command's own
+/// terminal if it has one; signals and abstract sockets only within the
+/// sandbox. Made by PID 1, enforced by the shell on itself. A kernel
+/// without Landlock (or a profile with `terminal.landlock = "off"`) runs
+/// without this layer (the mounts still hold).
 fn landlock(mounts: &[Mount]) -> Result<landlock::RulesetCreated, String> {
     use landlock::{
         ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
@@ -342,6 +357,9 @@ fn landlock(mounts: &[Mount]) -> Result<landlock::RulesetCreated, String> {
     let abi = ABI::V6;
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
+    // Descriptors the host passed (a pseudo-terminal) keep their rights.
+    let no_ioctl = all & !AccessFs::IoctlDev;
+    let terminal = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::IoctlDev;
     let error = |e: landlock::RulesetError| format!("Landlock: {e}");
     let mut ruleset = Ruleset::default()
         .handle_access(all)
@@ -350,18 +368,23 @@ fn landlock(mounts: &[Mount]) -> Result<landlock::RulesetCreated, String> {
         .map_err(error)?
         .create()
         .map_err(error)?;
-    let mut rules: Vec<(&Path, _)> = vec![(Path::new("/dev"), all), (Path::new("/proc"), read)];
+    let mut rules: Vec<(&Path, _)> = vec![
+        (Path::new("/dev"), no_ioctl),
+        (Path::new("/dev/tty"), terminal),
+        (Path::new("/proc"), read),
+    ];
     for entry in mounts {
         match entry.kind {
             MountKind::ReadOnly => rules.push((&entry.path, read)),
-            MountKind::ReadWrite | MountKind::Tmpfs => rules.push((&entry.path, all)),
+            MountKind::ReadWrite | MountKind::Tmpfs => rules.push((&entry.path, no_ioctl)),
             _ => {}
         }
     }
     for (path, access) in rules {
         // Files inside grants (protected git metadata) are covered by their
         // grant; a path that is not there (removed meanwhile) has no rule.
-        if !path.is_dir() {
+        let device = path == Path::new("/dev/tty");
+        if !path.is_dir() && !device {
             continue;
         }
         if let Ok(fd) = PathFd::new(path) {

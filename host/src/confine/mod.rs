@@ -3,7 +3,8 @@
 //! namespaces built from the caller's profile: the system directories and the
 //! profile's grants mounted at their own paths (read-only unless writable),
 //! `file.deny` matches masked, a private `/proc`, `/dev` and `/tmp`, nothing
-//! else of the host. Inside, the command runs as an unprivileged uid with no
+//! else of the host. Inside, the command runs in a session of its own with no
+//! terminal of the host's, as an unprivileged uid ([`identity`]) with no
 //! capabilities, `no_new_privs`, Landlock as a second filesystem layer, a
 //! seccomp filter and resource limits; when its shell exits, or the call ends,
 //! the PID namespace ends and every process in it.
@@ -20,6 +21,7 @@ pub(crate) mod control;
 mod forward;
 mod git;
 pub(crate) mod guard;
+mod identity;
 mod inotify;
 mod own;
 pub(crate) mod pids;
@@ -39,10 +41,16 @@ use std::sync::RwLock;
 pub(crate) use plan::plan;
 pub(crate) use rlimit::hard_limit;
 pub use spec::Spec;
-pub(crate) use spec::{MOVED, Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT, Run};
+pub(crate) use spec::{MOVED, Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT, Run, host_id};
 
 /// The first argument that makes a toolhost binary act as the launcher.
 pub const LAUNCH_ARG: &str = "__toolhost-sandbox";
+
+/// The first argument that makes a toolhost binary run the program named
+/// next (with the arguments after it) in a new session without a
+/// controlling terminal: an unconfined command, started with `posix_spawn`
+/// and still out of reach of the terminal toolhost runs on.
+pub const SESSION_ARG: &str = "__toolhost-session";
 
 /// The binary started as the launcher, when set or known.
 static LAUNCHER: RwLock<Option<PathBuf>> = RwLock::new(None);
@@ -52,16 +60,41 @@ static LAUNCHER: RwLock<Option<PathBuf>> = RwLock::new(None);
 /// (and never returns); otherwise it records that this binary can launch
 /// sandboxes, so terminal commands use it.
 pub fn enter_if_requested() {
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|arg| arg == LAUNCH_ARG)
-    {
-        child::main();
+    match std::env::args_os().nth(1) {
+        Some(arg) if arg == LAUNCH_ARG => child::main(),
+        Some(arg) if arg == SESSION_ARG => in_new_session(),
+        _ => {}
     }
     let mut launcher = LAUNCHER.write().unwrap_or_else(|e| e.into_inner());
     if launcher.is_none() {
         // The running binary, even if its file is replaced meanwhile.
         *launcher = Some(PathBuf::from("/proc/self/exe"));
+    }
+}
+
+/// Runs the program after [`SESSION_ARG`] in a new session; never returns.
+fn in_new_session() -> ! {
+    use std::os::unix::ffi::OsStringExt;
+    let args: Vec<std::ffi::CString> = std::env::args_os()
+        .skip(2)
+        .filter_map(|arg| std::ffi::CString::new(arg.into_vec()).ok())
+        .collect();
+    let mut pointers: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    pointers.push(std::ptr::null());
+    // SAFETY: setsid on this process, then exec with NULL-terminated
+    // arrays of C strings that outlive the call.
+    unsafe {
+        if libc::setsid() >= 0 && !args.is_empty() {
+            libc::execvp(args[0].as_ptr(), pointers.as_ptr());
+        }
+        let error = std::io::Error::last_os_error();
+        let program = args
+            .first()
+            .map(|a| a.to_string_lossy())
+            .unwrap_or_default();
+        let message = format!("toolhost: running {program} in a new session: {error}\n");
+        libc::write(2, message.as_ptr().cast(), message.len());
+        libc::_exit(127)
     }
 }
 

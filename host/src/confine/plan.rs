@@ -21,6 +21,11 @@ const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 ];
 
+/// One of [`SYSTEM_DIRS`]: mounted as the host has it, never idmapped.
+pub(super) fn is_system(path: &Path) -> bool {
+    SYSTEM_DIRS.iter().any(|dir| path == Path::new(dir))
+}
+
 /// Most entries looked at inside the grants to find what `file.deny` masks;
 /// past it the command is refused rather than run with a mask missing.
 const MAX_ENTRIES: usize = 200_000;
@@ -49,6 +54,8 @@ pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec,
         },
         pids: None,
         session: false,
+        identity: super::spec::host_id(settings.sandbox_id),
+        landlock: settings.landlock,
     })
 }
 
@@ -180,6 +187,8 @@ pub(crate) fn probe_spec() -> (Spec, Run) {
         },
         pids: None,
         session: false,
+        identity: super::spec::host_id(crate::policy::TerminalSettings::default().sandbox_id),
+        landlock: true,
     };
     (spec, run)
 }

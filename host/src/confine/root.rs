@@ -8,50 +8,45 @@ use std::path::{Path, PathBuf};
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use super::identity::{
+    MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY, MountAttr,
+    set_attr_at,
+};
 use super::spec::{MOVED, Mount, MountKind};
 use super::sys::{check, cstring, os_error};
 
 /// Where the launcher stages the new root before it pivots into it.
 const STAGE: &str = "/tmp";
 
-/// `struct mount_attr` of `mount_setattr(2)`.
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-const MOUNT_ATTR_NOEXEC: u64 = 0x8;
-const AT_RECURSIVE: libc::c_uint = 0x8000;
-
 /// Sets mount flags on `path` (and every mount below it when `recursive`).
 fn set_attr(path: &Path, set: u64, recursive: bool) -> Result<(), String> {
-    let c = cstring(path)?;
     let attr = MountAttr {
         attr_set: set,
         attr_clr: 0,
         propagation: 0,
         userns_fd: 0,
     };
-    let flags = if recursive { AT_RECURSIVE } else { 0 };
-    // SAFETY: `attr` is a valid `struct mount_attr` of the size passed.
+    set_attr_at(libc::AT_FDCWD, path, &attr, recursive)
+        .map_err(|e| format!("making {} read-only or nosuid: {e}", path.display()))
+}
+
+/// Attaches the detached mount `tree` (see [`super::identity::idmapped`])
+/// at `target`.
+fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
+    let target_c = cstring(target)?;
+    // SAFETY: moves a mount this process holds onto a NUL-terminated path.
     let result = unsafe {
         libc::syscall(
-            libc::SYS_mount_setattr,
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
             libc::AT_FDCWD,
-            c.as_ptr(),
-            flags,
-            &attr as *const MountAttr,
-            size_of::<MountAttr>(),
+            target_c.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
         )
     };
     if result < 0 {
-        return os_error(format!("making {} read-only or nosuid", path.display()));
+        return os_error(format!("attaching the grant at {}", target.display()));
     }
     Ok(())
 }
@@ -111,8 +106,13 @@ fn host(path: &Path) -> PathBuf {
     Path::new("/oldroot").join(path.strip_prefix("/").unwrap_or(path))
 }
 
-/// Builds the new root from `mounts` and pivots into it.
-pub(super) fn build_root(mounts: &[Mount], tmp_size: u64) -> Result<(), String> {
+/// Builds the new root from `mounts` and pivots into it. `trees` holds,
+/// by index, the mounts the launcher cloned already (idmapped grants).
+pub(super) fn build_root(
+    mounts: &[Mount],
+    trees: &[Option<OwnedFd>],
+    tmp_size: u64,
+) -> Result<(), String> {
     // Nothing done here reaches the host's mounts.
     mount(
         None,
@@ -137,8 +137,11 @@ pub(super) fn build_root(mounts: &[Mount], tmp_size: u64) -> Result<(), String> 
 
     let new_root = open_path(libc::AT_FDCWD, Path::new("/newroot"), 0)
         .map_err(|e| format!("opening the new root: {e}"))?;
-    for entry in mounts {
-        place(entry, mounts, &new_root, tmp_size)?;
+    for (i, entry) in mounts.iter().enumerate() {
+        match trees.get(i) {
+            Some(Some(tree)) => place_tree(entry, tree)?,
+            _ => place(entry, mounts, &new_root, tmp_size)?,
+        }
     }
 
     std::env::set_current_dir("/newroot").map_err(|e| format!("entering the new root: {e}"))?;
@@ -183,6 +186,30 @@ fn mount_point(target: &Path, dir: bool) -> Result<(), String> {
         File::create(target).map(drop)
     };
     made.map_err(|e| format!("creating {} in the sandbox: {e}", target.display()))
+}
+
+/// Attaches a grant the launcher cloned, flags and idmapping set.
+fn place_tree(entry: &Mount, tree: &OwnedFd) -> Result<(), String> {
+    // SAFETY: `stat` fills the buffer for the descriptor we hold.
+    let (dir, cloned) = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        check(
+            libc::fstat(tree.as_raw_fd(), &mut stat),
+            format!("reading {}", entry.path.display()),
+        )?;
+        (
+            stat.st_mode & libc::S_IFMT == libc::S_IFDIR,
+            (stat.st_dev, stat.st_ino),
+        )
+    };
+    // What the launcher cloned is what was planned, not what was moved or
+    // linked there since.
+    if entry.found.is_some_and(|found| found != cloned) {
+        return moved(entry);
+    }
+    let target = inside(&entry.path);
+    mount_point(&target, dir)?;
+    attach(tree, &target)
 }
 
 /// Makes one entry of the new root (`new_root`, opened) among `mounts`.

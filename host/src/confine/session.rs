@@ -19,7 +19,7 @@ use super::sys::{check, os_error};
 /// Serves the session; returns only when it could not start.
 pub(super) fn serve(
     spec: &Spec,
-    ruleset: landlock::RulesetCreated,
+    ruleset: Option<landlock::RulesetCreated>,
     filters: &[seccompiler::BpfProgram],
 ) -> Result<std::convert::Infallible, String> {
     // SAFETY: plain prctl on this process.
@@ -27,9 +27,11 @@ pub(super) fn serve(
         unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) },
         "prctl(PR_SET_NO_NEW_PRIVS)",
     )?;
-    ruleset
-        .restrict_self()
-        .map_err(|e| format!("Landlock: {e}"))?;
+    if let Some(ruleset) = ruleset {
+        ruleset
+            .restrict_self()
+            .map_err(|e| format!("Landlock: {e}"))?;
+    }
     drop_capabilities()?;
     let children = ChildSignals::block()?;
     // Run ids of the shells still running, by pid.

@@ -50,6 +50,18 @@ pub struct Spec {
     /// What the host checks and puts back; not sent to the launcher.
     #[serde(skip)]
     pub(crate) guard: super::guard::Guard,
+    /// The host uid and gid the command runs as, when toolhost runs as
+    /// root (see [`super::identity`]); `None`: toolhost's own.
+    #[serde(default)]
+    pub(crate) identity: Option<u32>,
+    /// Landlock as a second filesystem layer, where the kernel has it.
+    #[serde(default = "on")]
+    pub(crate) landlock: bool,
+}
+
+/// Landlock unless a spec says otherwise.
+fn on() -> bool {
+    true
 }
 
 /// The command a built sandbox runs, sent to the launcher on descriptor 4.
@@ -165,4 +177,12 @@ pub(crate) struct CommandLimits {
     pub(crate) open_files: u64,
     /// Size of the private `/tmp`, in bytes.
     pub(crate) tmp_size: u64,
+}
+
+/// The host id the sandbox's uid 1000 inside stands for when toolhost runs
+/// as root: `sandbox_id`, the caller's of `sandbox_ids`; otherwise `None`
+/// (toolhost's own ids).
+pub(crate) fn host_id(sandbox_id: u32) -> Option<u32> {
+    // SAFETY: geteuid cannot fail.
+    (unsafe { libc::geteuid() } == 0).then_some(sandbox_id)
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
+pub(crate) use super::shown::shown;
 
 /// One tool of a loaded plugin.
 #[derive(Debug, Clone, Serialize)]
@@ -37,6 +38,9 @@ pub struct ToolSpec {
     /// `structuredContent` too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Icons for clients that show them (contract 0.2.2).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<super::icons::Icon>,
     /// The plugin that provides the tool.
     pub plugin: Arc<str>,
     /// `parameters`, compiled once per tool version.
@@ -122,11 +126,7 @@ pub(crate) const MAX_TITLE_BYTES: usize = 128;
 /// Validates a spec from a plugin's `describe`, returning every problem found.
 pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, Vec<String>> {
     let mut problems = Vec::new();
-    let shown_name = if raw.name.len() > 80 {
-        format!("{}…", &raw.name[..raw.name.floor_char_boundary(80)])
-    } else {
-        raw.name.clone()
-    };
+    let shown_name = shown(&raw.name);
     if !is_valid_tool_name(&raw.name) {
         problems.push(format!(
             "tool name {shown_name:?} is invalid: use 1 to 64 characters of a-z, A-Z, 0-9, '_' or '-'"
@@ -205,6 +205,7 @@ pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, 
         destructive: raw.destructive,
         title: raw.title,
         output_schema,
+        icons: Vec::new(),
         plugin: plugin.clone(),
         validator,
         output_validator,

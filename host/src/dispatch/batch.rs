@@ -7,15 +7,15 @@ use std::task::Poll;
 
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
-use serde_json::value::RawValue;
 
 use super::request::CallRequest;
 use crate::caller::Caller;
+use crate::contract::CallOutput;
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
 
 /// The outcome of one call.
-type Outcome = Result<Box<RawValue>, CallError>;
+type Outcome = Result<CallOutput, CallError>;
 
 impl Host {
     /// Runs `requests` as `caller` with at most the host's batch concurrency
@@ -27,7 +27,7 @@ impl Host {
         if count <= 1 {
             let mut outcomes = Vec::with_capacity(count);
             for request in requests {
-                outcomes.push(self.dispatch_as(caller, request).await);
+                outcomes.push(self.dispatch_output_as(caller, request).await);
             }
             return outcomes;
         }
@@ -90,7 +90,7 @@ impl Host {
     ) -> Vec<(usize, Outcome)> {
         let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         let start = |(index, request): (usize, CallRequest)| async move {
-            (index, self.dispatch_as(caller, request).await)
+            (index, self.dispatch_output_as(caller, request).await)
         };
         let mut running = FuturesUnordered::new();
         let mut done = Vec::new();

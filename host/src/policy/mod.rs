@@ -28,6 +28,7 @@ pub use permissions::{
     PermissionRules,
 };
 pub use profile::{
-    ContainerSettings, DangerousMode, Limits, NetworkLimits, Profile, SshSettings, TerminalBackend,
-    TerminalNetwork, TerminalSandbox, TerminalSettings, ToolRules,
+    ContainerSettings, DEFAULT_SANDBOX_IDS, DangerousMode, Limits, NetworkLimits, Profile,
+    SshSettings, TerminalBackend, TerminalLandlock, TerminalNetwork, TerminalSandbox,
+    TerminalSettings, ToolRules,
 };

@@ -156,11 +156,35 @@ pub enum TerminalNetwork {
     Host,
 }
 
+/// Whether the kernel sandbox adds Landlock as a second filesystem layer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalLandlock {
+    /// Where the kernel has it.
+    #[default]
+    Auto,
+    /// Never: the mounts, the seccomp filter and the command's ids alone
+    /// hold (as on a kernel without Landlock).
+    Off,
+}
+
+/// The host ids (uids and gids alike) commands run as when toolhost runs
+/// as root, unless `sandbox_ids` says otherwise: the callers that are not
+/// tenants get the first, each tenant one of the rest. Above the ranges
+/// that `useradd` hands out as subordinate ids and below 2^31.
+pub const DEFAULT_SANDBOX_IDS: (u32, u32) = (1_879_048_192, 1_879_113_727);
+
 /// How terminal commands run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TerminalSettings {
     /// What confines commands.
     pub sandbox: TerminalSandbox,
+    /// Landlock as a second layer of the kernel sandbox, where the kernel
+    /// has it (`terminal.landlock`).
+    pub landlock: bool,
+    /// The host uid and gid the kernel sandbox runs commands as when
+    /// toolhost runs as root: the caller's of `sandbox_ids`.
+    pub sandbox_id: u32,
     /// What network commands get.
     pub network: TerminalNetwork,
     /// Host directories commands may read besides the file grants
@@ -203,6 +227,8 @@ impl Default for TerminalSettings {
     fn default() -> Self {
         Self {
             sandbox: TerminalSandbox::Kernel,
+            landlock: true,
+            sandbox_id: DEFAULT_SANDBOX_IDS.0,
             network: TerminalNetwork::None,
             read: Vec::new(),
             max_processes: 256,

@@ -6,8 +6,8 @@ use wasmtime::{CallHook, Store, Trap};
 
 use super::epoch::Running;
 use super::sandbox::Sandbox;
-use crate::contract::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
-use crate::contract::bindings::{GuestToolError, ToolIndices};
+use crate::contract::adapter::{ToolExports, ToolGuest};
+use crate::contract::bindings::GuestToolError;
 use crate::error::{CallError, ErrorKind, bounded};
 
 pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sandbox> {
@@ -34,11 +34,11 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sa
 /// Instantiates `pre` in `store` and finds the instance's `tool` export.
 pub(crate) async fn instantiate_tool(
     pre: &InstancePre<Sandbox>,
-    indices: &ToolIndices,
+    exports: &ToolExports,
     store: &mut Store<Sandbox>,
 ) -> wasmtime::Result<ToolGuest> {
     let instance = pre.instantiate_async(&mut *store).await?;
-    indices.load(store, &instance)
+    exports.load(store, &instance)
 }
 
 pub(crate) fn guest_error(what: &str, error: GuestToolError) -> CallError {

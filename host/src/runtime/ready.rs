@@ -16,8 +16,7 @@ use wasmtime::component::InstancePre;
 use super::flight::Flights;
 use super::grants::Grants;
 use super::sandbox::{Identity, Limits, Linked, Sandbox};
-use crate::contract::bindings::ToolIndices;
-use crate::contract::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
+use crate::contract::adapter::{ToolExports, ToolGuest};
 
 /// An instance that has not served a call yet.
 pub(crate) struct ReadyInstance {
@@ -53,7 +52,7 @@ pub(crate) struct Recipe {
     pub(crate) engine: wasmtime::Engine,
     pub(crate) capabilities: &'static [Linked],
     pub(crate) pre: InstancePre<Sandbox>,
-    pub(crate) indices: ToolIndices,
+    pub(crate) indices: ToolExports,
     pub(crate) identity: Identity,
     pub(crate) limits: Limits,
     pub(crate) grants: Arc<Grants>,

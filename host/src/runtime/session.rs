@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use wasmtime::Store;
 
 use super::sandbox::Sandbox;
-use crate::contract::bindings::exports::toolhost::plugin::lifecycle::Guest as LifecycleGuest;
-use crate::contract::bindings::exports::toolhost::plugin::tool::Guest as ToolGuest;
+use crate::contract::adapter::{LifecycleGuest, ToolGuest};
 use crate::policy::Profile;
 
 /// How long `teardown` may run.
@@ -57,8 +56,7 @@ impl LiveInstance {
     pub(crate) async fn teardown(mut self) {
         if let Some(lifecycle) = self.lifecycle.take() {
             let result =
-                tokio::time::timeout(TEARDOWN_TIMEOUT, lifecycle.call_teardown(&mut self.store))
-                    .await;
+                tokio::time::timeout(TEARDOWN_TIMEOUT, lifecycle.teardown(&mut self.store)).await;
             if !matches!(result, Ok(Ok(()))) {
                 tracing::warn!(
                     plugin = %self.store.data().identity().plugin,

@@ -273,7 +273,10 @@ fn all_refused_as_busy(results: &Value) -> Option<String> {
     let results = results.get("tool_results")?.as_array()?;
     let mut first = None;
     for result in results {
-        let content = result.get("content")?.as_str()?;
+        let content = result
+            .get("content")
+            .or_else(|| result.get("output"))?
+            .as_str()?;
         if !content.starts_with(r#"{"error":"busy: "#) {
             return None;
         }

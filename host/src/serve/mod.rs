@@ -12,13 +12,15 @@
 //! - `stdio`: the stdio transport of MCP, with JSON-RPC error answers,
 //!   backpressure and a drain at shutdown; `jsonrpc`: the checks both use.
 //! - [`api`]: the OpenAI-style routes under `/v1`; [`openai`]: the OpenAI
-//!   shape of a batch, to and from the host's calls.
+//!   shape of a batch, to and from the host's calls; [`content`]: a call's
+//!   output in MCP's, Chat Completions' and Responses' shapes.
 //! - [`tenants`]: bearer tokens to callers, each with its profile, workspace
 //!   and limits.
 
 pub mod api;
 mod approvals;
 mod connections;
+pub mod content;
 pub mod http;
 mod jsonrpc;
 pub mod mcp;

@@ -1,22 +1,29 @@
-//! The OpenAI shapes: a batch `{"tool_calls": [...]}` turned into calls and
-//! their outcomes into `{"tool_results": [...]}`, and tools as the
+//! The OpenAI shapes: a batch `{"tool_calls": [...]}` (entries as Chat
+//! Completions or Responses give them) turned into calls and their outcomes
+//! into `{"tool_results": [...]}` in the batch's `format`, and tools as the
 //! function-calling `tools` array (optionally in strict mode).
 
 use serde_json::{Map, Value, json};
 
 use crate::caller::Caller;
+use crate::contract::CallOutput;
 use crate::contract::spec::ToolSpec;
 use crate::dispatch::{Arguments, CallRequest};
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
+use crate::serve::content::{Format, chat_content, responses_output};
 use crate::toolsets::Selection;
 
 impl Host {
     /// Runs a batch in the OpenAI shape,
-    /// `{"tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}`,
-    /// with at most the host's batch concurrency in flight, and returns
-    /// `{"tool_results": [{"tool_call_id", "role": "tool", "name", "content"}]}`
-    /// in request order: one result per call, whatever happens to the others.
+    /// `{"tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}`
+    /// (or Responses' `{"type": "function_call", "call_id", "name",
+    /// "arguments"}` entries), with at most the host's batch concurrency in
+    /// flight, and returns `{"tool_results": [...]}` in request order: one
+    /// result per call, whatever happens to the others. Each result is a
+    /// Chat Completions tool message, `{"tool_call_id", "role": "tool",
+    /// "name", "content"}`, or with `"format": "responses"` a
+    /// `{"type": "function_call_output", "call_id", "output"}` item.
     /// `session` applies to every call of the batch.
     pub async fn dispatch_batch(&self, batch: &Value, session: Option<&str>) -> Value {
         let caller = self.caller();
@@ -37,6 +44,21 @@ impl Host {
             );
             return json!({ "error": error.model_text() });
         };
+        let format = match batch.get("format") {
+            None | Some(Value::Null) => Format::default(),
+            Some(Value::String(name)) => match Format::parse(name) {
+                Ok(format) => format,
+                Err(problem) => {
+                    let error = CallError::new(ErrorKind::InvalidRequest, problem);
+                    return json!({ "error": error.model_text() });
+                }
+            },
+            Some(_) => {
+                let error =
+                    CallError::new(ErrorKind::InvalidRequest, "\"format\" must be a string");
+                return json!({ "error": error.model_text() });
+            }
+        };
         // Every entry is parsed here, once: the well-formed ones run, the
         // others are answered with why.
         let mut requests = Vec::with_capacity(calls.len());
@@ -56,7 +78,7 @@ impl Host {
             .await
             .into_iter()
             .map(|outcome| match outcome {
-                Ok(result) => result.get().to_string(),
+                Ok(output) => content_of(&output, format),
                 Err(error) => error_content(&error),
             });
         let results: Vec<Value> = calls
@@ -64,7 +86,7 @@ impl Host {
             .zip(malformed)
             .map(|(call, malformed)| {
                 let content = malformed.or_else(|| outcomes.next()).unwrap_or_default();
-                tool_result(call, content)
+                tool_result(call, content, format)
             })
             .collect();
         json!({ "tool_results": results })
@@ -102,10 +124,21 @@ fn batch_request(
             format!("tool_calls[{index}] {what}"),
         )
     };
-    let function = call
-        .get("function")
-        .and_then(Value::as_object)
-        .ok_or_else(|| malformed("has no \"function\" object"))?;
+    // Chat Completions' entries carry a `function` object; Responses' are
+    // `function_call` items with the name and arguments at the top.
+    let function = match call.get("function") {
+        Some(function) => function
+            .as_object()
+            .ok_or_else(|| malformed("has a \"function\" that is not an object"))?,
+        None if call.get("type").and_then(Value::as_str) == Some("function_call") => call
+            .as_object()
+            .ok_or_else(|| malformed("is not an object"))?,
+        None => {
+            return Err(malformed(
+                "has no \"function\" object (nor is it a Responses \"function_call\" item)",
+            ));
+        }
+    };
     let name = function
         .get("name")
         .and_then(Value::as_str)
@@ -116,24 +149,51 @@ fn batch_request(
         Some(value) => Arguments::Value(value.clone()),
     };
     let mut request = CallRequest::new(name, arguments);
-    request.call_id = call.get("id").and_then(Value::as_str).map(String::from);
+    request.call_id = call_id(call).and_then(Value::as_str).map(String::from);
     request.session = session.map(String::from);
     Ok(request)
 }
 
-/// One entry of `tool_results`, answering the batch entry `call`.
-fn tool_result(call: &Value, content: String) -> Value {
-    json!({
-        "tool_call_id": call.get("id").cloned().unwrap_or(Value::Null),
-        "role": "tool",
-        "name": call.pointer("/function/name").cloned().unwrap_or(Value::Null),
-        "content": content,
-    })
+/// The id the model gave a call: Chat Completions' `id`, or Responses'
+/// `call_id`.
+fn call_id(call: &Value) -> Option<&Value> {
+    call.get("call_id").or_else(|| call.get("id"))
+}
+
+/// One entry of `tool_results` in `format`, answering the batch entry
+/// `call` with `content`.
+fn tool_result(call: &Value, content: Value, format: Format) -> Value {
+    let id = call_id(call).cloned().unwrap_or(Value::Null);
+    match format {
+        Format::Chat => json!({
+            "tool_call_id": id,
+            "role": "tool",
+            "name": call
+                .pointer("/function/name")
+                .or_else(|| call.get("name"))
+                .cloned()
+                .unwrap_or(Value::Null),
+            "content": content,
+        }),
+        Format::Responses => json!({
+            "type": "function_call_output",
+            "call_id": id,
+            "output": content,
+        }),
+    }
+}
+
+/// A call's output as a result's `content` (or `output`) in `format`.
+fn content_of(output: &CallOutput, format: Format) -> Value {
+    match format {
+        Format::Chat => chat_content(output),
+        Format::Responses => responses_output(output),
+    }
 }
 
 /// A failed call's `content`: its error as JSON text.
-fn error_content(error: &CallError) -> String {
-    error.to_json().to_string()
+fn error_content(error: &CallError) -> Value {
+    Value::String(error.to_json().to_string())
 }
 
 /// One tool in the OpenAI `tools` shape. With `strict`, the parameters are

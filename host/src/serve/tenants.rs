@@ -233,7 +233,7 @@ fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Ent
         // Each tenant's hook tools run in call slots of its own.
         let auto = host.auto_rules(&config.approvals_auto)?;
         let profile = config
-            .profile(&tenant.profile, Some(&tenant.workspace))
+            .tenant_profile(tenant)
             .map_err(|e| format!("tenant {:?}: {e}", tenant.name))?;
         if !tenant.workspace.is_dir() {
             tracing::warn!(

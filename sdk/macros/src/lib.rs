@@ -30,6 +30,7 @@ struct ToolOptions {
     requires_env: Vec<LitStr>,
     emoji: Option<LitStr>,
     title: Option<LitStr>,
+    icons: Vec<LitStr>,
     read_only: bool,
     destructive: bool,
 }
@@ -50,6 +51,7 @@ impl Parse for ToolOptions {
                 ("toolset", Meta::NameValue(nv)) => options.toolset = Some(string(&nv.value)?),
                 ("emoji", Meta::NameValue(nv)) => options.emoji = Some(string(&nv.value)?),
                 ("title", Meta::NameValue(nv)) => options.title = Some(string(&nv.value)?),
+                ("icon", Meta::NameValue(nv)) => options.icons.push(string(&nv.value)?),
                 ("permissions", Meta::NameValue(nv)) => options.permissions = strings(&nv.value)?,
                 ("requires_env", Meta::NameValue(nv)) => options.requires_env = strings(&nv.value)?,
                 _ => {
@@ -57,7 +59,7 @@ impl Parse for ToolOptions {
                         &meta,
                         "unknown tool option; expected one of: name = \"..\", toolset = \"..\", \
                          title = \"..\", permissions = [\"..\"], requires_env = [\"..\"], \
-                         emoji = \"..\", read_only, destructive",
+                         emoji = \"..\", icon = \"..\", read_only, destructive",
                     ));
                 }
             }
@@ -188,10 +190,7 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<TokenStream2> {
     };
     let permissions = &options.permissions;
     let requires_env = &options.requires_env;
-    let emoji = match &options.emoji {
-        Some(emoji) => quote!(Some(#emoji)),
-        None => quote!(None),
-    };
+    let emoji = options.emoji.iter();
     let title = match &options.title {
         Some(title) if title.value().trim().is_empty() => {
             return Err(syn::Error::new_spanned(
@@ -199,9 +198,9 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<TokenStream2> {
                 "a title must not be empty; leave it out to show the name",
             ));
         }
-        Some(title) => quote!(Some(#title)),
-        None => quote!(None),
+        title => title.iter(),
     };
+    let icons = &options.icons;
     let read_only = options.read_only;
     let destructive = options.destructive;
     let output_schema = output_schema(&function.sig.output);
@@ -242,22 +241,24 @@ fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<TokenStream2> {
             const NAME: &'static str = #name;
 
             fn spec() -> ::toolhost_sdk::ToolSpec {
-                ::toolhost_sdk::ToolSpec {
-                    name: #name.to_string(),
-                    description: #description.to_string(),
-                    parameters: ::toolhost_sdk::__private::schema_of::<#args_type>(),
-                    toolset: #toolset.to_string(),
-                    permissions: vec![#(#permissions.to_string()),*],
-                    requires_env: vec![#(#requires_env.to_string()),*],
-                    emoji: #emoji.map(|e: &str| e.to_string()),
-                    read_only: #read_only,
-                    destructive: #destructive,
-                    title: #title.map(|t: &str| t.to_string()),
-                    output_schema: #output_schema,
+                let spec = ::toolhost_sdk::ToolSpec::new(#name, #description)
+                    .parameters(::toolhost_sdk::__private::schema_of::<#args_type>())
+                    .toolset(#toolset)
+                    #(.permission(#permissions))*
+                    #(.requires_env(#requires_env))*
+                    #(.emoji(#emoji))*
+                    #(.title(#title))*
+                    #(.icon(::toolhost_sdk::Icon::new(#icons)))*
+                    .read_only(#read_only)
+                    .destructive(#destructive);
+                let output_schema: ::core::option::Option<::std::string::String> = #output_schema;
+                match output_schema {
+                    ::core::option::Option::Some(schema) => spec.output_schema(schema),
+                    ::core::option::Option::None => spec,
                 }
             }
 
-            fn call(arguments: &str) -> ::core::result::Result<::std::string::String, ::toolhost_sdk::ToolError> {
+            fn call(arguments: &str) -> ::core::result::Result<::toolhost_sdk::ToolOutput, ::toolhost_sdk::ToolError> {
                 #bind_args
                 ::toolhost_sdk::__private::into_output(#invoke)
             }

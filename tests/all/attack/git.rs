@@ -317,6 +317,19 @@ async fn in_a_container_metadata_cannot_be_replaced_nor_planted() {
     let scene = Scene::new();
     scene.planting_would_run();
     let root = scene.repo("repo");
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        // As root, commands run as the caller's id of sandbox_ids, which
+        // may write where it owns: the workspace is made its, so that what
+        // the commands plant is written and must be put back.
+        let id = toolhost::policy::DEFAULT_SANDBOX_IDS.0.to_string();
+        let owned = std::process::Command::new("chown")
+            .args(["-R", &format!("{id}:{id}")])
+            .arg(&scene.ws.path)
+            .status()
+            .unwrap();
+        assert!(owned.success());
+    }
     let profile = crate::container::profile("file.write = [\".\"]\n");
     let (client, _) = connect(scene.ws.host(&profile).await, None).await;
     for line in [

@@ -19,7 +19,7 @@ use toolhost::Host;
 use toolhost::config::{Config, ConfigSource};
 use toolhost::serve::http::{HttpServer, ServeOptions};
 
-fn sha256_hex(token: &str) -> String {
+pub(crate) fn sha256_hex(token: &str) -> String {
     sha2::Sha256::digest(token.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -164,7 +164,7 @@ impl Server {
     }
 
     /// Runs one call as `token`; returns the parsed tool result content.
-    async fn call(&self, token: Option<&str>, tool: &str, arguments: Value) -> Value {
+    pub(crate) async fn call(&self, token: Option<&str>, tool: &str, arguments: Value) -> Value {
         let (status, body) = self
             .post("/v1/tool_calls", token, &batch(&[(tool, arguments)]))
             .await;

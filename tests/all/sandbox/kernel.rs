@@ -79,3 +79,40 @@ fn doctor_reports_the_sandbox_this_kernel_builds() {
     assert!(text.contains("✓ terminal sandbox"), "{text}");
     assert!(text.contains("✓ Landlock ABI"), "{text}");
 }
+
+#[test]
+fn doctor_says_who_commands_run_as_and_what_other_backends_leave_out() {
+    let ws = workspace();
+    let config = ws.write(
+        "toolhost.toml",
+        "default_profile = \"p\"\nsandbox_ids = \"2000000000-2000000009\"\n\
+         [profiles.p]\nallow = [\"terminal:execute\"]\nterminal.landlock = \"off\"\n\
+         [profiles.remote]\nterminal.backend = \"ssh\"\nterminal.ssh = { host = \"h\", \
+         user = \"u\", key_file = \"/k\", host_key = \"ssh-ed25519 \
+         AAAAC3NzaC1lZDI1NTE5AAAAIGb4pD2VQ1kD0yBTXWbVYvJ3Bqfb1BVj6LPVRSO1x8rE\" }\n\
+         [profiles.wrapped]\nterminal.sandbox = \"none\"\nterminal.wrapper = [\"env\"]\n",
+    );
+    let output = std::process::Command::new(crate::toolhost_cli())
+        .args(["--config", config.to_str().unwrap(), "doctor"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("no terminal of the host's"), "{text}");
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(
+            text.contains("host ids 2000000000-2000000009 (sandbox_ids)"),
+            "{text}"
+        );
+    } else {
+        assert!(text.contains("toolhost's own uid"), "{text}");
+    }
+    for said in [
+        "profile \"p\" sets terminal.landlock = \"off\"",
+        "profile \"remote\": ssh backend",
+        "the refusal of set-id bits, the commands' ids",
+        "profile \"wrapped\": terminal.wrapper runs on this machine unconfined",
+    ] {
+        assert!(text.contains(said), "no {said:?} in {text}");
+    }
+}

@@ -42,7 +42,12 @@ impl Capability for Log {
     }
 
     fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)
+        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)?;
+        // The same functions under contract 0.1's name.
+        crate::contract::adapter::v0_1::add_log_to_linker::<_, InRoom<Self>>(
+            linker,
+            Sandbox::room::<Self>,
+        )
     }
 }
 

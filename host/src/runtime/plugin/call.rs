@@ -10,6 +10,7 @@ use wasmtime::Store;
 use super::load::no_grants;
 use super::version::PluginVersion;
 use crate::contract::CapabilityUse;
+use crate::contract::adapter::GuestOutput;
 use crate::contract::bindings::GuestToolError;
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
@@ -42,7 +43,7 @@ impl PluginVersion {
             runtime.engine(),
             Sandbox::new(runtime.capabilities(), identity, limits, no_grants()),
         );
-        instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?;
+        instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?;
         Ok(())
     }
 
@@ -62,7 +63,7 @@ impl PluginVersion {
         arguments: &str,
         limits: &Limits,
         grants: Arc<Grants>,
-    ) -> (Result<String, CallError>, Vec<CapabilityUse>) {
+    ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
         let identity = || Identity {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
@@ -86,14 +87,14 @@ impl PluginVersion {
                 // Timed for a lone caller, whose pace decides on making ahead.
                 None if lone => {
                     let began = Instant::now();
-                    let guest = instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?;
+                    let guest = instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?;
                     self.ready.made_in(began.elapsed());
                     guest
                 }
-                None => instantiate_tool(&self.pre, &self.tool_indices, &mut store).await?,
+                None => instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?,
             };
             let (name, arguments) = self.guest_call(tool, arguments);
-            guest.call_call(&mut store, name, &arguments).await
+            guest.call(&mut store, name, &arguments).await
         };
         let outcome = tokio::time::timeout(limits.timeout, run).await;
         let result = self.finish(tool, outcome, store.data(), limits);
@@ -112,7 +113,7 @@ impl PluginVersion {
                 engine: runtime.engine().clone(),
                 capabilities: runtime.capabilities(),
                 pre: self.pre.clone(),
-                indices: self.tool_indices.clone(),
+                indices: self.tool_exports.clone(),
                 identity: identity(),
                 limits: limits.clone(),
                 grants,
@@ -138,7 +139,7 @@ impl PluginVersion {
         session: &str,
         memory: &Arc<SessionMemory>,
         grants: (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
-    ) -> (Result<String, CallError>, Vec<CapabilityUse>) {
+    ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
         match self
             .session_call(runtime, tool, arguments, limits, session, memory, grants)
             .await
@@ -158,7 +159,7 @@ impl PluginVersion {
         session: &str,
         memory: &Arc<SessionMemory>,
         (made_under, grants): (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
-    ) -> Result<(Result<String, CallError>, Vec<CapabilityUse>), CallError> {
+    ) -> Result<(Result<GuestOutput, CallError>, Vec<CapabilityUse>), CallError> {
         let unloaded = || {
             CallError::new(
                 ErrorKind::Unavailable,
@@ -228,11 +229,9 @@ impl PluginVersion {
         let live = slot.live.as_mut().expect("just started");
         live.store.data_mut().begin_call(&tool.name);
         let (name, arguments) = self.guest_call(tool, arguments);
-        let outcome = tokio::time::timeout_at(
-            deadline,
-            live.tool.call_call(&mut live.store, name, &arguments),
-        )
-        .await;
+        let outcome =
+            tokio::time::timeout_at(deadline, live.tool.call(&mut live.store, name, &arguments))
+                .await;
         let crashed = !matches!(outcome, Ok(Ok(_)));
         let result = self.finish(tool, outcome, live.store.data(), limits);
         let uses = live.store.data().capability_uses();
@@ -271,7 +270,7 @@ impl PluginVersion {
             Err(e) => return Err(fail(e, &store)),
         };
         let tool = self
-            .tool_indices
+            .tool_exports
             .load(&mut store, &instance)
             .map_err(|e| fail(e, &store))?;
         let lifecycle = match &self.lifecycle {
@@ -283,10 +282,7 @@ impl PluginVersion {
             None => None,
         };
         if let Some(lifecycle) = &lifecycle {
-            match lifecycle
-                .call_setup(&mut store, guest_session_id(session))
-                .await
-            {
+            match lifecycle.setup(&mut store, guest_session_id(session)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(message)) => {
                     return Err(CallError::new(
@@ -324,12 +320,12 @@ impl PluginVersion {
         &self,
         tool: &ToolSpec,
         outcome: Result<
-            wasmtime::Result<Result<String, GuestToolError>>,
+            wasmtime::Result<Result<GuestOutput, GuestToolError>>,
             tokio::time::error::Elapsed,
         >,
         sandbox: &Sandbox,
         limits: &Limits,
-    ) -> Result<String, CallError> {
+    ) -> Result<GuestOutput, CallError> {
         sandbox.flush_output();
         let what = || format!("tool {:?} (plugin {:?})", tool.name, &*self.name);
         match outcome {
@@ -339,16 +335,25 @@ impl PluginVersion {
             )),
             Ok(Err(trap)) => Err(trap_error(&what(), &trap, sandbox)),
             Ok(Ok(Err(tool_error))) => Err(guest_error(&what(), tool_error)),
-            Ok(Ok(Ok(output))) if output.len() > limits.max_output => Err(CallError::new(
-                ErrorKind::OutputTooLarge,
-                format!(
-                    "{} returned {} bytes, more than the limit of {} bytes",
-                    what(),
-                    output.len(),
-                    limits.max_output
-                ),
-            )),
-            Ok(Ok(Ok(output))) => Ok(output),
+            Ok(Ok(Ok(output))) => {
+                let size = output.encoded_size();
+                if size > limits.max_output {
+                    let counted = if output.is_content() {
+                        " (binary data counted as base64)"
+                    } else {
+                        ""
+                    };
+                    return Err(CallError::new(
+                        ErrorKind::OutputTooLarge,
+                        format!(
+                            "{} returned {size} bytes{counted}, more than the limit of {} bytes",
+                            what(),
+                            limits.max_output
+                        ),
+                    ));
+                }
+                Ok(output)
+            }
         }
     }
 }

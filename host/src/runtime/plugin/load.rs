@@ -8,8 +8,8 @@ use wasmtime::component::{Component, InstancePre};
 
 use super::source::*;
 use super::version::PluginVersion;
-use crate::contract::bindings::{LifecycleIndices, Manifest, ToolIndices};
-use crate::contract::{ContentHash, TOOL_INTERFACE};
+use crate::contract::ContentHash;
+use crate::contract::adapter::{Described, LifecycleExports, ToolExports};
 use crate::declarative::Declared;
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
@@ -133,19 +133,21 @@ impl PluginVersion {
         let ty = component.component_type();
         let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
         let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
-        let contract = contract_version(&exports).map_err(fail)?;
+        let (contract, series) = contract_version(&exports).map_err(fail)?;
         let pre = runtime
             .linker()
             .instantiate_pre(&component)
             .map_err(|e| fail(describe_link_error(&e, &imports)))?;
-        let tool_indices = ToolIndices::new(&pre).map_err(|e| {
+        let rich = exports.iter().any(|e| e.starts_with(RICH_INTERFACE));
+        let tool_exports = ToolExports::new(&pre, series, rich).map_err(|e| {
             fail(format!(
-                "exports {TOOL_INTERFACE} with the wrong signature (built against another \
-                 contract version?): {e:#}"
+                "exports {} with the wrong signature (built against another contract \
+                 version?): {e:#}",
+                series.tool_interface()
             ))
         })?;
         let lifecycle = if exports.iter().any(|e| e.starts_with(LIFECYCLE_INTERFACE)) {
-            Some(LifecycleIndices::new(&pre).map_err(|e| {
+            Some(LifecycleExports::new(&pre, series).map_err(|e| {
                 fail(format!(
                     "exports {LIFECYCLE_INTERFACE} with the wrong signature: {e:#}"
                 ))
@@ -154,16 +156,21 @@ impl PluginVersion {
             None
         };
         let name: Arc<str> = name.into();
-        let (specs, stateful, adapter) = match declared {
-            Some(declared) => (declared.specs, false, Some(Arc::new(declared.definitions))),
+        let (specs, icons, stateful, adapter) = match declared {
+            Some(declared) => (
+                declared.specs,
+                Vec::new(),
+                false,
+                Some(Arc::new(declared.definitions)),
+            ),
             None => {
-                let manifest = describe(runtime, &name, &pre, &tool_indices)
+                let Described { manifest, icons } = describe(runtime, &name, &pre, &tool_exports)
                     .await
                     .map_err(|e| fail(format!("`describe` failed: {e}")))?;
-                (manifest.tools, manifest.stateful, None)
+                (manifest.tools, icons, manifest.stateful, None)
             }
         };
-        let (tools, problems) = validate_manifest(&name, specs);
+        let (tools, problems) = validate_manifest(&name, specs, icons);
         if !problems.is_empty() {
             return Err(LoadError {
                 plugin: name.to_string(),
@@ -177,7 +184,7 @@ impl PluginVersion {
             hash,
             size,
             pre,
-            tool_indices,
+            tool_exports,
             lifecycle,
             tools,
             stateful,
@@ -196,8 +203,8 @@ async fn describe(
     runtime: &Runtime,
     plugin: &Arc<str>,
     pre: &InstancePre<Sandbox>,
-    indices: &ToolIndices,
-) -> Result<Manifest, String> {
+    exports: &ToolExports,
+) -> Result<Described, String> {
     let identity = Identity {
         plugin: plugin.clone(),
         tool: None,
@@ -212,8 +219,8 @@ async fn describe(
         ),
     );
     let run = async {
-        let guest = instantiate_tool(pre, indices, &mut store).await?;
-        guest.call_describe(&mut store).await
+        let guest = instantiate_tool(pre, exports, &mut store).await?;
+        guest.describe(&mut store).await
     };
     let outcome = tokio::time::timeout(DESCRIBE_LIMITS.timeout, run).await;
     store.data().flush_output();
@@ -225,6 +232,6 @@ async fn describe(
         Ok(Err(trap)) => Err(trap_error("describe", &trap, store.data())
             .message()
             .to_string()),
-        Ok(Ok(manifest)) => Ok(manifest),
+        Ok(Ok(described)) => Ok(described),
     }
 }

@@ -5,11 +5,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::contract::adapter::Series;
 use crate::contract::spec::{self, ToolSpec};
-use crate::contract::{CONTRACT_SERIES, CONTRACT_VERSION, TOOL_INTERFACE};
+use crate::contract::{CONTRACT_SERIES, CONTRACT_VERSION, RELEASED_CONTRACTS, TOOL_INTERFACE};
 
 /// The optional lifecycle interface, without its version.
 pub(super) const LIFECYCLE_INTERFACE: &str = "toolhost:plugin/lifecycle@";
+
+/// The optional interface of content results and icons (0.2.2), without its
+/// version.
+pub(super) const RICH_INTERFACE: &str = "toolhost:plugin/rich-tool@";
 
 /// Where a plugin's bytes came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,10 +136,11 @@ pub(super) fn sniff(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
-/// The contract version of the `tool` interface a component exports: any
-/// of [`CONTRACT_SERIES`] loads; anything else is refused with both versions
-/// named.
-pub(super) fn contract_version(exports: &[String]) -> Result<String, String> {
+/// The contract version of the `tool` interface a component exports, and
+/// its series: every released version loads (see
+/// [`crate::contract::RELEASED_CONTRACTS`]); anything else is refused with
+/// the versions this host loads named.
+pub(super) fn contract_version(exports: &[String]) -> Result<(String, Series), String> {
     const PREFIX: &str = "toolhost:plugin/tool@";
     let Some(version) = exports.iter().find_map(|e| e.strip_prefix(PREFIX)) else {
         let found = if exports.is_empty() {
@@ -147,18 +153,15 @@ pub(super) fn contract_version(exports: &[String]) -> Result<String, String> {
              (it exports {found}); build it against the toolhost WIT, for example with toolhost-sdk"
         ));
     };
-    fn compatible(version: &str) -> (Option<&str>, Option<&str>) {
-        let mut parts = version.split('.');
-        (parts.next(), parts.next())
-    }
-    if compatible(version) == compatible(CONTRACT_VERSION) {
-        Ok(version.to_string())
-    } else {
-        Err(format!(
-            "was built against contract toolhost:plugin@{version}, but this host speaks \
-             toolhost:plugin@{CONTRACT_VERSION} (it loads any {CONTRACT_SERIES}); rebuild the plugin \
-             against {CONTRACT_VERSION} or run a toolhost that speaks {version}"
-        ))
+    match Series::of(version) {
+        Some(series) => Ok((version.to_string(), series)),
+        None => Err(format!(
+            "was built against contract toolhost:plugin@{version}, which this host does not \
+             know: it speaks toolhost:plugin@{CONTRACT_VERSION} and loads every released version \
+             ({}, that is {CONTRACT_SERIES}); run a toolhost that speaks {version}, or rebuild \
+             the plugin against {CONTRACT_VERSION}",
+            RELEASED_CONTRACTS.join(", ")
+        )),
     }
 }
 
@@ -182,6 +185,7 @@ pub(super) const MAX_TOOLS: usize = 128;
 pub(super) fn validate_manifest(
     plugin: &Arc<str>,
     raw: Vec<crate::contract::bindings::toolhost::plugin::types::ToolSpec>,
+    mut icons: Vec<crate::contract::bindings::toolhost::plugin::types::ToolIcons>,
 ) -> (Vec<Arc<ToolSpec>>, Vec<String>) {
     let mut tools: Vec<Arc<ToolSpec>> = Vec::new();
     let mut problems = Vec::new();
@@ -200,9 +204,24 @@ pub(super) fn validate_manifest(
             Ok(spec) if tools.iter().any(|t| t.name == spec.name) => {
                 problems.push(format!("declares tool {:?} twice", spec.name));
             }
-            Ok(spec) => tools.push(Arc::new(spec)),
+            Ok(mut spec) => {
+                let given = icons.iter().position(|i| i.tool == spec.name);
+                if let Some(given) = given.map(|at| icons.swap_remove(at)) {
+                    match crate::contract::icons::check(&spec.name, given.icons) {
+                        Ok(checked) => spec.icons = checked,
+                        Err(mut p) => problems.append(&mut p),
+                    }
+                }
+                tools.push(Arc::new(spec));
+            }
             Err(mut p) => problems.append(&mut p),
         }
+    }
+    if let Some(stray) = icons.first() {
+        problems.push(format!(
+            "gives icons for tool {:?}, which it does not declare (or gives them twice)",
+            spec::shown(&stray.tool)
+        ));
     }
     (tools, problems)
 }
@@ -246,14 +265,20 @@ mod tests {
     #[test]
     fn contract_versions() {
         let exports = |v: &str| vec![format!("toolhost:plugin/tool@{v}")];
-        assert_eq!(contract_version(&exports("0.2.0")).unwrap(), "0.2.0");
-        assert_eq!(contract_version(&exports("0.2.7")).unwrap(), "0.2.7");
-        let newer = contract_version(&exports("0.3.0")).unwrap_err();
-        assert!(newer.contains("toolhost:plugin@0.3.0"), "{newer}");
-        assert!(newer.contains("toolhost:plugin@0.2.1"), "{newer}");
-        assert!(newer.contains("any 0.2.x"), "{newer}");
-        let older = contract_version(&exports("0.1.0")).unwrap_err();
-        assert!(older.contains("toolhost:plugin@0.1.0"), "{older}");
+        let loads = |v: &str| contract_version(&exports(v)).unwrap();
+        assert_eq!(loads("0.1.0"), ("0.1.0".to_string(), Series::V0_1));
+        assert_eq!(loads("0.2.0"), ("0.2.0".to_string(), Series::V0_2));
+        assert_eq!(loads("0.2.7"), ("0.2.7".to_string(), Series::V0_2));
+        for unknown in ["0.3.0", "1.0.0", "0.0.9"] {
+            let refused = contract_version(&exports(unknown)).unwrap_err();
+            assert!(
+                refused.contains(&format!(
+                    "toolhost:plugin@{unknown}, which this host does not know"
+                )),
+                "{refused}"
+            );
+            assert!(refused.contains("0.1.x and 0.2.x"), "{refused}");
+        }
         assert!(
             contract_version(&[])
                 .unwrap_err()
@@ -265,13 +290,15 @@ mod tests {
     fn a_plugin_declares_a_bounded_number_of_tools() {
         let raw = |i: usize| spec::test_spec(&format!("t{i}"));
         let plugin: Arc<str> = "p".into();
-        let (tools, problems) = validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect());
+        let (tools, problems) =
+            validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect(), Vec::new());
         assert_eq!(
             (tools.len(), problems.len()),
             (MAX_TOOLS, 0),
             "{problems:?}"
         );
-        let (tools, problems) = validate_manifest(&plugin, (0..=MAX_TOOLS).map(raw).collect());
+        let (tools, problems) =
+            validate_manifest(&plugin, (0..=MAX_TOOLS).map(raw).collect(), Vec::new());
         assert!(tools.is_empty());
         assert!(problems[0].contains("declares 129 tools"), "{problems:?}");
     }

@@ -10,7 +10,7 @@ use wasmtime::component::InstancePre;
 
 use super::source::PluginSource;
 use crate::contract::ContentHash;
-use crate::contract::bindings::{LifecycleIndices, ToolIndices};
+use crate::contract::adapter::{LifecycleExports, ToolExports};
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
 use crate::runtime::cache::Compiled;
@@ -27,8 +27,8 @@ pub struct PluginVersion {
     pub(super) hash: ContentHash,
     pub(super) size: usize,
     pub(super) pre: InstancePre<Sandbox>,
-    pub(super) tool_indices: ToolIndices,
-    pub(super) lifecycle: Option<LifecycleIndices>,
+    pub(super) tool_exports: ToolExports,
+    pub(super) lifecycle: Option<LifecycleExports>,
     pub(super) tools: Vec<Arc<ToolSpec>>,
     pub(super) stateful: bool,
     pub(super) imports: Vec<String>,

@@ -163,22 +163,16 @@ impl McpServer {
             .editing(config.map(|c| c.source.clone()))
     }
 
-    /// The answer to a successful call: the result as text, and for a tool
-    /// that declares an output schema (and so returned an object matching
-    /// it) as `structuredContent` too.
-    fn tool_result(&self, tool: &str, result: &serde_json::value::RawValue) -> CallToolResult {
-        let mut answer = CallToolResult::success(vec![ContentBlock::text(result.get())]);
+    /// The answer to a successful call: content blocks, or a JSON result as
+    /// text, and for a tool that declares an output schema (and so returned
+    /// an object matching it) as `structuredContent` too.
+    fn tool_result(&self, tool: &str, output: &crate::contract::CallOutput) -> CallToolResult {
         let structured = self
             .host
             .snapshot()
             .tool(tool)
             .is_some_and(|entry| entry.spec.output_schema.is_some());
-        if structured {
-            answer.structured_content = serde_json::from_str(result.get())
-                .ok()
-                .filter(serde_json::Value::is_object);
-        }
-        answer
+        crate::serve::content::mcp_result(output, structured)
     }
 
     /// Sends `notifications/tools/list_changed` to `peer` after each reload,
@@ -298,7 +292,8 @@ impl ServerHandler for McpServer {
         let floor = self.log_level().unwrap_or(LoggingLevel::Info);
         let (sink, forwarded) = log_forwarder(floor, context.peer.clone());
         let tool = call.tool.clone();
-        let dispatch = crate::runtime::with_log_sink(sink, self.host.dispatch_as(&caller, call));
+        let dispatch =
+            crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call));
         // Progress reports go as `notifications/progress` to a client that
         // asked for them with a token (over HTTP, on the request's stream).
         let progress = context

@@ -20,8 +20,8 @@ impl Host {
     }
 }
 
-/// One tool in the MCP `tools/list` shape: its `title` and `outputSchema`
-/// when it declares them, and annotations from the hints (whose `title`,
+/// One tool in the MCP `tools/list` shape: its `title`, `outputSchema` and
+/// `icons` when it declares them, and annotations from the hints (whose `title`,
 /// for clients older than `title`, has the emoji in front).
 pub fn mcp_tool(spec: &ToolSpec) -> Value {
     let shown = spec.title.as_deref().unwrap_or(&spec.name);
@@ -45,6 +45,9 @@ pub fn mcp_tool(spec: &ToolSpec) -> Value {
     }
     if let Some(schema) = &spec.output_schema {
         tool["outputSchema"] = schema.clone();
+    }
+    if !spec.icons.is_empty() {
+        tool["icons"] = json!(spec.icons);
     }
     tool
 }

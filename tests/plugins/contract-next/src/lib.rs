@@ -1,4 +1,4 @@
-//! Test guest: a plugin built against contract version 0.2.2, written with
+//! Test guest: a plugin built against contract version 0.2.3, written with
 //! wit-bindgen directly (no SDK).
 
 #[allow(missing_docs, unreachable_pub, unused_qualifications)]
@@ -32,11 +32,11 @@ impl Guest for Plugin {
     }
 
     fn about() -> String {
-        "a plugin built against 0.2.2".into()
+        "a plugin built against 0.2.3".into()
     }
 
     fn call(_name: String, _arguments: String) -> Result<String, ToolError> {
-        Ok("\"0.2.2\"".into())
+        Ok("\"0.2.3\"".into())
     }
 }
 

@@ -92,23 +92,14 @@ impl toolhost_sdk::Tool for bad_json {
     const NAME: &'static str = "bad_json";
 
     fn spec() -> toolhost_sdk::ToolSpec {
-        toolhost_sdk::ToolSpec {
-            name: Self::NAME.into(),
-            description: "Returns malformed JSON.".into(),
-            parameters: r#"{"type":"object"}"#.into(),
-            toolset: "misbehave".into(),
-            permissions: vec![],
-            requires_env: vec![],
-            emoji: None,
-            read_only: true,
-            destructive: false,
-            title: None,
-            output_schema: None,
-        }
+        toolhost_sdk::ToolSpec::new(Self::NAME, "Returns malformed JSON.")
+            .parameters(r#"{"type":"object"}"#)
+            .toolset("misbehave")
+            .read_only(true)
     }
 
-    fn call(_arguments: &str) -> Result<String, ToolError> {
-        Ok(r#"{"unterminated": "#.into())
+    fn call(_arguments: &str) -> Result<toolhost_sdk::ToolOutput, ToolError> {
+        Ok(toolhost_sdk::ToolOutput::json(r#"{"unterminated": "#))
     }
 }
 
@@ -120,16 +111,14 @@ impl toolhost_sdk::Tool for plain_text {
     const NAME: &'static str = "plain_text";
 
     fn spec() -> toolhost_sdk::ToolSpec {
-        toolhost_sdk::ToolSpec {
-            name: Self::NAME.into(),
-            parameters: r#"{"type":"object"}"#.into(),
-            description: "Returns plain text.".into(),
-            ..bad_json::spec()
-        }
+        toolhost_sdk::ToolSpec::new(Self::NAME, "Returns plain text.")
+            .parameters(r#"{"type":"object"}"#)
+            .toolset("misbehave")
+            .read_only(true)
     }
 
-    fn call(_arguments: &str) -> Result<String, ToolError> {
-        Ok("just some text".into())
+    fn call(_arguments: &str) -> Result<toolhost_sdk::ToolOutput, ToolError> {
+        Ok(toolhost_sdk::ToolOutput::json("just some text"))
     }
 }
 
@@ -157,15 +146,17 @@ impl toolhost_sdk::Tool for paint {
     const NAME: &'static str = "paint";
 
     fn spec() -> toolhost_sdk::ToolSpec {
-        toolhost_sdk::ToolSpec {
-            name: Self::NAME.into(),
-            description: "Paints\x1b[2K\r\x1b]0;owned\x07 \u{9b}31m over \u{202e}the line".into(),
-            ..bad_json::spec()
-        }
+        toolhost_sdk::ToolSpec::new(
+            Self::NAME,
+            "Paints\x1b[2K\r\x1b]0;owned\x07 \u{9b}31m over \u{202e}the line",
+        )
+        .parameters(r#"{"type":"object"}"#)
+        .toolset("misbehave")
+        .read_only(true)
     }
 
-    fn call(_arguments: &str) -> Result<String, ToolError> {
-        Ok("{}".into())
+    fn call(_arguments: &str) -> Result<toolhost_sdk::ToolOutput, ToolError> {
+        Ok(toolhost_sdk::ToolOutput::json("{}"))
     }
 }
 

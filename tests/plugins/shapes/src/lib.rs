@@ -130,25 +130,16 @@ impl toolhost_sdk::Tool for a_keys {
     const NAME: &'static str = "a_keys";
 
     fn spec() -> toolhost_sdk::ToolSpec {
-        toolhost_sdk::ToolSpec {
-            name: Self::NAME.into(),
-            description: "Count keys made of a's.".into(),
-            parameters: r#"{"type":"object","propertyNames":{"pattern":"^(a+)+$"}}"#.into(),
-            toolset: "patterns".into(),
-            permissions: vec![],
-            requires_env: vec![],
-            emoji: None,
-            read_only: true,
-            destructive: false,
-            title: None,
-            output_schema: None,
-        }
+        toolhost_sdk::ToolSpec::new(Self::NAME, "Count keys made of a's.")
+            .parameters(r#"{"type":"object","propertyNames":{"pattern":"^(a+)+$"}}"#)
+            .toolset("patterns")
+            .read_only(true)
     }
 
-    fn call(arguments: &str) -> Result<String, ToolError> {
+    fn call(arguments: &str) -> Result<toolhost_sdk::ToolOutput, ToolError> {
         let keys = serde_json::from_str::<serde_json::Map<String, Value>>(arguments)
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        Ok(keys.len().to_string())
+        Ok(toolhost_sdk::ToolOutput::json(keys.len().to_string()))
     }
 }
 
@@ -161,23 +152,24 @@ impl toolhost_sdk::Tool for claims_area {
     const NAME: &'static str = "claims_area";
 
     fn spec() -> toolhost_sdk::ToolSpec {
-        toolhost_sdk::ToolSpec {
-            name: Self::NAME.into(),
-            description: "Returns the result it is given, claiming an area.".into(),
-            parameters: r#"{"type":"object","properties":{"result":{}},"required":["result"]}"#
-                .into(),
-            output_schema: Some(
-                r#"{"type":"object","properties":{"area":{"type":"integer"}},"required":["area"]}"#
-                    .into(),
-            ),
-            ..a_keys::spec()
-        }
+        toolhost_sdk::ToolSpec::new(
+            Self::NAME,
+            "Returns the result it is given, claiming an area.",
+        )
+        .parameters(r#"{"type":"object","properties":{"result":{}},"required":["result"]}"#)
+        .toolset("patterns")
+        .read_only(true)
+        .output_schema(
+            r#"{"type":"object","properties":{"area":{"type":"integer"}},"required":["area"]}"#,
+        )
     }
 
-    fn call(arguments: &str) -> Result<String, ToolError> {
+    fn call(arguments: &str) -> Result<toolhost_sdk::ToolOutput, ToolError> {
         let arguments = serde_json::from_str::<Value>(arguments)
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        Ok(arguments["result"].to_string())
+        Ok(toolhost_sdk::ToolOutput::json(
+            arguments["result"].to_string(),
+        ))
     }
 }
 

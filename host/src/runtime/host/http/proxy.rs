@@ -134,6 +134,14 @@ impl Proxy {
         self.dir.path().join(SOCKET)
     }
 
+    /// Makes the proxy's private directory and socket host id `id`'s (the
+    /// uid and gid of the commands that use it), so they, and only they
+    /// and root, reach it.
+    pub(crate) fn give_to(&self, id: u32) -> io::Result<()> {
+        std::os::unix::fs::chown(self.dir.path(), Some(id), Some(id))?;
+        std::os::unix::fs::chown(self.socket(), Some(id), Some(id))
+    }
+
     /// The requests made through the proxy so far, allowed and refused.
     pub(crate) fn take_uses(&self) -> Vec<CapabilityUse> {
         std::mem::take(&mut *self.uses.lock().unwrap_or_else(|e| e.into_inner()))

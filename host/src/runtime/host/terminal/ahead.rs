@@ -232,6 +232,15 @@ async fn build_once(
             Attempt::Failed(reason)
         }
     })?;
+    if let (Some(proxy), Some(id)) = (&proxy, spec.identity) {
+        // The relay inside runs as the command's id: the proxy's private
+        // directory is its.
+        proxy.give_to(id).map_err(|e| {
+            Attempt::Failed(format!(
+                "giving the network proxy to the command's id {id}: {e}"
+            ))
+        })?;
+    }
     let relay = proxy.is_some() && !spec.host_network;
     let pids = PidsGroup::for_command(spec.limits.processes, relay).map_err(Attempt::Failed)?;
     let spec = confine::Spec {

@@ -64,6 +64,11 @@ impl Capability for Terminal {
     }
 
     fn add_to_linker(linker: &mut wasmtime::component::Linker<Sandbox>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)
+        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)?;
+        // The same functions under contract 0.1's name.
+        crate::contract::adapter::v0_1::add_terminal_to_linker::<_, InRoom<Self>>(
+            linker,
+            Sandbox::room::<Self>,
+        )
     }
 }

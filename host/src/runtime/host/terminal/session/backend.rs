@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 
 use super::super::super::http::proxy::{Gate, Proxy};
 use super::super::super::process_group::{
-    End, GroupGuard, ProcessGroup, Reader, Writer, boxed_reader, boxed_writer,
+    End, GroupGuard, ProcessGroup, Reader, Writer, boxed_reader, boxed_writer, new_session,
 };
 use super::super::ahead;
 use super::container::ContainerBackend;
@@ -343,16 +343,13 @@ impl HostProcesses {
             }
         }
         let state_fd = state.as_ref().map(AsRawFd::as_raw_fd);
-        if !pty {
-            command.process_group(0);
-        }
-        // SAFETY: only async-signal-safe calls (setsid, ioctl, dup2, fcntl)
-        // between fork and exec.
+        // A session of its own: a process group the host signals whole, and
+        // no terminal but the pseudo-terminal toolhost opened for it.
+        new_session(&mut command, pty);
+        // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork
+        // and exec.
         unsafe {
             command.pre_exec(move || {
-                if pty && (libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0) {
-                    return Err(io::Error::last_os_error());
-                }
                 if let Some(fd) = state_fd {
                     let placed = if fd == 3 {
                         libc::fcntl(3, libc::F_SETFD, 0)

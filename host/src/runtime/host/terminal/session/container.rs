@@ -8,11 +8,14 @@
 //! - the image's filesystem read-only, a private `/tmp` of
 //!   `terminal.tmp_size`;
 //! - the profile's grants bind-mounted at their own paths (read-write only
-//!   where writing is granted), `terminal.read` read-only, and everything
-//!   `file.deny` matches inside them masked by an empty unreadable file or
-//!   directory: the mounts of [`crate::confine::plan`];
+//!   where writing is granted, `nosuid,nodev` on Podman), `terminal.read`
+//!   read-only, and everything `file.deny` matches inside them masked by an
+//!   empty unreadable file or directory: the mounts of
+//!   [`crate::confine::plan`];
 //! - no network (`--network none`) unless `terminal.network = "host"`;
-//! - every capability dropped, `no-new-privileges`, the caller's uid;
+//! - every capability dropped, `no-new-privileges`, an unprivileged uid
+//!   (toolhost's own, or as root the caller's of `sandbox_ids`), and on
+//!   Podman its seccomp profile refusing set-id modes (see [`body`]);
 //! - `pids.max` from `terminal.max_processes`, a memory cgroup and (set
 //!   by each command's shell) `RLIMIT_AS` from `terminal.memory`,
 //!   `RLIMIT_FSIZE` from `terminal.max_file_size`.
@@ -32,10 +35,6 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
-use bollard::models::{
-    ContainerCreateBody, HostConfig, Mount as Bind, MountBindOptions,
-    MountBindOptionsPropagationEnum, MountType, ResourcesUlimits,
-};
 use bollard::query_parameters::{CreateContainerOptions, CreateImageOptions};
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -46,9 +45,10 @@ use super::launch::{Launch, Signaller, Signals, Started};
 use super::trailer::{Found, Trailer};
 use crate::confine::guard::Watched;
 use crate::confine::plan::{Planned, still_holds};
-use crate::confine::{Mount, MountKind, PROXY_CONNECTIONS, PROXY_PORT};
+use crate::confine::{PROXY_CONNECTIONS, PROXY_PORT};
 use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
 
+mod body;
 /// Most times a container is made again because the grants changed while
 /// it was made, before the command is refused.
 const TRIES: usize = 3;
@@ -73,12 +73,6 @@ const KILL_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the shell of a `kill` in a container prints first.
 const KILL_RAN: &str = "toolhost-kill-ran";
-
-/// The least `RLIMIT_NPROC` of a container's processes.
-const NPROC_FLOOR: u64 = 4096;
-
-/// Most open files of each process, as in the kernel sandbox.
-const OPEN_FILES: u64 = 1024;
 
 /// One session's container.
 pub(crate) struct ContainerBackend {
@@ -156,7 +150,9 @@ impl ContainerBackend {
         let (planned, mounts) = tokio::task::spawn_blocking(move || Planned::new(&planning, true))
             .await
             .map_err(|e| format!("planning the container's mounts: {e}"))??;
-        let body = container_body(profile, settings, &mounts)?;
+        let engine = body::Engine::of(docker).await;
+        let labels = HashMap::from([(LABEL.to_string(), owner())]);
+        let body = body::container_body(profile, settings, &mounts, &engine, labels)?;
         let created = docker
             .create_container(
                 Some(CreateContainerOptions {
@@ -737,143 +733,6 @@ async fn ensure_image(docker: &Docker, image: &str) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(|e| format!("the image {image:?} after pulling it: {e}"))
-}
-
-/// The container of a session: the mounts, limits and confinement the
-/// module's documentation lists.
-fn container_body(
-    profile: &Profile,
-    settings: &ContainerSettings,
-    mounts: &[Mount],
-) -> Result<ContainerCreateBody, String> {
-    let terminal = &profile.terminal;
-    let masks = masks()?;
-    let binds = mounts
-        .iter()
-        .map(|mount| {
-            let (source, read_only) = match mount.kind {
-                MountKind::ReadWrite => (mount.path.clone(), false),
-                MountKind::MaskFile => (masks.join("file"), true),
-                MountKind::MaskDir => (masks.join("dir"), true),
-                _ => (mount.path.clone(), true),
-            };
-            Bind {
-                target: Some(mount.path.to_string_lossy().into_owned()),
-                source: Some(source.to_string_lossy().into_owned()),
-                typ: Some(MountType::BIND),
-                read_only: Some(read_only),
-                bind_options: Some(MountBindOptions {
-                    propagation: Some(MountBindOptionsPropagationEnum::RPRIVATE),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }
-        })
-        .collect();
-    // Each lowered to this process's hard limit where that is lower (a
-    // runtime may not raise one past what it has).
-    let limit = |name: &str, resource, value: u64| {
-        let value = value.min(crate::confine::hard_limit(resource));
-        let value = i64::try_from(value).unwrap_or(i64::MAX);
-        ResourcesUlimits {
-            name: Some(name.into()),
-            soft: Some(value),
-            hard: Some(value),
-        }
-    };
-    let memory = i64::try_from(terminal.memory).unwrap_or(i64::MAX);
-    let user = settings.user.clone().unwrap_or_else(|| {
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        format!("{uid}:{gid}")
-    });
-    let labels = HashMap::from([(LABEL.to_string(), owner())]);
-    Ok(ContainerCreateBody {
-        image: Some(settings.image.clone()),
-        entrypoint: Some(vec!["bash".into()]),
-        cmd: Some(vec![
-            "-c".into(),
-            "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done".into(),
-        ]),
-        user: Some(user),
-        working_dir: Some("/".into()),
-        env: Some(vec![format!("PATH={}", super::script::DEFAULT_PATH)]),
-        labels: Some(labels),
-        // Nothing in it is owed a graceful end: removal kills at once.
-        stop_signal: Some("SIGKILL".into()),
-        stop_timeout: Some(1),
-        network_disabled: Some(terminal.network != TerminalNetwork::Host),
-        host_config: Some(HostConfig {
-            mounts: Some(binds),
-            network_mode: Some(
-                if terminal.network == TerminalNetwork::Host {
-                    "host"
-                } else {
-                    "none"
-                }
-                .into(),
-            ),
-            readonly_rootfs: Some(true),
-            tmpfs: Some(HashMap::from([(
-                "/tmp".to_string(),
-                format!("rw,nosuid,nodev,size={}", terminal.tmp_size),
-            )])),
-            cap_drop: Some(vec!["ALL".into()]),
-            security_opt: Some(vec!["no-new-privileges".into()]),
-            init: Some(true),
-            pids_limit: Some(i64::try_from(terminal.max_processes).unwrap_or(i64::MAX)),
-            memory: Some(memory),
-            memory_swap: Some(memory),
-            ulimits: Some(vec![
-                limit("nofile", libc::RLIMIT_NOFILE, OPEN_FILES),
-                limit("fsize", libc::RLIMIT_FSIZE, terminal.max_file_size),
-                // RLIMIT_NPROC counts every process of the uid on the host,
-                // so it is not the container's limit (its pids limit is);
-                // it is set, generously but below what engines run with,
-                // so that the runtime does not try a default (Podman's is
-                // its own maximum) that its hard limit refuses.
-                limit(
-                    "nproc",
-                    libc::RLIMIT_NPROC,
-                    terminal.max_processes.max(NPROC_FLOOR),
-                ),
-            ]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
-}
-
-/// A directory of this machine holding the empty, unreadable file and
-/// directory that masks are bind-mounted from: made new by this process
-/// (never one found in the shared temporary directory, which another user
-/// could have planted), mode 0700.
-fn masks() -> Result<PathBuf, String> {
-    static MASKS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    MASKS
-        .get_or_init(|| {
-            use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-            let dir = std::env::temp_dir().join(format!(
-                "toolhost-masks-{}-{:x}",
-                std::process::id(),
-                super::script::nonce()
-            ));
-            let made = (|| {
-                std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-                std::fs::DirBuilder::new()
-                    .mode(0o000)
-                    .create(dir.join("dir"))?;
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o000)
-                    .open(dir.join("file"))?;
-                io::Result::Ok(())
-            })();
-            made.map(|()| dir.clone())
-                .map_err(|e| format!("making the masks in {}: {e}", dir.display()))
-        })
-        .clone()
 }
 
 /// The exit code of exec `id`, once it has one.

@@ -1,0 +1,269 @@
+//! Every released contract, loadable: which series a plugin was built
+//! against, and its exports called through that series' own bindings, with
+//! what they return mapped to the current types. Series 0.2 uses the
+//! current bindings (minor releases only add); 0.1 has its own (`v0_1`).
+
+pub(crate) mod v0_1;
+
+use wasmtime::AsContextMut;
+use wasmtime::component::{Instance, InstancePre};
+
+use super::bindings::exports::toolhost::plugin::{lifecycle, rich_tool, tool};
+use super::bindings::toolhost::plugin::types::{ToolIcons, ToolOutput as WitToolOutput};
+use super::bindings::{GuestToolError, LifecycleIndices, Manifest, RichIndices, ToolIndices};
+
+/// The contract versions this host loads, by series: every released version
+/// of each (a series is a major version, or a minor one below 1.0), newest
+/// last. Each stays loadable.
+pub const RELEASED_CONTRACTS: &[&str] = &["0.1.0", "0.2.0", "0.2.1", "0.2.2"];
+
+/// A series of contract versions that share bindings: within one, later
+/// versions only add.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Series {
+    /// 0.1.x: the first contract (no `title`, `output-schema` or `progress`).
+    V0_1,
+    /// 0.2.x: the current one.
+    V0_2,
+}
+
+impl Series {
+    /// The series of contract `version` (`0.2.1`), if this host loads it.
+    pub(crate) fn of(version: &str) -> Option<Self> {
+        let mut parts = version.split('.');
+        match (parts.next(), parts.next()) {
+            (Some("0"), Some("1")) => Some(Self::V0_1),
+            (Some("0"), Some("2")) => Some(Self::V0_2),
+            _ => None,
+        }
+    }
+
+    /// The name of its `tool` interface, as a component exports it.
+    pub(crate) fn tool_interface(self) -> &'static str {
+        match self {
+            Self::V0_1 => "toolhost:plugin/tool@0.1.0",
+            Self::V0_2 => super::TOOL_INTERFACE,
+        }
+    }
+}
+
+/// What a tool returned, before the host checks it: JSON text, or content
+/// blocks (contract 0.2.2's `rich-tool`).
+#[derive(Debug)]
+pub struct GuestOutput(pub(crate) Raw);
+
+#[derive(Debug)]
+pub(crate) enum Raw {
+    Text(String),
+    Content(super::bindings::toolhost::plugin::types::ToolResult),
+}
+
+impl GuestOutput {
+    /// Its size as clients receive it (binary data as base64).
+    pub(crate) fn encoded_size(&self) -> usize {
+        match &self.0 {
+            Raw::Text(text) => text.len(),
+            Raw::Content(result) => super::content::encoded_size(result),
+        }
+    }
+
+    /// Whether it is content blocks.
+    pub(crate) fn is_content(&self) -> bool {
+        matches!(self.0, Raw::Content(_))
+    }
+
+    fn text(text: String) -> Self {
+        Self(Raw::Text(text))
+    }
+}
+
+impl From<WitToolOutput> for GuestOutput {
+    fn from(output: WitToolOutput) -> Self {
+        Self(match output {
+            WitToolOutput::Json(text) => Raw::Text(text),
+            WitToolOutput::Content(result) => Raw::Content(result),
+        })
+    }
+}
+
+/// What `describe` said, in the current types.
+pub(crate) struct Described {
+    pub(crate) manifest: Manifest,
+    /// The tools' icons (contract 0.2.2's `rich-tool`); empty before it.
+    pub(crate) icons: Vec<ToolIcons>,
+}
+
+/// Where a plugin version's `tool` exports are, found once per version.
+#[derive(Clone)]
+pub(crate) enum ToolExports {
+    V0_1(v0_1::ToolIndices),
+    V0_2 {
+        tool: ToolIndices,
+        rich: Option<RichIndices>,
+    },
+}
+
+impl ToolExports {
+    /// Finds the exports of a component of `series`; `rich` says whether it
+    /// exports `rich-tool` (0.2.2).
+    pub(crate) fn new<T>(
+        pre: &InstancePre<T>,
+        series: Series,
+        rich: bool,
+    ) -> wasmtime::Result<Self> {
+        Ok(match series {
+            Series::V0_1 => Self::V0_1(v0_1::ToolIndices::new(pre)?),
+            Series::V0_2 => Self::V0_2 {
+                tool: ToolIndices::new(pre)?,
+                rich: rich.then(|| RichIndices::new(pre)).transpose()?,
+            },
+        })
+    }
+
+    /// The exports of `instance`.
+    pub(crate) fn load(
+        &self,
+        mut store: impl AsContextMut,
+        instance: &Instance,
+    ) -> wasmtime::Result<ToolGuest> {
+        Ok(match self {
+            Self::V0_1(indices) => ToolGuest::V0_1(indices.load(store, instance)?),
+            Self::V0_2 { tool, rich } => ToolGuest::V0_2 {
+                tool: tool.load(&mut store, instance)?,
+                rich: rich
+                    .as_ref()
+                    .map(|rich| rich.load(&mut store, instance))
+                    .transpose()?,
+            },
+        })
+    }
+}
+
+/// An instance's `tool` exports.
+pub(crate) enum ToolGuest {
+    V0_1(v0_1::ToolGuest),
+    V0_2 {
+        tool: tool::Guest,
+        rich: Option<rich_tool::Guest>,
+    },
+}
+
+impl ToolGuest {
+    /// Calls `describe` (and `rich-tool.icons`, where exported).
+    pub(crate) async fn describe<S>(&self, mut store: S) -> wasmtime::Result<Described>
+    where
+        S: AsContextMut,
+        S::Data: Send,
+    {
+        match self {
+            Self::V0_1(guest) => Ok(Described {
+                manifest: v0_1::manifest(guest.call_describe(store).await?),
+                icons: Vec::new(),
+            }),
+            Self::V0_2 { tool, rich } => {
+                let manifest = tool.call_describe(&mut store).await?;
+                let icons = match rich {
+                    Some(rich) => rich.call_icons(&mut store).await?,
+                    None => Vec::new(),
+                };
+                Ok(Described { manifest, icons })
+            }
+        }
+    }
+
+    /// Calls tool `name` with `arguments`: through `rich-tool.call` where
+    /// exported, else `tool.call`.
+    pub(crate) async fn call<S>(
+        &self,
+        store: S,
+        name: &str,
+        arguments: &str,
+    ) -> wasmtime::Result<Result<GuestOutput, GuestToolError>>
+    where
+        S: AsContextMut,
+        S::Data: Send,
+    {
+        Ok(match self {
+            Self::V0_1(guest) => guest
+                .call_call(store, name, arguments)
+                .await?
+                .map(GuestOutput::text)
+                .map_err(v0_1::tool_error),
+            Self::V0_2 {
+                rich: Some(rich), ..
+            } => rich
+                .call_call(store, name, arguments)
+                .await?
+                .map(GuestOutput::from),
+            Self::V0_2 { tool, rich: None } => tool
+                .call_call(store, name, arguments)
+                .await?
+                .map(GuestOutput::text),
+        })
+    }
+}
+
+/// Where a plugin version's `lifecycle` exports are.
+#[derive(Clone)]
+pub(crate) enum LifecycleExports {
+    V0_1(v0_1::LifecycleIndices),
+    V0_2(LifecycleIndices),
+}
+
+impl LifecycleExports {
+    /// Finds the lifecycle exports of a component of `series`.
+    pub(crate) fn new<T>(pre: &InstancePre<T>, series: Series) -> wasmtime::Result<Self> {
+        Ok(match series {
+            Series::V0_1 => Self::V0_1(v0_1::LifecycleIndices::new(pre)?),
+            Series::V0_2 => Self::V0_2(LifecycleIndices::new(pre)?),
+        })
+    }
+
+    /// The lifecycle exports of `instance`.
+    pub(crate) fn load(
+        &self,
+        store: impl AsContextMut,
+        instance: &Instance,
+    ) -> wasmtime::Result<LifecycleGuest> {
+        Ok(match self {
+            Self::V0_1(indices) => LifecycleGuest::V0_1(indices.load(store, instance)?),
+            Self::V0_2(indices) => LifecycleGuest::V0_2(indices.load(store, instance)?),
+        })
+    }
+}
+
+/// An instance's `lifecycle` exports.
+pub(crate) enum LifecycleGuest {
+    V0_1(v0_1::LifecycleGuest),
+    V0_2(lifecycle::Guest),
+}
+
+impl LifecycleGuest {
+    /// Calls `setup` for `session`.
+    pub(crate) async fn setup<S>(
+        &self,
+        store: S,
+        session: &str,
+    ) -> wasmtime::Result<Result<(), String>>
+    where
+        S: AsContextMut,
+        S::Data: Send,
+    {
+        match self {
+            Self::V0_1(guest) => guest.call_setup(store, session).await,
+            Self::V0_2(guest) => guest.call_setup(store, session).await,
+        }
+    }
+
+    /// Calls `teardown`.
+    pub(crate) async fn teardown<S>(&self, store: S) -> wasmtime::Result<()>
+    where
+        S: AsContextMut,
+        S::Data: Send,
+    {
+        match self {
+            Self::V0_1(guest) => guest.call_teardown(store).await,
+            Self::V0_2(guest) => guest.call_teardown(store).await,
+        }
+    }
+}
