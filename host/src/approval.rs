@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use futures::future::BoxFuture;
 
 pub mod auto;
+pub(crate) mod hint;
 pub mod pending;
 mod request;
 pub mod webhook;
@@ -33,8 +34,7 @@ impl Approver for DenyApprover {
     }
 
     fn how_to_allow(&self) -> &str {
-        "no one can be asked here (no interactive terminal); run toolhost interactively, \
-         add the entry to the approvals allowlist file, or change the profile"
+        "no one can be asked here (no interactive terminal; run toolhost in one to be asked)"
     }
 }
 
@@ -106,6 +106,8 @@ pub struct Approvals {
     timeout: Duration,
     remembered: Mutex<HashSet<(String, String)>>,
     allowlist: std::sync::Arc<Allowlist>,
+    /// The configuration refusals name for changes, if the host has one.
+    config: Option<crate::config::ConfigSource>,
 }
 
 impl fmt::Debug for Approvals {
@@ -131,7 +133,31 @@ impl Approvals {
             timeout,
             remembered: Mutex::default(),
             allowlist: std::sync::Arc::new(Allowlist::load(allowlist)),
+            config: None,
         }
+    }
+
+    /// The same approvals, naming the configuration `source` in refusals
+    /// (where the change that stops the asking is made).
+    pub fn editing(mut self, source: Option<crate::config::ConfigSource>) -> Self {
+        self.config = source;
+        self
+    }
+
+    /// How `request` could run without being asked: the allowlist entry
+    /// and the configuration change that apply, each in its file.
+    fn without_asking(&self, request: &ApprovalRequest) -> String {
+        let mut ways = Vec::new();
+        if let Some(path) = &self.allowlist.path {
+            ways.push(hint::allowlist_entry(request, path));
+        }
+        if let Some(change) = &request.config_change {
+            ways.push(hint::in_config(change, self.config.as_ref()));
+        }
+        if ways.is_empty() {
+            return String::new();
+        }
+        format!("; to allow it without asking, {}", ways.join(", or "))
     }
 
     /// The same approvals, keeping `always` answers in `allowlist`, loaded
@@ -187,8 +213,9 @@ impl Approvals {
                 }
                 auto::AutoAnswer::Deny => {
                     return Err(format!(
-                        "{request} and approvals.auto rule {} denied it",
-                        rule.name()
+                        "{request} and approvals.auto rule {} denied it{}",
+                        rule.name(),
+                        self.without_asking(request)
                     ));
                 }
             }
@@ -197,11 +224,18 @@ impl Approvals {
         else {
             tracing::info!(%request, "approval timed out");
             return Err(format!(
-                "{request} and no answer came within {:?} (approvals.timeout), so it was denied",
-                self.timeout
+                "{request} and no answer came within {:?} (approvals.timeout), so it was \
+                 denied{}",
+                self.timeout,
+                self.without_asking(request)
             ));
         };
-        let answer = answer.map_err(|why| format!("{request}, and it was not asked: {why}"))?;
+        let answer = answer.map_err(|why| {
+            format!(
+                "{request}, and it was not asked: {why}{}",
+                self.without_asking(request)
+            )
+        })?;
         tracing::info!(%request, ?answer, "approval");
         let answer = match answer {
             Approval::Session | Approval::Always if key.len() > MAX_REMEMBERED_KEY => {
@@ -242,8 +276,9 @@ impl Approvals {
                 Ok(None)
             }
             Approval::Deny => Err(format!(
-                "{request} and was not approved: {}",
-                self.approver.how_to_allow()
+                "{request} and was not approved: {}{}",
+                self.approver.how_to_allow(),
+                self.without_asking(request)
             )),
         }
     }

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::policy::PermissionPattern;
 use crate::runtime::{
-    CONTRACT_SERIES, CONTRACT_VERSION, ContentHash, LoadError, PluginSource, PluginVersion,
-    Runtime, human_bytes, is_declarative_file, plugin_name_for,
+    ArtifactCache, CONTRACT_SERIES, CONTRACT_VERSION, ContentHash, LoadError, PluginSource,
+    PluginVersion, Runtime, human_bytes, is_declarative_file, plugin_name_for,
 };
 
 /// The outcome of checking a plugin file.
@@ -45,16 +45,28 @@ impl fmt::Display for Report {
     }
 }
 
-/// Checks the plugin at `path`.
+/// Checks the plugin at `path`, compiling it through the default cache
+/// (`ArtifactCache::default_dir`), so that its first load after the check
+/// finds it compiled.
 pub async fn check_file(path: &Path) -> Result<Report> {
+    check_file_with(path, ArtifactCache::default_dir().map(ArtifactCache::new)).await
+}
+
+/// [`check_file`], through `cache` (`None`: compiled and not kept).
+pub async fn check_file_with(path: &Path, cache: Option<ArtifactCache>) -> Result<Report> {
     let bytes = tokio::fs::read(path)
         .await
         .with_context(|| format!("reading {}", path.display()))?;
     let runtime = Runtime::shared()?;
-    Ok(check_bytes(&runtime, path, bytes.into()).await)
+    Ok(check_bytes(&runtime, path, bytes.into(), cache.as_ref()).await)
 }
 
-async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> Report {
+async fn check_bytes(
+    runtime: &Arc<Runtime>,
+    path: &Path,
+    bytes: Arc<[u8]>,
+    cache: Option<&ArtifactCache>,
+) -> Report {
     let name = plugin_name_for(path);
     let mut text = String::new();
     let _ = writeln!(text, "plugin    {name}");
@@ -70,9 +82,10 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
         "host      speaks toolhost:plugin@{CONTRACT_VERSION} (loads any {CONTRACT_SERIES})"
     );
     let source = PluginSource::File(path.to_path_buf());
-    let loaded = if is_declarative_file(path) {
+    let declarative = is_declarative_file(path);
+    let loaded = if declarative {
         match std::str::from_utf8(&bytes) {
-            Ok(text) => PluginVersion::declarative(runtime, &name, source, text, None).await,
+            Ok(text) => PluginVersion::declarative(runtime, &name, source, text, cache).await,
             Err(e) => Err(LoadError::new(
                 &name,
                 &source,
@@ -80,7 +93,7 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
             )),
         }
     } else {
-        PluginVersion::load(runtime, &name, source, bytes, None).await
+        PluginVersion::load(runtime, &name, source, bytes, cache).await
     };
     match loaded {
         Err(error) => {
@@ -95,7 +108,7 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
             }
         }
         Ok(version) => {
-            let warnings = describe_version(&mut text, runtime, &version);
+            let warnings = describe_version(&mut text, runtime, &version, declarative);
             let _ = writeln!(
                 text,
                 "\n✓ ok: {} tool{} would load{}",
@@ -116,7 +129,12 @@ async fn check_bytes(runtime: &Arc<Runtime>, path: &Path, bytes: Arc<[u8]>) -> R
 }
 
 /// Writes the plugin's imports and tools; returns how many warnings it wrote.
-fn describe_version(text: &mut String, runtime: &Runtime, version: &PluginVersion) -> usize {
+fn describe_version(
+    text: &mut String,
+    runtime: &Runtime,
+    version: &PluginVersion,
+    declarative: bool,
+) -> usize {
     let _ = writeln!(
         text,
         "contract  built against toolhost:plugin@{}",
@@ -201,7 +219,7 @@ fn describe_version(text: &mut String, runtime: &Runtime, version: &PluginVersio
             "      arguments: {}",
             summarize_schema(&tool.parameters)
         );
-        for warning in schema_warnings(&tool.parameters) {
+        for warning in schema_warnings(&tool.parameters, declarative) {
             warnings += 1;
             let _ = writeln!(text, "      ! {warning}");
         }
@@ -234,7 +252,7 @@ fn describe_capabilities(text: &mut String, runtime: &Runtime, version: &PluginV
             "{label:<9} {} ({}): {}",
             info.name,
             permissions.join(", "),
-            info.description
+            info.describe(&permissions)
         );
         label = "";
     }
@@ -273,8 +291,9 @@ fn summarize_schema(schema: &Value) -> String {
         .join(", ")
 }
 
-/// Things a model would trip over: parameters without descriptions.
-fn schema_warnings(schema: &Value) -> Vec<String> {
+/// Things a model would trip over: parameters without descriptions (the
+/// fix named in the terms of a declarative file, or of a compiled plugin).
+fn schema_warnings(schema: &Value, declarative: bool) -> Vec<String> {
     let Some(properties) = schema["properties"].as_object() else {
         return Vec::new();
     };
@@ -282,7 +301,12 @@ fn schema_warnings(schema: &Value) -> Vec<String> {
         .iter()
         .filter(|(_, p)| p.get("description").is_none())
         .map(|(name, _)| {
-            format!("argument {name:?} has no description; add a doc comment so models know what to pass")
+            let fix = if declarative {
+                format!("give parameter {name:?} a description in the file")
+            } else {
+                "add a description to its schema (in Rust, a doc comment on the field)".into()
+            };
+            format!("argument {name:?} has no description; {fix} so models know what to pass")
         })
         .collect()
 }
@@ -304,7 +328,9 @@ mod tests {
             summarize_schema(&schema),
             "n: integer|null, text: string (required)"
         );
-        assert_eq!(schema_warnings(&schema).len(), 1);
+        assert_eq!(schema_warnings(&schema, false).len(), 1);
+        assert!(schema_warnings(&schema, true)[0].contains("a description in the file"));
+        assert!(!schema_warnings(&schema, true)[0].contains("doc comment"));
         assert_eq!(summarize_schema(&json!({"type": "object"})), "none");
     }
 }

@@ -5,6 +5,7 @@
 mod args;
 mod call;
 mod content;
+mod effective;
 mod layers;
 mod own;
 mod serve;
@@ -202,12 +203,25 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             if tool.is_none() {
                 print!("\n{}", own::report(&config));
             }
+            println!(
+                "\nfile grants, denies, hosts and terminal rules as enforced: toolhost config \
+                 show --effective --profile {}",
+                profile.name
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Check {
             file: Some(file), ..
         } => {
-            let report = check::check_file(&file).await?;
+            // Through the configuration's cache: the first call after a
+            // check finds the plugin compiled.
+            let cache = setup::effective_config(&cli.global).map_or_else(
+                |_| crate::runtime::ArtifactCache::default_dir(),
+                |config| config.cache_dir,
+            );
+            let report =
+                check::check_file_with(&file, cache.map(crate::runtime::ArtifactCache::new))
+                    .await?;
             print!("{}", escape_lines(&report.to_string()));
             Ok(if report.is_ok() {
                 ExitCode::SUCCESS

@@ -330,18 +330,26 @@ impl Host {
         audit: &mut Vec<CapabilityUse>,
     ) -> Result<(), CallError> {
         for permission in &spec.permissions {
-            if !matches!(
-                profile.permissions.decide(permission),
-                PermissionDecision::NeedsApproval { .. }
-            ) {
+            let PermissionDecision::NeedsApproval { pattern } =
+                profile.permissions.decide(permission)
+            else {
                 continue;
-            }
+            };
+            let table = crate::approval::hint::approval_table(
+                self.config().as_deref(),
+                &profile.name,
+                &spec.name,
+                &pattern.to_string(),
+            );
             let question = ApprovalRequest {
                 tool: spec.name.clone(),
                 profile: profile.name.clone(),
                 tenant: caller.tenant_name().map(String::from),
                 session: request.session.clone(),
                 subject: Subject::Permission(permission.clone()),
+                config_change: Some(format!(
+                    "remove \"{pattern}\" from approval_required under {table}"
+                )),
             };
             match caller.approvals().check(&scope(), &question).await {
                 Ok(None) => audit.push(CapabilityUse::allowed(APPROVAL, permission.clone())),

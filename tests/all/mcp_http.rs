@@ -1,6 +1,7 @@
 //! `/mcp` over real HTTP against an in-process server: malformed and
 //! oversized bodies get JSON-RPC errors with fitting statuses, closing an
-//! unknown session is 404, and SSE priming events go only to sessions of
+//! unknown session is 404 (a known one 204, which the official Python SDK
+//! closes without a warning), and SSE priming events go only to sessions of
 //! protocol versions that define them.
 
 use std::time::Duration;
@@ -166,7 +167,7 @@ async fn a_body_over_the_limit_is_413_with_a_json_rpc_error() {
 }
 
 #[tokio::test]
-async fn closing_an_unknown_session_is_404() {
+async fn closing_a_session_is_204_and_an_unknown_one_404() {
     let mcp = Mcp::start(ServeOptions::default()).await;
     let (session, _) = mcp.open("2025-06-18").await;
     let close = |id: String| {
@@ -181,7 +182,11 @@ async fn closing_an_unknown_session_is_404() {
         close("no-such-session".into()).await.unwrap().status(),
         StatusCode::NOT_FOUND
     );
-    assert!(close(session.clone()).await.unwrap().status().is_success());
+    // 200 or 204: clients (the official Python SDK) report 202 as a failed
+    // termination.
+    let closed = close(session.clone()).await.unwrap();
+    assert_eq!(closed.status(), StatusCode::NO_CONTENT);
+    assert!(closed.bytes().await.unwrap().is_empty());
     // Once closed, it is unknown too.
     assert_eq!(
         close(session).await.unwrap().status(),
@@ -238,4 +243,35 @@ async fn priming_events_go_only_to_sessions_of_versions_that_define_them() {
             "{version}: {first:?}"
         );
     }
+}
+
+/// The official Python SDK (`mcp`, installed in `target/python-venv` by
+/// `.ci/run`) opens a session, calls a tool and closes the session with a
+/// `DELETE` it accepts: it logs no warning.
+#[tokio::test]
+async fn the_python_sdk_closes_a_session_without_a_warning() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join("target/python-venv/bin/python3");
+    let mcp = Mcp::start(ServeOptions::default()).await;
+    let output = tokio::process::Command::new(&python)
+        .arg(root.join("tests/all/mcp_sdk_session.py"))
+        .arg(&mcp.base)
+        .env("NO_PROXY", "*")
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("running {}: {e}", python.display()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("No module named 'mcp'"),
+        "the official SDK is missing: run `target/python-venv/bin/pip install mcp==2.3.0`, as \
+         .ci/run does"
+    );
+    assert!(output.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with("tools ")
+            && stdout.ends_with("read {\"ok\":\"the operator's file\"}\nclosed\n"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("WARNING"), "{stderr}");
 }

@@ -484,9 +484,13 @@ fn a_public_address_without_tenants_is_refused() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
+    let config = root.join("toolhost.toml");
     assert!(
         stderr.contains("error: refusing to listen on 0.0.0.0:0")
-            && stderr.contains("configure [tenants.NAME]"),
+            && stderr.contains(&format!(
+                "add [tenants.NAME] entries with bearer tokens to {}",
+                config.display()
+            )),
         "{stderr}"
     );
     assert!(output.stdout.is_empty());

@@ -351,6 +351,7 @@ mod tests {
             tenant: Some(tenant.into()),
             session: None,
             subject: Subject::Permission("file:write".into()),
+            config_change: None,
         }
     }
 

@@ -44,6 +44,10 @@ pub struct ApprovalRequest {
     pub session: Option<String>,
     /// What needs approval.
     pub subject: Subject,
+    /// The change in the configuration after which it is not asked (for
+    /// example `remove "file:write" from approval_required under
+    /// [profiles.p]`), named in a refusal with the configuration's file.
+    pub config_change: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -143,7 +147,9 @@ pub trait Approver: Send + Sync + 'static {
         Box::pin(async move { Ok(self.approve(request).await) })
     }
 
-    /// Says, in a refusal, how the caller could get this approved.
+    /// Says, in a refusal, why it was not approved and how this approver
+    /// could approve it (the allowlist entry and the configuration change
+    /// follow, from the request).
     fn how_to_allow(&self) -> &str {
         "approve it when asked"
     }
@@ -179,6 +185,7 @@ impl ApprovalRequest {
                 writable,
                 fresh_shell: true,
             },
+            config_change: None,
         }
     }
 }

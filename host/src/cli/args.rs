@@ -64,7 +64,9 @@ pub(super) enum Command {
         /// The tool's name
         #[arg(required_unless_present = "batch")]
         tool: Option<String>,
-        /// Arguments as a JSON object, or `-` to read them from stdin [default: {}]
+        /// Arguments: a JSON object, `-` to read them from stdin, or the name
+        /// of a file that holds them [default: {}]
+        #[arg(value_name = "ARGS")]
         arguments: Option<String>,
         /// Session id: calls of a stateful tool with the same id share its state
         #[arg(long)]
@@ -183,8 +185,18 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 pub(super) enum ConfigAction {
     /// Validate the configuration and list every problem
     Check,
-    /// Print the built-in configuration (a starting point for toolhost.toml)
-    Show,
+    /// Print the built-in configuration (a starting point for toolhost.toml),
+    /// or with --effective the configuration in use as it is enforced
+    Show {
+        /// The configuration in use (toolhost.toml or --config, else the
+        /// built-in one), merged and resolved: each profile's grants, denies,
+        /// hosts and terminal rules (--profile: that profile only)
+        #[arg(long)]
+        effective: bool,
+        /// With --effective: only this tenant's profile, in its workspace
+        #[arg(long, requires = "effective", value_name = "NAME")]
+        tenant: Option<String>,
+    },
 }
 
 /// How `toolhost list` prints tools.

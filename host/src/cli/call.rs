@@ -34,7 +34,7 @@ pub(super) async fn run(global: &Global, call: Call) -> Result<ExitCode> {
         save_content,
     } = call;
     if let Some(batch) = batch {
-        let text = read_input(&batch)?;
+        let text = read_input(&batch, "the batch")?;
         let batch: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("the batch in {batch} is not valid JSON"))?;
         let host = host(global).await?;
@@ -48,7 +48,7 @@ pub(super) async fn run(global: &Global, call: Call) -> Result<ExitCode> {
     }
     let tool = tool.context("a tool name is required")?;
     let arguments = match arguments {
-        Some(arguments) => read_input(&arguments)?,
+        Some(arguments) => read_input(&arguments, "ARGS")?,
         None => "{}".to_string(),
     };
     let host = host(global).await?;
@@ -57,8 +57,9 @@ pub(super) async fn run(global: &Global, call: Call) -> Result<ExitCode> {
     call_one(&host, request, save_content.as_deref()).await
 }
 
-/// `-` reads stdin; anything else is the text itself, or (for a batch) a file.
-fn read_input(arg: &str) -> Result<String> {
+/// `-` reads stdin; text that starts as JSON (`{`, `[`) is the text itself;
+/// anything else names a file (`what` says what it holds, for errors).
+fn read_input(arg: &str, what: &str) -> Result<String> {
     if arg == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -70,11 +71,12 @@ fn read_input(arg: &str) -> Result<String> {
     if trimmed.starts_with('{') || trimmed.starts_with('[') || trimmed.is_empty() {
         return Ok(arg.to_string());
     }
-    match std::fs::read_to_string(arg) {
-        Ok(text) => Ok(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(arg.to_string()),
-        Err(e) => Err(e).with_context(|| format!("reading {arg}")),
-    }
+    std::fs::read_to_string(arg).with_context(|| {
+        format!(
+            "{what} {arg:?} is neither JSON (an object starts with '{{') nor a file that can be \
+             read"
+        )
+    })
 }
 
 /// Runs one call and prints its result (content blocks as

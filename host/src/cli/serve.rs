@@ -15,6 +15,33 @@ use crate::serve::http::{HttpServer, ServeOptions};
 /// requests in flight are answered), a second one exits at once with 130.
 pub(super) async fn serve(global: &Global, args: ServeArgs) -> Result<ExitCode> {
     let config = effective_config(global)?;
+    match &args.http {
+        // Refused before anything loads: what the server would need is
+        // known from the configuration.
+        Some(addr) => {
+            if !config.unset_variables.is_empty() {
+                let problems: Vec<String> = config
+                    .unset_variables
+                    .iter()
+                    .map(|(key, problem)| format!("\n  - {key}: {problem}"))
+                    .collect();
+                anyhow::bail!(
+                    "{}: the HTTP server cannot start:{}",
+                    config.source,
+                    problems.concat()
+                );
+            }
+            if let Ok(addr) = addr.parse() {
+                crate::serve::http::refuse_open_non_loopback(
+                    Some(&config.source),
+                    &config.default_profile,
+                    config.tenants.len(),
+                    addr,
+                )?;
+            }
+        }
+        None => super::setup::warn_unset(&config),
+    }
     let host = serving_host(global).await?;
     let (dir, config_file) = watched(&config);
     let _watcher = host.watch(&dir, config_file.as_deref(), Default::default())?;

@@ -14,6 +14,7 @@ use crate::host::{Host, HostBuilder};
 /// command line's overrides.
 pub(super) async fn host(global: &Global) -> Result<Host> {
     let config = effective_config(global)?;
+    warn_unset(&config);
     let builder: HostBuilder = Host::builder()
         .config(&config)?
         .approver(TtyApprover::or_deny());
@@ -25,6 +26,18 @@ pub(super) async fn host(global: &Global) -> Result<Host> {
         );
     }
     Ok(host)
+}
+
+/// Warns of the variables the configuration names that are not set: only
+/// `serve --http` needs them, and refuses to start without them.
+pub(super) fn warn_unset(config: &Config) {
+    for (key, problem) in &config.unset_variables {
+        eprintln!(
+            "warning: {}: {}",
+            config.source,
+            crate::escape::escape(&format!("{key}: {problem}"))
+        );
+    }
 }
 
 /// The host of a server: it answers at once, while the plugins compile in

@@ -257,8 +257,27 @@ fn identity(config: &Config) -> String {
 
 pub(super) fn config_command(global: &Global, action: ConfigAction) -> Result<ExitCode> {
     match action {
-        ConfigAction::Show => {
+        ConfigAction::Show {
+            effective: true,
+            tenant,
+        } => {
+            let config = super::setup::effective_config(global)?;
+            let report =
+                super::effective::report(&config, global.profile.as_deref(), tenant.as_deref())?;
+            print!("{}", escape::escape_lines(&report));
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigAction::Show { .. } => {
             print!("{}", config::EMBEDDED);
+            if let Ok(config::ConfigSource::File(path)) =
+                Config::discover(global.config.as_deref()).map(|c| c.source)
+            {
+                eprintln!(
+                    "note: this is the built-in configuration; {} is in use (`toolhost config \
+                     show --effective` shows it as enforced)",
+                    path.display()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         ConfigAction::Check => match Config::discover(global.config.as_deref()) {
@@ -278,6 +297,9 @@ pub(super) fn config_command(global: &Global, action: ConfigAction) -> Result<Ex
                     },
                     config.default_profile
                 );
+                for (key, problem) in &config.unset_variables {
+                    println!("! {}", escape::escape(&format!("{key}: {problem}")));
+                }
                 Ok(ExitCode::SUCCESS)
             }
             Err(error) => {

@@ -22,6 +22,10 @@ pub struct ConfigFile {
     /// Profile of callers that are not tenants.
     #[serde(default)]
     pub default_profile: Option<String>,
+    /// The workspace of callers that are not tenants (default: the config
+    /// file's directory).
+    #[serde(default)]
+    pub workspace: Option<PathBuf>,
     /// Where compiled plugins are cached (`"off"` disables the cache).
     #[serde(default)]
     pub cache_dir: Option<PathBuf>,

@@ -102,7 +102,7 @@ impl Config {
             .profiles
             .get(name)
             .ok_or_else(|| format!("unknown profile {name:?}; known: {}", self.profile_names()))?;
-        let workspace = workspace.unwrap_or(&self.base_dir);
+        let workspace = workspace.unwrap_or(&self.workspace);
         let mut problems = Vec::new();
         let own = self.own_paths();
         let mut profile =

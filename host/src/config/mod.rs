@@ -89,8 +89,10 @@ impl std::error::Error for ConfigError {}
 pub struct Tenant {
     /// The tenant's name.
     pub name: String,
-    /// SHA-256 of its token (from `token_sha256`, or hashed from `token_env`).
-    pub token_sha256: [u8; 32],
+    /// SHA-256 of its token (from `token_sha256`, or hashed from
+    /// `token_env`); `None` when `token_env` names a variable that is not
+    /// set (listed in [`Config::unset_variables`]: a server refuses to start).
+    pub token_sha256: Option<[u8; 32]>,
     /// Its profile's name.
     pub profile: String,
     /// Its workspace.
@@ -113,6 +115,11 @@ pub struct Config {
     pub source: ConfigSource,
     /// Directory relative paths are resolved against.
     pub base_dir: PathBuf,
+    /// The workspace of callers that are not tenants (`workspace`, default
+    /// the base directory): their relative file grants, the relative paths
+    /// their file tools take and their commands' starting directory are all
+    /// in it.
+    pub workspace: PathBuf,
     /// The plugin directory, absolute.
     pub plugins: Option<PathBuf>,
     /// Whether the bundled plugins are offered.
@@ -154,6 +161,11 @@ pub struct Config {
     pub sandbox_ids: (u32, u32),
     /// How much each tenant may make a server hold (`[tenant_caps]`).
     pub tenant_caps: TenantCaps,
+    /// Variables the configuration names that are not set (`token_env`,
+    /// `approver_token_env`, `secret_env`), as `(key, problem)`. Only the
+    /// HTTP server uses them: it refuses to start (or to reload) while any
+    /// is missing; other commands warn.
+    pub unset_variables: Vec<(String, String)>,
     /// The MIME types results may carry (`results.mime_types`).
     pub mime_types: crate::contract::MimeTypes,
     /// toolhost's own paths under the configuration the host runs with,

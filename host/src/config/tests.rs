@@ -85,12 +85,32 @@ fn a_tenant_token_is_one_of_two_forms_and_well_formed() {
         tenant(&format!("token_sha256 = \"{hash}\"\ntoken_env = \"X\"\n")),
         ["tenants.t.token_sha256: give token_sha256 or token_env, not both"]
     );
+}
+
+#[test]
+fn an_unset_token_variable_is_left_to_the_server() {
+    let config = Config::parse(
+        "default_profile = \"p\"\n[profiles.p]\n[tenants.t]\nprofile = \"p\"\ntoken_env = \"TOOLHOST_CONFIG_TEST_UNSET\"\n\
+         [approvals]\napprover_token_env = \"TOOLHOST_CONFIG_TEST_UNSET\"\n",
+        ConfigSource::Embedded,
+        Path::new("/ws"),
+    )
+    .expect("an unset variable does not make the config invalid");
+    let keys: Vec<&str> = config
+        .unset_variables
+        .iter()
+        .map(|(key, _)| key.as_str())
+        .collect();
     assert_eq!(
-        tenant("token_env = \"TOOLHOST_CONFIG_TEST_UNSET\"\n"),
-        [
-            "tenants.t.token_env: environment variable \"TOOLHOST_CONFIG_TEST_UNSET\" is not set or empty"
-        ]
+        keys,
+        ["tenants.t.token_env", "approvals.approver_token_env"]
     );
+    assert!(
+        config.unset_variables[0]
+            .1
+            .starts_with("environment variable \"TOOLHOST_CONFIG_TEST_UNSET\" is not set or empty")
+    );
+    assert_eq!(config.tenants["t"].token_sha256, None);
 }
 
 #[test]

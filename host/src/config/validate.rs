@@ -44,12 +44,16 @@ pub(super) fn validate(
         profile_problems.push(("global".to_string(), e.to_string()));
     }
     let own = std::sync::Arc::new(crate::policy::OwnPaths::none());
+    let workspace = file
+        .workspace
+        .as_ref()
+        .map_or_else(|| base.to_path_buf(), |w| paths::normalize(&base.join(w)));
     for (name, written) in &file.profiles {
         resolve_profile(
             name,
             written,
             &file.global,
-            base,
+            &workspace,
             &own,
             &mut profile_problems,
         );
@@ -72,10 +76,14 @@ pub(super) fn validate(
 
     let sandbox_ids = sandbox_ids(file.sandbox_ids.as_deref(), file.tenants.len(), problems);
     let mut tenants = BTreeMap::new();
+    let mut unset = Vec::new();
     for (name, written) in &file.tenants {
-        if let Some(mut tenant) =
-            validate_tenant(name, written, &file.profiles, &file.global, base, problems)
-        {
+        let context = TenantContext {
+            profiles: &file.profiles,
+            global: &file.global,
+            base,
+        };
+        if let Some(mut tenant) = validate_tenant(name, written, &context, problems, &mut unset) {
             // The first id is the callers' that are not tenants.
             tenant.sandbox_id = sandbox_ids.0.saturating_add(1 + tenants.len() as u32);
             tenants.insert(name.clone(), tenant);
@@ -111,6 +119,7 @@ pub(super) fn validate(
     Config {
         source,
         base_dir: base.to_path_buf(),
+        workspace,
         plugins: file.plugins.map(|p| base.join(p)),
         bundled: file.bundled.unwrap_or(true),
         default_profile,
@@ -130,9 +139,12 @@ pub(super) fn validate(
         approver_token_sha256: token_hash(
             file.approvals.approver_token_sha256.as_deref(),
             file.approvals.approver_token_env.as_deref(),
-            "approvals.approver_token_sha256",
-            "approvals.approver_token_env",
+            (
+                "approvals.approver_token_sha256",
+                "approvals.approver_token_env",
+            ),
             problems,
+            &mut unset,
         ),
         approvals_auto: file.approvals.auto.clone(),
         toolsets,
@@ -149,6 +161,7 @@ pub(super) fn validate(
             .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
         sandbox_ids,
         tenant_caps,
+        unset_variables: unset,
         mime_types: super::results::mime_types(&file.results, problems),
         retained_own: None,
     }
@@ -219,14 +232,25 @@ fn sandbox_ids(
     (first, last)
 }
 
+/// What a tenant is validated against.
+struct TenantContext<'a> {
+    profiles: &'a BTreeMap<String, ProfileConfig>,
+    global: &'a GlobalConfig,
+    base: &'a Path,
+}
+
 fn validate_tenant(
     name: &str,
     written: &TenantConfig,
-    profiles: &BTreeMap<String, ProfileConfig>,
-    global: &GlobalConfig,
-    base: &Path,
+    context: &TenantContext<'_>,
     problems: &mut Vec<(String, String)>,
+    unset: &mut Vec<(String, String)>,
 ) -> Option<Tenant> {
+    let TenantContext {
+        profiles,
+        global,
+        base,
+    } = *context;
     let key = |field: &str| format!("tenants.{name}.{field}");
     let before = problems.len();
     if !profiles.contains_key(&written.profile) {
@@ -251,9 +275,9 @@ fn validate_tenant(
         (hex, var) => token_hash(
             hex.as_deref(),
             var.as_deref(),
-            &key("token_sha256"),
-            &key("token_env"),
+            (&key("token_sha256"), &key("token_env")),
             problems,
+            unset,
         ),
     };
     let webhook = match (&written.approvals.webhook, &written.approvals.secret_env) {
@@ -284,10 +308,7 @@ fn validate_tenant(
             match std::env::var(var) {
                 Ok(secret) if !secret.is_empty() => Some((url.clone(), secret.into_bytes())),
                 _ => {
-                    problems.push((
-                        key("approvals.secret_env"),
-                        format!("environment variable {var:?} is not set or empty"),
-                    ));
+                    unset.push((key("approvals.secret_env"), unset_problem(var)));
                     None
                 }
             }
@@ -332,7 +353,7 @@ fn validate_tenant(
     });
     Some(Tenant {
         name: name.to_string(),
-        token_sha256: token?,
+        token_sha256: token,
         profile: written.profile.clone(),
         workspace,
         concurrency,
@@ -374,13 +395,23 @@ fn reaches_files_or_terminal(
         })
 }
 
-/// SHA-256 of a token given as hex (`hex`) or in an environment variable.
+/// Why the variable `var` the config names cannot be used.
+fn unset_problem(var: &str) -> String {
+    format!(
+        "environment variable {var:?} is not set or empty; set it where `toolhost serve --http` \
+         runs (only the HTTP server uses it)"
+    )
+}
+
+/// SHA-256 of a token given as hex or in an environment variable (`keys`:
+/// the hex key and the variable's key). A variable that is not set goes to
+/// `unset`: only the HTTP server needs it.
 pub(super) fn token_hash(
     hex: Option<&str>,
     var: Option<&str>,
-    hex_key: &str,
-    var_key: &str,
+    (hex_key, var_key): (&str, &str),
     problems: &mut Vec<(String, String)>,
+    unset: &mut Vec<(String, String)>,
 ) -> Option<[u8; 32]> {
     match (hex, var) {
         (Some(_), Some(_)) => {
@@ -405,10 +436,7 @@ pub(super) fn token_hash(
                 Some(sha2::Sha256::digest(token.as_bytes()).into())
             }
             _ => {
-                problems.push((
-                    var_key.into(),
-                    format!("environment variable {var:?} is not set or empty"),
-                ));
+                unset.push((var_key.into(), unset_problem(var)));
                 None
             }
         },

@@ -264,7 +264,8 @@ impl HostBuilder {
             crate::approval::auto::rules(&self.approvals_auto).map_err(anyhow::Error::msg)?;
         let approvals = Arc::new(
             Approvals::new(self.approver, self.approval_timeout, self.allowlist)
-                .with_auto(auto.clone()),
+                .with_auto(auto.clone())
+                .editing(self.config.as_ref().map(|c| c.source.clone())),
         );
         let caller = Caller::new(profile, approvals);
         let toolsets = Toolsets::new(self.toolsets).map_err(|problems| {

@@ -314,6 +314,21 @@ impl HostRules {
         Ok(Self { allow_hosts })
     }
 
+    /// Whether an entry names `host` itself: that name, or an address or
+    /// range holding it (`*` and `*.domain` entries do not count).
+    pub fn names(&self, host: &str) -> bool {
+        let host = normalize_host(host);
+        let ip = host.parse::<IpAddr>().ok();
+        self.allow_hosts
+            .iter()
+            .any(|pattern| match (&pattern.target, ip) {
+                (Target::Name(name), _) => *name == host,
+                (Target::Ip(address), Some(ip)) => *address == ip,
+                (Target::Cidr(range), Some(ip)) => range.contains(ip),
+                _ => false,
+            })
+    }
+
     /// Checks a URL's host (name or IP literal, brackets allowed) and port
     /// against the allow list. Run it for the first request and every redirect.
     pub fn check_host(&self, host: &str, port: u16) -> Result<(), NetworkRefusal> {

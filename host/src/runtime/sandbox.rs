@@ -63,6 +63,26 @@ pub struct CapabilityInfo {
     pub section: Option<&'static str>,
     /// What it lets a tool do, in one line.
     pub description: &'static str,
+    /// What each of `permissions` lets a tool do, in their order, where they
+    /// grant different things (empty: `description` says it for each).
+    pub each: &'static [&'static str],
+}
+
+impl CapabilityInfo {
+    /// What `declared` (some of its permissions) let a tool do.
+    pub fn describe(&self, declared: &[&str]) -> String {
+        if self.each.is_empty() || self.each.len() != self.permissions.len() {
+            return self.description.to_string();
+        }
+        let parts: Vec<&str> = self
+            .permissions
+            .iter()
+            .zip(self.each)
+            .filter(|(permission, _)| declared.contains(permission))
+            .map(|(_, what)| *what)
+            .collect();
+        parts.join("; ")
+    }
 }
 
 /// A capability guests may be given. Implemented by one module under

@@ -125,18 +125,26 @@ fn readme(name: &str, tool: &str, lang: Lang) -> String {
     format!(
         r#"# {name}
 
-A toolhost plugin.
+A toolhost plugin. Build the component, validate it (world, specs,
+schemas), put it in a plugin directory and call its tool:
 
-```sh
-{build}                                  # build the component
-toolhost check {wasm}                    # validate it: world, specs, schemas
-mkdir -p plugins && cp {wasm} plugins/{name}.wasm
-toolhost --plugins plugins call {tool} '{{"name": "world"}}'
-toolhost --plugins plugins watch         # rebuild and copy again: it reloads
+```console
+$ {build}
+...
+$ toolhost check {wasm}
+plugin    {name}
+...
+✓ ok: 1 tool would load
+$ mkdir -p plugins && cp {wasm} plugins/{name}.wasm
+$ toolhost --plugins plugins call {tool} '{{"name": "world"}}'
+{{
+  "greeting": "Hello, world!"
+}}
 ```
 
-Edit the tool, rebuild, copy: a running `toolhost serve` or `toolhost watch`
-picks the new version up without a restart.
+Edit the tool, rebuild, copy: a running `toolhost serve`, or
+`toolhost --plugins plugins watch`, picks the new version up without a
+restart.
 "#
     )
 }

@@ -108,7 +108,7 @@ impl HttpServer {
             })?
             .collect();
         for resolved in &addrs {
-            refuse_open_non_loopback(&host, &tenants, *resolved)?;
+            refuse_open(&host, &tenants, *resolved)?;
         }
         let mut last_error = None;
         for resolved in addrs {
@@ -141,7 +141,7 @@ impl HttpServer {
         let addr = listener
             .local_addr()
             .context("reading the listener's address")?;
-        refuse_open_non_loopback(&host, &tenants, addr)?;
+        refuse_open(&host, &tenants, addr)?;
         let front = FrontDoor::new(
             tenants,
             &options.allowed_hosts,
@@ -372,19 +372,42 @@ async fn answer_while_draining(
     }
 }
 
-fn refuse_open_non_loopback(host: &Host, tenants: &Tenants, addr: SocketAddr) -> Result<()> {
-    if !tenants.is_empty() || addr.ip().is_loopback() {
+/// [`refuse_open_non_loopback`] for `host` serving `tenants`.
+fn refuse_open(host: &Host, tenants: &Tenants, addr: SocketAddr) -> Result<()> {
+    let config = host.config();
+    refuse_open_non_loopback(
+        config.as_ref().map(|c| &c.source),
+        &host.caller().profile().name,
+        tenants.len(),
+        addr,
+    )
+}
+
+/// Refuses a server without tenants (`tenants` of them) on an address
+/// other than loopback: anyone reaching it would run tools without a token.
+pub(crate) fn refuse_open_non_loopback(
+    source: Option<&crate::config::ConfigSource>,
+    profile: &str,
+    tenants: usize,
+    addr: SocketAddr,
+) -> Result<()> {
+    if tenants > 0 || addr.ip().is_loopback() {
         return Ok(());
     }
-    let (profile, config) = match host.config() {
-        Some(config) => (config.default_profile.clone(), config.source.to_string()),
-        None => (host.caller().profile().name.clone(), "toolhost.toml".into()),
+    let how = match source {
+        Some(crate::config::ConfigSource::File(path)) => format!(
+            "add [tenants.NAME] entries with bearer tokens to {} (see docs/config.md, \
+             [tenants.NAME])",
+            path.display()
+        ),
+        _ => "create a toolhost.toml with [tenants.NAME] entries with bearer tokens (start \
+              from `toolhost config show > toolhost.toml`; see docs/config.md, [tenants.NAME])"
+            .to_string(),
     };
     anyhow::bail!(
         "refusing to listen on {addr}: no tenants are configured, so anyone who can reach this \
          address could run tools as profile {profile:?} without a token; listen on a loopback \
-         address (for example 127.0.0.1:{port}), or configure [tenants.NAME] entries with \
-         bearer tokens in {config}",
+         address (for example 127.0.0.1:{port}), or {how}",
         port = addr.port()
     )
 }

@@ -217,6 +217,16 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 /// on `pending` (and its webhook) and wait up to `approvals.timeout`; its
 /// `always` answers are kept under its name in the allowlist file.
 fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Entry>, String> {
+    // The tokens and secrets come from the environment: a server cannot
+    // serve without them.
+    if !config.unset_variables.is_empty() {
+        let problems: Vec<String> = config
+            .unset_variables
+            .iter()
+            .map(|(key, problem)| format!("{key}: {problem}"))
+            .collect();
+        return Err(problems.join("; "));
+    }
     let mut table = Vec::with_capacity(config.tenants.len());
     let allowlist = Arc::new(Allowlist::load(Some(config.allowlist.clone())));
     for tenant in config.tenants.values() {
@@ -246,6 +256,7 @@ fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Ent
         let approvals = Arc::new(
             Approvals::new(Arc::new(approver), config.approval_timeout, None)
                 .sharing(allowlist.clone())
+                .editing(Some(config.source.clone()))
                 .with_auto(auto),
         );
         let mut caller = Caller::new(profile, approvals).tenant(&tenant.name, tenant.concurrency);
@@ -254,8 +265,11 @@ fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Ent
             caller = caller.rate_limited(per_minute);
             retry_after = 60u64.div_ceil(u64::from(per_minute.max(1)));
         }
+        let Some(token_sha256) = tenant.token_sha256 else {
+            return Err(format!("tenants.{}: has no token", tenant.name));
+        };
         table.push(Entry {
-            token_sha256: tenant.token_sha256,
+            token_sha256,
             caller,
             retry_after,
         });

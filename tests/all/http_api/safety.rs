@@ -89,7 +89,10 @@ async fn without_tenants_the_default_profile_is_served_on_loopback_only() {
         error.starts_with("refusing to listen on 0.0.0.0:0"),
         "{error}"
     );
-    assert!(error.contains("configure [tenants.NAME]"), "{error}");
+    assert!(
+        error.contains("create a toolhost.toml with [tenants.NAME]"),
+        "{error}"
+    );
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     assert!(HttpServer::from_listener(host, listener, ServeOptions::default()).is_err());
 

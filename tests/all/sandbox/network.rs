@@ -1,5 +1,5 @@
 //! The network: none by default, the host's when shared, allowed hosts
-//! only through the proxy.
+//! only through the proxy (loopback ones included).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -132,6 +132,31 @@ async fn commands_reach_allowed_hosts_only_through_the_proxy() {
     let result = ran(&closed, &format!("curl -sS {url}")).await;
     assert_ne!(result["exit_code"], 0, "{result}");
     assert_eq!(reached.load(Ordering::SeqCst), 2);
+}
+
+/// A loopback address `allow_hosts` names goes to the proxy, which reaches
+/// the host's: no `--noproxy` needed. Loopback names it does not name stay
+/// the command's own.
+#[tokio::test]
+async fn an_allowed_loopback_host_answers_curl_without_extra_flags() {
+    let ws = workspace();
+    let (allowed, reached) = http_server("127.0.0.1", "hello from the host's loopback");
+    let host = ws
+        .host(&format!(
+            "{}\nnetwork.allow_hosts = [\"127.0.0.1:{allowed}\"]",
+            networked()
+        ))
+        .await;
+    assert_eq!(
+        succeeds(&host, &format!("curl -sS http://127.0.0.1:{allowed}/")).await,
+        "hello from the host's loopback"
+    );
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    let env = succeeds(&host, "echo \"$no_proxy|$NO_PROXY\"").await;
+    assert_eq!(env.trim(), "localhost,::1|localhost,::1");
+    // Another port of the same address is still refused by the proxy.
+    let other = succeeds(&host, "curl -sS -w ' %{http_code}' http://127.0.0.1:9/").await;
+    assert!(other.ends_with(" 403"), "{other}");
 }
 
 #[tokio::test]

@@ -103,16 +103,26 @@ async fn a_profile_that_grants_no_directory_runs_no_commands() {
     assert!(message.contains("grants no directory"), "{message}");
     assert!(message.contains("file.read"), "{message}");
 
-    // Without the workspace, commands start in the first granted directory.
+    // Granted only a directory inside it, in the kernel sandbox, commands
+    // still start in the workspace, which holds only that directory: a
+    // relative path means what it means to the file tools.
     let ws = Workspace::new(shell);
     let data = ws.mkdir("data");
+    ws.write("data/notes.txt", "the notes");
+    ws.write("secret.txt", "not granted");
+    let body = "allow = [\"terminal:*\"]\nfile.read = [\"./data\"]\n";
+    let host = ws.host(body).await;
+    let result = run_line(&host, "pwd && ls -A && cat data/notes.txt").await;
+    assert_eq!(
+        ok_stdout(&result),
+        format!("{}\ndata\nthe notes", ws.path.display())
+    );
+    let result = run_line(&host, "cat secret.txt").await;
+    assert_ne!(result["exit_code"], 0, "{result}");
+
+    // Unconfined, they start in the first granted directory.
     let host = ws
-        .host(
-            r#"
-            allow = ["terminal:*"]
-            file.read = ["./data"]
-            "#,
-        )
+        .host(&format!("{body}terminal.sandbox = \"none\"\n"))
         .await;
     let result = run_line(&host, "pwd").await;
     assert_eq!(ok_stdout(&result).trim_end(), data.to_str().unwrap());

@@ -21,6 +21,7 @@ impl Capability for Environment {
         section: Some("env"),
         description: "the environment variables the tool requires (requires_env) that the \
                       profile's env.allow passes and the host has",
+        each: &[],
     };
     type State = ();
 

@@ -36,6 +36,7 @@ impl Capability for Fetch {
         section: Some("network"),
         description: "HTTP requests to the hosts the profile's network.allow_hosts allows, \
                       each hop and address checked, capped in time and size",
+        each: &[],
     };
     type State = ();
 

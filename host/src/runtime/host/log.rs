@@ -28,6 +28,7 @@ impl Capability for Log {
         permissions: &[],
         section: None,
         description: "log lines into the host's log, at most 1000 per call",
+        each: &[],
     };
     /// Records written in the current call.
     type State = u32;

@@ -21,6 +21,7 @@ impl Capability for Reports {
         permissions: &[],
         section: None,
         description: "progress reports, passed to a client that asked for them",
+        each: &[],
     };
     type State = ();
 

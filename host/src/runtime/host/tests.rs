@@ -45,6 +45,7 @@ mod counter {
             permissions: &[PERMISSION],
             section: None,
             description: "a number that goes up",
+            each: &[],
         };
         type State = u32;
 
@@ -190,6 +191,34 @@ fn the_host_capabilities_have_distinct_names_and_the_permissions_the_docs_list()
                     || docs.contains(&format!("`{section}`")),
                 "docs/config.md does not describe the {section} section"
             );
+        }
+    }
+}
+
+#[test]
+fn a_capability_is_described_by_the_permissions_declared() {
+    let file = CAPABILITIES
+        .iter()
+        .find(|c| c.info.name == "file")
+        .expect("the file capability is linked");
+    let read = file.info.describe(&["file:read"]);
+    // Only what file:read gives: reading (in file.write grants too).
+    assert_eq!(read, file.info.each[0]);
+    assert!(
+        read.starts_with("read in") && !read.contains("; write"),
+        "{read}"
+    );
+    let both = file.info.describe(&["file:read", "file:write"]);
+    assert!(both.contains("; write in"), "{both}");
+    // One permission, one description.
+    for linked in CAPABILITIES {
+        if linked.info.each.is_empty() {
+            assert_eq!(
+                linked.info.describe(linked.info.permissions),
+                linked.info.description
+            );
+        } else {
+            assert_eq!(linked.info.each.len(), linked.info.permissions.len());
         }
     }
 }

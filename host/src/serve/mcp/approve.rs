@@ -75,8 +75,6 @@ impl Approver for NoElicitation {
     }
 
     fn how_to_allow(&self) -> &str {
-        "this MCP client does not support elicitation, so no one can be asked; add the entry to \
-         the approvals allowlist file, remove the permission from approval_required, or set \
-         terminal.dangerous in the profile"
+        "this MCP client does not support elicitation, so no one can be asked"
     }
 }

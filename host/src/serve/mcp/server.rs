@@ -158,7 +158,9 @@ impl McpServer {
             .and_then(|c| self.host.auto_rules(&c.approvals_auto).ok())
             .unwrap_or_default();
         let _ = caller;
-        Approvals::new(approver, timeout, allowlist).with_auto(auto)
+        Approvals::new(approver, timeout, allowlist)
+            .with_auto(auto)
+            .editing(config.map(|c| c.source.clone()))
     }
 
     /// The answer to a successful call: content blocks, or a JSON result as

@@ -6,7 +6,9 @@
 //!   error, what is not a message `400` with `-32600`, params that do not fit
 //!   a `-32602` error with the request's id; a body over the limit is `413`
 //!   with a JSON-RPC error too;
-//! - `DELETE` of a session that does not exist is `404`;
+//! - `DELETE` of a session that does not exist is `404`, of one that does
+//!   `204` (rmcp answers `202`, which clients such as the official Python
+//!   SDK report as a failed termination);
 //! - SSE priming events (an event id with empty data, SEP-1699) go only to
 //!   sessions that negotiated a protocol version that defines them
 //!   (2025-11-25 and later): older clients log them as errors. Each kind of
@@ -160,7 +162,12 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
     }
     if request.method() != Method::POST || !is_json(request.headers()) {
         let primed = held.unwrap_or_else(|| version_header_primes(request.headers()));
-        return into_axum(mcp.service(primed).handle(request).await);
+        let closing = request.method() == Method::DELETE;
+        let response = mcp.service(primed).handle(request).await;
+        if closing && response.status().is_success() {
+            return StatusCode::NO_CONTENT.into_response();
+        }
+        return into_axum(response);
     }
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body, mcp.max_body).await {

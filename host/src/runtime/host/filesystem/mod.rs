@@ -43,6 +43,12 @@ impl Capability for FileAccess {
         section: Some("file"),
         description: "read (file:read) and write (file:write) in the directories the profile's \
                       file.read and file.write grant, except what file.deny matches",
+        each: &[
+            "read in the directories the profile's file.read and file.write grant, except what \
+             file.deny matches",
+            "write in the directories the profile's file.write grants, except what file.deny \
+             matches",
+        ],
     };
     const REPLACES_WASI: bool = true;
     type State = FileState;

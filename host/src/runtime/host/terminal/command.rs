@@ -15,8 +15,8 @@ use crate::confine;
 use crate::contract::bindings::toolhost::plugin::terminal::Output;
 use crate::contract::bindings::toolhost::plugin::terminal::TerminalError;
 use crate::policy::{
-    Access, DangerousMode, PermissionDecision, PermissionRefusal, Profile, TerminalBackend,
-    TerminalNetwork, dangerous, paths,
+    Access, DangerousMode, HostRules, PermissionDecision, PermissionRefusal, Profile,
+    TerminalBackend, TerminalNetwork, dangerous, paths,
 };
 use crate::runtime::grants::{ApprovalScope, Grants};
 use crate::runtime::sandbox::{Identity, Room};
@@ -52,8 +52,10 @@ pub(super) fn shell_path() -> &'static Path {
 
 /// Points programs at the command's network proxy (under
 /// `terminal.network = "proxy"`), replacing any such variable passed from
-/// the host.
-pub(super) fn proxy_env(env: &mut Vec<(String, OsString)>) {
+/// the host. The command's own loopback is reached directly, except the
+/// loopback names and addresses `hosts` (`network.allow_hosts`) names:
+/// those go to the proxy, which reaches the host's.
+pub(super) fn proxy_env(env: &mut Vec<(String, OsString)>, hosts: &HostRules) {
     let url = format!("http://127.0.0.1:{}", confine::PROXY_PORT);
     let names = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
     env.retain(|(name, _)| {
@@ -64,9 +66,12 @@ pub(super) fn proxy_env(env: &mut Vec<(String, OsString)>) {
         env.push((name.into(), url.clone().into()));
         env.push((name.to_ascii_lowercase(), url.clone().into()));
     }
-    // The command's own servers on its loopback are reached directly.
-    let local = "localhost,127.0.0.1,::1";
-    env.push(("NO_PROXY".into(), local.into()));
+    let local: Vec<&str> = ["localhost", "127.0.0.1", "::1"]
+        .into_iter()
+        .filter(|name| !hosts.names(name))
+        .collect();
+    let local = local.join(",");
+    env.push(("NO_PROXY".into(), local.clone().into()));
     env.push(("no_proxy".into(), local.into()));
 }
 
@@ -242,6 +247,10 @@ pub(super) async fn authorize(
                     writable: writable_dirs(profile),
                     fresh_shell: matches!(start, Start::Own),
                 },
+                config_change: Some(format!(
+                    "set terminal.dangerous = \"allow\" under [profiles.{}]",
+                    profile.name
+                )),
             };
             let auto = scope
                 .approvals
@@ -294,6 +303,13 @@ pub(super) fn working_dir(
     requested: Option<&str>,
 ) -> Result<WorkingDir, String> {
     let Some(requested) = requested else {
+        if let Some(dir) = workspace_above_grants(profile) {
+            return Ok(WorkingDir {
+                home: dir.clone(),
+                dir,
+                auto: None,
+            });
+        }
         let dir = resolve_dir(profile, &default_dir(profile)?)?;
         return Ok(WorkingDir {
             home: dir.clone(),
@@ -313,6 +329,32 @@ pub(super) fn working_dir(
         home,
         auto: None,
     })
+}
+
+/// The workspace, when the profile grants directories inside it but not the
+/// workspace itself and commands run in the kernel sandbox on this machine:
+/// there the workspace holds only the granted directories, so a relative
+/// path means in a command what it means to the file tools
+/// (`cat ws/notes.txt` and `read_file ws/notes.txt`).
+fn workspace_above_grants(profile: &Profile) -> Option<PathBuf> {
+    let terminal = &profile.terminal;
+    if terminal.backend != TerminalBackend::Local
+        || terminal.sandbox != crate::policy::TerminalSandbox::Kernel
+    {
+        return None;
+    }
+    let workspace = paths::normalize(profile.workspace());
+    if profile.paths.check(&workspace, Access::Read).is_ok()
+        || !profile
+            .paths
+            .grants()
+            .any(|(dir, _)| dir.starts_with(&workspace))
+    {
+        return None;
+    }
+    std::fs::canonicalize(&workspace)
+        .ok()
+        .filter(|real| real.is_dir())
 }
 
 /// The workspace if the profile grants it, else the first granted directory.

@@ -53,6 +53,7 @@ impl Capability for Terminal {
         section: Some("terminal"),
         description: "command lines the profile's terminal rules allow, in a kernel sandbox \
                       that sees only the profile's file grants",
+        each: &[],
     };
     /// The call's own terminal session, for a call without one: made at its
     /// first background process, ended with the call.
