@@ -247,6 +247,7 @@ mod tests {
             outcome: "denied",
             error: Some(&long),
             capabilities: &used,
+            content: &[],
         });
         let written = buffer.lock().unwrap().len();
         assert!(written < 300 << 10, "{written} bytes");

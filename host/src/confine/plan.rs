@@ -324,7 +324,10 @@ impl super::own::MountTable for Mounts {
     }
 
     fn keep_absent(&mut self, path: PathBuf) {
-        self.guard.absent(path);
+        // Guarded beneath the grant it would appear in (none: not visible).
+        if let Some((grant, _)) = self.covering(&path) {
+            self.guard.absent(&grant, path);
+        }
     }
 
     fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
