@@ -89,7 +89,7 @@ async fn answered(
             serde_json::from_str::<Value>(content).unwrap()
         })
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let id = loop {
         assert!(
             !call.is_finished(),
