@@ -102,24 +102,37 @@ fn entry(profile: &Arc<Profile>) -> (Slot, SpareSlot) {
     (slot, spare)
 }
 
+/// What [`take`] found for a command.
+pub(super) enum Taken {
+    /// A sandbox built ahead that still holds.
+    Ready(Built),
+    /// None that holds: the one that no longer does, if any. Its processes
+    /// are killed when it is dropped, which the caller does once its own
+    /// command has run: tearing a sandbox down takes the kernel a while,
+    /// which would otherwise slow the command's own sandbox.
+    Stale(Option<Built>),
+}
+
 /// The sandbox built ahead for `profile`, if one is ready (or being built)
 /// and still holds.
-pub(super) async fn take(profile: &Arc<Profile>) -> Option<Built> {
+pub(super) async fn take(profile: &Arc<Profile>) -> Taken {
     let slot = slot(profile);
-    let mut built = slot.lock().await.take()?;
+    let Some(mut built) = slot.lock().await.take() else {
+        return Taken::Stale(None);
+    };
     let fresh = match &built.watch {
         Some(watch) => watch.unchanged(profile),
         None => Err("it was not watched".into()),
     };
     if let Err(reason) = fresh {
         tracing::debug!(profile = %profile.name, %reason, "a sandbox built ahead is stale");
-        return None;
+        return Taken::Stale(Some(built));
     }
     if !built.launched.alive() {
         tracing::debug!(profile = %profile.name, "a sandbox built ahead has exited");
-        return None;
+        return Taken::Stale(None);
     }
-    Some(built)
+    Taken::Ready(built)
 }
 
 /// Starts building the next command's sandbox for `profile` in the
