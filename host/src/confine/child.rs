@@ -67,6 +67,11 @@ fn fail(message: &str) -> ! {
 }
 
 fn launch() -> Result<std::convert::Infallible, String> {
+    // A launcher started before its spec joins its pids cgroup now, so that
+    // the kernel's grace period is past when the spec comes.
+    if let Some(procs) = std::env::args_os().nth(2) {
+        join(Path::new(&procs))?;
+    }
     let spec: Spec = match control().receive() {
         Ok(Some(frame)) if frame.tag == control::SPEC => serde_json::from_slice(&frame.payload)
             .map_err(|e| format!("the sandbox spec is invalid: {e}"))?,
@@ -77,16 +82,11 @@ fn launch() -> Result<std::convert::Infallible, String> {
     // The launcher joins the command's pids cgroup with the host's rights,
     // before the user namespace, so that everything of the sandbox is in it
     // from the start. Joining a cgroup waits for a kernel grace period
-    // (around 10 ms after a pause, on cgroup v1): paid here, while the
-    // sandbox is built (ahead, usually; once per session), not by each
-    // command.
+    // (around 10 ms after a pause, on cgroup v1): a launcher the host
+    // starts ahead has joined already (see the start of this function);
+    // one given its group in the spec joins here.
     if let Some(procs) = &spec.pids {
-        use std::io::Write;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(procs)
-            .and_then(|mut procs| procs.write_all(b"0"))
-            .map_err(|e| format!("joining the command's pids cgroup {}: {e}", procs.display()))?;
+        join(procs)?;
     }
     // The command's ids on the host, and (as root) the grants it reaches
     // through idmapped clones, made while this process is still root.
@@ -163,6 +163,16 @@ fn launch() -> Result<std::convert::Infallible, String> {
             SETUP_EXIT
         })
     }
+}
+
+/// Moves the launcher into the pids cgroup whose `cgroup.procs` is `procs`.
+fn join(procs: &Path) -> Result<(), String> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(procs)
+        .and_then(|mut file| file.write_all(b"0"))
+        .map_err(|e| format!("joining the command's pids cgroup {}: {e}", procs.display()))
 }
 
 /// PID 1: builds the filesystem, starts the shell, reaps, reports the shell's

@@ -147,7 +147,7 @@ pub async fn probe() -> KernelSupport {
             launcher.display()
         );
         let (mut command, mut control) =
-            command(&launcher).map_err(|e| format!("{started}: {e}"))?;
+            command(&launcher, None).map_err(|e| format!("{started}: {e}"))?;
         let _child = command.spawn().map_err(|e| format!("{started}: {e}"))?;
         let spec = serde_json::to_vec(&spec).map_err(|e| format!("sandbox spec: {e}"))?;
         let _ = control.send_spec(&spec).await;
@@ -186,14 +186,17 @@ pub(crate) fn run_bytes(run: &Run) -> Result<Vec<u8>, String> {
 
 /// The command that starts `launcher` as a sandbox launcher, and the host's
 /// end of its channel (see [`control`]): after spawning it, send the spec.
-/// Nothing runs between fork and exec, so it is spawned with `posix_spawn`.
+/// With `pids`, the `cgroup.procs` of the sandbox's pids cgroup, the
+/// launcher joins that group first thing, before the spec comes. Nothing
+/// runs between fork and exec, so it is spawned with `posix_spawn`.
 pub(crate) fn command(
     launcher: &Path,
+    pids: Option<&Path>,
 ) -> std::io::Result<(tokio::process::Command, control::Control)> {
     let (control, theirs) = control::Control::pair()?;
     let mut command = tokio::process::Command::new(launcher);
+    command.arg(LAUNCH_ARG).args(pids);
     command
-        .arg(LAUNCH_ARG)
         .env_clear()
         .current_dir("/")
         .stdin(std::process::Stdio::from(theirs))

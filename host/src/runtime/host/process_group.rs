@@ -289,19 +289,25 @@ pub(crate) struct Launched {
 }
 
 impl Launched {
-    /// Starts `launcher` building the sandbox of `spec`.
-    pub(crate) async fn start(launcher: &Path, spec: &crate::confine::Spec) -> io::Result<Self> {
-        let (mut command, mut control) = crate::confine::command(launcher)?;
+    /// Starts `launcher`, which joins the pids cgroup whose `cgroup.procs`
+    /// is `pids` (if any) at once and then waits for its spec.
+    pub(crate) fn spawn(launcher: &Path, pids: Option<&Path>) -> io::Result<Self> {
+        let (mut command, control) = crate::confine::command(launcher, pids)?;
         command.process_group(0);
         let group = ProcessGroup::spawn(&mut command)?;
-        let spec = serde_json::to_vec(spec).map_err(io::Error::other)?;
-        // A launcher that cannot take it has failed; its report says why.
-        let _ = control.send_spec(&spec).await;
         Ok(Self {
             group,
             control,
             init: None,
         })
+    }
+
+    /// Sends the launcher the spec of the sandbox to build.
+    pub(crate) async fn send_spec(&mut self, spec: &crate::confine::Spec) -> io::Result<()> {
+        let spec = serde_json::to_vec(spec).map_err(io::Error::other)?;
+        // A launcher that cannot take it has failed; its report says why.
+        let _ = self.control.send_spec(&spec).await;
+        Ok(())
     }
 
     /// Waits until the sandbox's mounts are made; `Err` says why they

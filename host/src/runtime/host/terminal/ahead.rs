@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use super::super::http::proxy::{Gate, Proxy};
 use super::super::process_group::Launched;
+use super::spare::Spare;
 use crate::confine::guard::{Guard, Watched};
 use crate::confine::plan::Planned;
 use crate::confine::{self, pids::PidsGroup, watch::Watch};
@@ -57,10 +58,14 @@ pub(super) struct Built {
 /// is further along than a sandbox started afresh).
 type Slot = Arc<tokio::sync::Mutex<Option<Built>>>;
 
+/// Where a launcher started ahead for one profile waits (see [`Spare`]).
+type SpareSlot = Arc<Mutex<Option<Spare>>>;
+
 struct Entry {
     profile: Weak<Profile>,
     runtime: tokio::runtime::Id,
     slot: Slot,
+    spare: SpareSlot,
 }
 
 static SLOTS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -69,6 +74,12 @@ static SLOTS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 /// profiles no longer in use go (and their sandboxes with them); past
 /// [`MOST`], the oldest goes.
 fn slot(profile: &Arc<Profile>) -> Slot {
+    entry(profile).0
+}
+
+/// The slot of `profile` on the current runtime and where its spare
+/// launcher waits, made if missing (see [`slot`]).
+fn entry(profile: &Arc<Profile>) -> (Slot, SpareSlot) {
     let runtime = tokio::runtime::Handle::current().id();
     let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
     slots.retain(|entry| entry.profile.strong_count() > 0);
@@ -76,38 +87,52 @@ fn slot(profile: &Arc<Profile>) -> Slot {
         entry.runtime == runtime && std::ptr::eq(entry.profile.as_ptr(), Arc::as_ptr(profile))
     };
     if let Some(entry) = slots.iter().find(|entry| same(entry)) {
-        return entry.slot.clone();
+        return (entry.slot.clone(), entry.spare.clone());
     }
     if slots.len() >= MOST {
         slots.remove(0);
     }
-    let slot = Slot::default();
+    let (slot, spare) = (Slot::default(), SpareSlot::default());
     slots.push(Entry {
         profile: Arc::downgrade(profile),
         runtime,
         slot: slot.clone(),
+        spare: spare.clone(),
     });
-    slot
+    (slot, spare)
+}
+
+/// What [`take`] found for a command.
+pub(super) enum Taken {
+    /// A sandbox built ahead that still holds.
+    Ready(Built),
+    /// None that holds: the one that no longer does, if any. Its processes
+    /// are killed when it is dropped, which the caller does once its own
+    /// command has run: tearing a sandbox down takes the kernel a while,
+    /// which would otherwise slow the command's own sandbox.
+    Stale(Option<Built>),
 }
 
 /// The sandbox built ahead for `profile`, if one is ready (or being built)
 /// and still holds.
-pub(super) async fn take(profile: &Arc<Profile>) -> Option<Built> {
+pub(super) async fn take(profile: &Arc<Profile>) -> Taken {
     let slot = slot(profile);
-    let mut built = slot.lock().await.take()?;
+    let Some(mut built) = slot.lock().await.take() else {
+        return Taken::Stale(None);
+    };
     let fresh = match &built.watch {
         Some(watch) => watch.unchanged(profile),
         None => Err("it was not watched".into()),
     };
     if let Err(reason) = fresh {
         tracing::debug!(profile = %profile.name, %reason, "a sandbox built ahead is stale");
-        return None;
+        return Taken::Stale(Some(built));
     }
     if !built.launched.alive() {
         tracing::debug!(profile = %profile.name, "a sandbox built ahead has exited");
-        return None;
+        return Taken::Stale(None);
     }
-    Some(built)
+    Taken::Ready(built)
 }
 
 /// Starts building the next command's sandbox for `profile` in the
@@ -118,19 +143,59 @@ pub(super) fn build_next(profile: &Arc<Profile>, launcher: PathBuf) {
         // Building takes both cores of a small machine for a while; the
         // call that just ran its command is let finish first.
         tokio::time::sleep(SETTLE).await;
-        let Ok(mut guard) = slot(&profile).try_lock_owned() else {
-            return;
-        };
-        if guard.is_some() {
-            return;
-        }
-        match build(&profile, &launcher, true).await {
-            Ok(built) => *guard = Some(built),
-            Err(reason) => {
-                tracing::debug!(profile = %profile.name, %reason, "no sandbox built ahead");
+        let (slot, spare) = entry(&profile);
+        if let Ok(mut guard) = slot.try_lock_owned()
+            && guard.is_none()
+        {
+            match build(&profile, &launcher, true).await {
+                Ok(built) => *guard = Some(built),
+                Err(reason) => {
+                    tracing::debug!(profile = %profile.name, %reason, "no sandbox built ahead");
+                }
             }
         }
+        // A launcher for the next sandbox built at a call.
+        let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.is_none() {
+            let (limit, relay) = limits(&profile);
+            *spare = Spare::start(&launcher, limit, relay)
+                .inspect_err(|reason| {
+                    tracing::debug!(profile = %profile.name, %reason, "no spare launcher");
+                })
+                .ok();
+        }
     });
+}
+
+/// The process limit of `profile`'s commands, and whether their sandbox
+/// runs a proxy relay (as [`build_once`] finds them in the plan).
+fn limits(profile: &Profile) -> (u64, bool) {
+    let settings = &profile.terminal;
+    (
+        settings.max_processes,
+        settings.network == TerminalNetwork::Proxy,
+    )
+}
+
+/// The launcher of a sandbox for `profile` in its pids cgroup: the spare
+/// one started ahead if it fits, else one started now.
+fn launch(
+    profile: &Arc<Profile>,
+    launcher: &Path,
+    limit: u64,
+    relay: bool,
+) -> Result<(Launched, Option<PidsGroup>), String> {
+    let spare = entry(profile)
+        .1
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(ready) = spare.and_then(|spare| spare.take(launcher, limit, relay)) {
+        return Ok(ready);
+    }
+    Spare::start(launcher, limit, relay)?
+        .take(launcher, limit, relay)
+        .ok_or_else(|| format!("the sandbox launcher {} ended at once", launcher.display()))
 }
 
 /// Builds a sandbox for `profile`: its proxy started, the grants walked
@@ -242,14 +307,16 @@ async fn build_once(
         })?;
     }
     let relay = proxy.is_some() && !spec.host_network;
-    let pids = PidsGroup::for_command(spec.limits.processes, relay).map_err(Attempt::Failed)?;
+    // Its launcher joined its pids cgroup when it started.
+    let (mut launched, pids) =
+        launch(profile, launcher, spec.limits.processes, relay).map_err(Attempt::Failed)?;
     let spec = confine::Spec {
         proxy: proxy.as_ref().map(Proxy::socket),
-        pids: pids.as_ref().map(PidsGroup::procs),
+        pids: None,
         session,
         ..spec
     };
-    let mut launched = Launched::start(launcher, &spec).await.map_err(|e| {
+    launched.send_spec(&spec).await.map_err(|e| {
         Attempt::Failed(format!(
             "could not start the sandbox launcher {}: {e}",
             launcher.display()

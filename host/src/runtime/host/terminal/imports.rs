@@ -67,20 +67,20 @@ impl Host for Room<'_, Terminal> {
         }
         let mut env = environment(profile, &cwd.home);
         let sandboxed = settings.sandbox == TerminalSandbox::Kernel;
-        let built = if sandboxed {
+        let (built, stale) = if sandboxed {
             match confinement(&grants.profile).await {
-                Ok(built) => Some(built),
+                Ok((built, stale)) => (Some(built), stale),
                 Err(reason) => {
                     let message = format!("command {quoted:?} refused: {reason}");
                     return Ok(Err(TerminalError::Failed(message)));
                 }
             }
         } else {
-            None
+            (None, None)
         };
         // The pids group and the guard's watch are held until the command
         // has ended.
-        let (launched, proxy, _pids, guard, watched) = match built {
+        let (launched, proxy, pids, guard, watched) = match built {
             Some(built) => (
                 Some(built.launched),
                 built.proxy,
@@ -105,6 +105,12 @@ impl Host for Room<'_, Terminal> {
             max_output: settings.max_output,
         };
         let finished = shell.run().await;
+        // The command's pids cgroup is removed, and a stale sandbox built
+        // ahead killed, off the call's way: removing a cgroup waits while
+        // another sandbox joins one (the kernel holds the cgroups' lock
+        // for a grace period then), and tearing a sandbox down slows the
+        // one being used.
+        tokio::task::spawn_blocking(move || drop((pids, stale)));
         for used in proxy.iter().flat_map(Proxy::take_uses) {
             self.call.record(used);
         }
@@ -197,11 +203,15 @@ impl Host for Room<'_, Terminal> {
 }
 
 /// The sandbox a command runs in under `profile`: the one built ahead if it
-/// still holds, else one built now. `Err` says why the command may not run.
-async fn confinement(profile: &Arc<Profile>) -> Result<ahead::Built, String> {
-    if let Some(built) = ahead::take(profile).await {
-        return Ok(built);
-    }
+/// still holds, else one built now; with it, a stale sandbox built ahead,
+/// to drop once the command has run. `Err` says why the command may not run.
+async fn confinement(
+    profile: &Arc<Profile>,
+) -> Result<(ahead::Built, Option<ahead::Built>), String> {
+    let stale = match ahead::take(profile).await {
+        ahead::Taken::Ready(built) => return Ok((built, None)),
+        ahead::Taken::Stale(stale) => stale,
+    };
     let launcher = confine::launcher()?;
-    ahead::build(profile, &launcher, false).await
+    Ok((ahead::build(profile, &launcher, false).await?, stale))
 }

@@ -32,6 +32,7 @@ mod background;
 mod command;
 mod imports;
 pub(crate) mod session;
+mod spare;
 
 use std::sync::Arc;
 
