@@ -209,7 +209,7 @@ async fn responses_results_carry_images_and_files_as_such() {
     assert_eq!(output[3]["type"], "input_text");
     assert_eq!(
         output[5],
-        json!({ "type": "input_file", "filename": "report.pdf",
+        json!({ "type": "input_file", "filename": "block-5.pdf",
                 "file_data": "data:application/pdf;base64,JVBERi0xLjQ=" })
     );
     assert_eq!(
@@ -436,20 +436,26 @@ fn the_cli_prints_a_summary_or_writes_the_blocks_to_files() {
     let output = toolhost(&["--save-content", "out", "media_kinds"]);
     assert!(output.status.success(), "{output:?}");
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(printed["content"][1]["file"], "out/block-1.png");
-    assert_eq!(printed["content"][5]["file"], "out/report.pdf");
-    let png = std::fs::read(dir.path().join("out/block-1.png")).unwrap();
+    assert_eq!(printed["content"][1]["file"], "out/media_kinds-1.png");
+    assert_eq!(printed["content"][2]["file"], "out/media_kinds-2.wav");
+    assert_eq!(printed["content"][5]["file"], "out/media_kinds-3.pdf");
+    let png = std::fs::read(dir.path().join("out/media_kinds-1.png")).unwrap();
     assert_eq!(
         png,
         base64::engine::general_purpose::STANDARD
             .decode(PNG_BASE64)
             .unwrap()
     );
-    // Never over a file that is there.
+    // Never over a file that is there: the next numbers.
+    std::fs::write(dir.path().join("out/media_kinds-2.png"), "kept").unwrap();
     let again = toolhost(&["--save-content", "out", "media_kinds"]);
-    assert!(!again.status.success());
-    assert!(
-        String::from_utf8_lossy(&again.stderr).contains("it must not exist yet"),
-        "{again:?}"
+    assert!(again.status.success(), "{again:?}");
+    let printed: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(printed["content"][1]["file"], "out/media_kinds-3.png");
+    assert_eq!(printed["content"][2]["file"], "out/media_kinds-4.wav");
+    assert_eq!(printed["content"][5]["file"], "out/media_kinds-5.pdf");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out/media_kinds-2.png")).unwrap(),
+        "kept"
     );
 }
