@@ -286,9 +286,36 @@ async fn binary_data_counts_toward_the_output_limit_as_base64() {
     let (kind, error) = call_err(&host, "media_sized", r#"{"bytes":60000}"#).await;
     assert_eq!(kind, ErrorKind::OutputTooLarge, "{error}");
     assert!(
-        error.contains("returned 80057 bytes (binary data counted as base64), more than the limit of 65536 bytes"),
+        error.contains("returned 80057 bytes (binary data counted as base64, text as JSON), more than the limit of 65536 bytes"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn text_counts_toward_the_output_limit_as_sent_in_json() {
+    let host = media().await;
+    let text = |fill: &str, count: usize| json!({ "fill": fill, "count": count }).to_string();
+    let text = |fill: &str, count: usize| -> &'static str { text(fill, count).leak() };
+    // 65,488 characters and a block's 48 bytes are the 64 KiB limit.
+    let fits = host.call("media_text", text("A", 65_488)).await;
+    assert!(fits.is_ok(), "{fits:?}");
+    let (kind, error) = call_err(&host, "media_text", text("A", 65_489)).await;
+    assert_eq!(kind, ErrorKind::OutputTooLarge, "{error}");
+    // NUL is `\u0000` in JSON: 6 bytes each, so 10,914 fit and 10,915 do not.
+    let fits = host.call("media_text", text("\0", 10_914)).await;
+    assert!(fits.is_ok(), "{fits:?}");
+    for (fill, count, sent) in [
+        ("\0", 10_915, 65_538),
+        ("\0", 65_488, 392_976),
+        ("\"", 40_000, 80_048),
+    ] {
+        let (kind, error) = call_err(&host, "media_text", text(fill, count)).await;
+        assert_eq!(kind, ErrorKind::OutputTooLarge, "{fill:?}: {error}");
+        assert!(
+            error.contains(&format!("returned {sent} bytes (binary data counted as base64, text as JSON), more than the limit of 65536 bytes")),
+            "{error}"
+        );
+    }
 }
 
 #[tokio::test]
