@@ -209,7 +209,7 @@ async fn responses_results_carry_images_and_files_as_such() {
     assert_eq!(output[3]["type"], "input_text");
     assert_eq!(
         output[5],
-        json!({ "type": "input_file", "filename": "report.pdf",
+        json!({ "type": "input_file", "filename": "block-5.pdf",
                 "file_data": "data:application/pdf;base64,JVBERi0xLjQ=" })
     );
     assert_eq!(
@@ -286,9 +286,36 @@ async fn binary_data_counts_toward_the_output_limit_as_base64() {
     let (kind, error) = call_err(&host, "media_sized", r#"{"bytes":60000}"#).await;
     assert_eq!(kind, ErrorKind::OutputTooLarge, "{error}");
     assert!(
-        error.contains("returned 80057 bytes (binary data counted as base64), more than the limit of 65536 bytes"),
+        error.contains("returned 80057 bytes (binary data counted as base64, text as JSON), more than the limit of 65536 bytes"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn text_counts_toward_the_output_limit_as_sent_in_json() {
+    let host = media().await;
+    let text = |fill: &str, count: usize| json!({ "fill": fill, "count": count }).to_string();
+    let text = |fill: &str, count: usize| -> &'static str { text(fill, count).leak() };
+    // 65,488 characters and a block's 48 bytes are the 64 KiB limit.
+    let fits = host.call("media_text", text("A", 65_488)).await;
+    assert!(fits.is_ok(), "{fits:?}");
+    let (kind, error) = call_err(&host, "media_text", text("A", 65_489)).await;
+    assert_eq!(kind, ErrorKind::OutputTooLarge, "{error}");
+    // NUL is `\u0000` in JSON: 6 bytes each, so 10,914 fit and 10,915 do not.
+    let fits = host.call("media_text", text("\0", 10_914)).await;
+    assert!(fits.is_ok(), "{fits:?}");
+    for (fill, count, sent) in [
+        ("\0", 10_915, 65_538),
+        ("\0", 65_488, 392_976),
+        ("\"", 40_000, 80_048),
+    ] {
+        let (kind, error) = call_err(&host, "media_text", text(fill, count)).await;
+        assert_eq!(kind, ErrorKind::OutputTooLarge, "{fill:?}: {error}");
+        assert!(
+            error.contains(&format!("returned {sent} bytes (binary data counted as base64, text as JSON), more than the limit of 65536 bytes")),
+            "{error}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -436,20 +463,26 @@ fn the_cli_prints_a_summary_or_writes_the_blocks_to_files() {
     let output = toolhost(&["--save-content", "out", "media_kinds"]);
     assert!(output.status.success(), "{output:?}");
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(printed["content"][1]["file"], "out/block-1.png");
-    assert_eq!(printed["content"][5]["file"], "out/report.pdf");
-    let png = std::fs::read(dir.path().join("out/block-1.png")).unwrap();
+    assert_eq!(printed["content"][1]["file"], "out/media_kinds-1.png");
+    assert_eq!(printed["content"][2]["file"], "out/media_kinds-2.wav");
+    assert_eq!(printed["content"][5]["file"], "out/media_kinds-3.pdf");
+    let png = std::fs::read(dir.path().join("out/media_kinds-1.png")).unwrap();
     assert_eq!(
         png,
         base64::engine::general_purpose::STANDARD
             .decode(PNG_BASE64)
             .unwrap()
     );
-    // Never over a file that is there.
+    // Never over a file that is there: the next numbers.
+    std::fs::write(dir.path().join("out/media_kinds-2.png"), "kept").unwrap();
     let again = toolhost(&["--save-content", "out", "media_kinds"]);
-    assert!(!again.status.success());
-    assert!(
-        String::from_utf8_lossy(&again.stderr).contains("it must not exist yet"),
-        "{again:?}"
+    assert!(again.status.success(), "{again:?}");
+    let printed: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(printed["content"][1]["file"], "out/media_kinds-3.png");
+    assert_eq!(printed["content"][2]["file"], "out/media_kinds-4.wav");
+    assert_eq!(printed["content"][5]["file"], "out/media_kinds-5.pdf");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out/media_kinds-2.png")).unwrap(),
+        "kept"
     );
 }

@@ -83,6 +83,7 @@ fn read_input(arg: &str, what: &str) -> Result<String> {
 /// [`super::content::printed`] shows them), or its error as JSON.
 async fn call_one(host: &Host, request: CallRequest, save: Option<&Path>) -> Result<ExitCode> {
     let caller = host.caller();
+    let tool = request.tool.clone();
     match host.dispatch_output_as(&caller, request).await {
         Ok(CallOutput::Json(result)) => {
             let pretty = serde_json::from_str::<serde_json::Value>(result.get())
@@ -92,7 +93,7 @@ async fn call_one(host: &Host, request: CallRequest, save: Option<&Path>) -> Res
             Ok(ExitCode::SUCCESS)
         }
         Ok(CallOutput::Content(content)) => {
-            let printed = super::content::printed(&content, save)?;
+            let printed = super::content::printed(&content, &tool, save)?;
             println!("{}", escape::json_pretty(&printed)?);
             Ok(ExitCode::SUCCESS)
         }

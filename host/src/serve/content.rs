@@ -169,39 +169,27 @@ fn response_part(index: usize, block: &Block) -> Value {
         }
         Block::Audio(media) => json!({
             "type": "input_file",
-            "filename": file_name(index, None, &media.mime_type),
+            "filename": file_name(index, &media.mime_type),
             "file_data": data_uri(&media.mime_type, &media.data),
         }),
         Block::Resource(Resource {
-            uri,
             mime_type,
             contents: Err(blob),
+            ..
         }) => json!({
             "type": "input_file",
-            "filename": file_name(index, Some(uri), mime_type),
+            "filename": file_name(index, mime_type),
             "file_data": data_uri(mime_type, blob),
         }),
         other => json!({ "type": "input_text", "text": described(other) }),
     }
 }
 
-/// A file name for block `index`: the last segment of its URI when that is
-/// a plain name, else `block-N` with the MIME type's usual extension.
-pub(crate) fn file_name(index: usize, uri: Option<&str>, mime_type: &str) -> String {
-    let from_uri = uri
-        .and_then(|uri| uri.split(['?', '#']).next())
-        .and_then(|path| path.rsplit('/').next())
-        .filter(|name| {
-            (1..=100).contains(&name.len())
-                && !name.starts_with('.')
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-        });
-    match from_uri {
-        Some(name) => name.to_string(),
-        None => format!("block-{index}.{}", extension(mime_type)),
-    }
+/// A file name for block `index`: `block-N` with the usual extension of its
+/// (checked) MIME type. Never taken from the plugin (a URI's last segment
+/// could name `toolhost.toml` or `index.html`).
+pub(crate) fn file_name(index: usize, mime_type: &str) -> String {
+    format!("block-{index}.{}", extension(mime_type))
 }
 
 /// The usual file extension of a MIME type.

@@ -18,6 +18,7 @@ mod own_missing;
 mod own_races;
 mod params;
 mod proxy;
+mod save_content;
 mod server;
 mod tenants;
 mod tty;

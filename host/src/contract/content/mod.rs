@@ -259,41 +259,54 @@ pub(crate) fn base64_len(n: usize) -> usize {
     n.div_ceil(3) * 4
 }
 
+/// The length of `text` as a JSON string's contents, as clients receive it:
+/// `"`, `\` and the controls with a short escape take 2 bytes, the other C0
+/// controls 6 (`\u0000`), everything else its UTF-8 length.
+pub(crate) fn json_len(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..0x20 => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
 /// The size of a guest's content result as clients receive it: each block's
-/// text and strings, binary data as base64, a fixed overhead per block, and
-/// the structured content's JSON text.
+/// text and strings as JSON-escaped, binary data as base64, a fixed overhead
+/// per block, and the structured content's JSON text.
 pub(crate) fn encoded_size(result: &wit::ToolResult) -> usize {
-    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let opt = |s: &Option<String>| s.as_deref().map_or(0, json_len);
     let blocks: usize = result
         .content
         .iter()
         .map(|block| {
             BLOCK_OVERHEAD
                 + match block {
-                    wit::ContentBlock::Text(text) => text.len(),
+                    wit::ContentBlock::Text(text) => json_len(text),
                     wit::ContentBlock::Image(media) | wit::ContentBlock::Audio(media) => {
-                        base64_len(media.data.len()) + media.mime_type.len()
+                        base64_len(media.data.len()) + json_len(&media.mime_type)
                     }
                     wit::ContentBlock::ResourceLink(link) => {
-                        link.uri.len()
-                            + link.name.len()
+                        json_len(&link.uri)
+                            + json_len(&link.name)
                             + opt(&link.title)
                             + opt(&link.description)
                             + opt(&link.mime_type)
                             + 20
                     }
                     wit::ContentBlock::Resource(resource) => {
-                        resource.uri.len()
+                        json_len(&resource.uri)
                             + opt(&resource.mime_type)
                             + match &resource.contents {
-                                wit::ResourceContents::Text(text) => text.len(),
+                                wit::ResourceContents::Text(text) => json_len(text),
                                 wit::ResourceContents::Blob(blob) => base64_len(blob.len()),
                             }
                     }
                 }
         })
         .sum();
-    blocks + opt(&result.structured)
+    blocks + result.structured.as_ref().map_or(0, String::len)
 }
 
 impl Content {
@@ -452,6 +465,20 @@ impl Block {
             kind,
             mime_type: mime_type.cloned(),
             bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Text counts exactly as serde_json sends it (less the quotes).
+        #[test]
+        fn json_len_is_the_length_serde_json_sends(text in "[\\x00-\\x7f\\u{80}-\\u{10ffff}]{0,64}") {
+            let sent = serde_json::to_string(&text).unwrap().len() - 2;
+            prop_assert_eq!(super::json_len(&text), sent);
         }
     }
 }

@@ -340,7 +340,7 @@ impl PluginVersion {
                 let size = output.encoded_size();
                 if size > limits.max_output {
                     let counted = if output.is_content() {
-                        " (binary data counted as base64)"
+                        " (binary data counted as base64, text as JSON)"
                     } else {
                         ""
                     };

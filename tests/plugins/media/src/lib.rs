@@ -1,8 +1,8 @@
 //! Test guest: tools that return content blocks through the SDK (contract
 //! 0.2.2): an image, every kind of block at once with structured content,
 //! types the host refuses by default (SVG, HTML), an image of any size, a
-//! link to any URI, structured content checked against an output schema,
-//! and icons.
+//! link to any URI, a binary resource at any URI, text of any characters,
+//! structured content checked against an output schema, and icons.
 
 use toolhost_sdk::prelude::*;
 use toolhost_sdk::{Icon, Tool, ToolOutput, ToolSpec};
@@ -92,6 +92,38 @@ fn media_link(args: LinkArgs) -> Result<ResourceLink, ToolError> {
     Ok(ResourceLink::new(args.uri, "the link"))
 }
 
+/// Arguments of `media_blob`.
+#[derive(Deserialize, JsonSchema)]
+struct BlobArgs {
+    /// The resource's URI.
+    uri: String,
+    /// Its MIME type.
+    mime_type: String,
+    /// Its bytes, as text.
+    data: String,
+}
+
+/// Returns a binary resource at the given URI.
+#[tool(toolset = "media", read_only)]
+fn media_blob(args: BlobArgs) -> Result<EmbeddedResource, ToolError> {
+    Ok(EmbeddedResource::blob(args.uri, args.data.into_bytes()).mime_type(args.mime_type))
+}
+
+/// Arguments of `media_text`.
+#[derive(Deserialize, JsonSchema)]
+struct TextArgs {
+    /// The text to repeat.
+    fill: String,
+    /// How many times.
+    count: usize,
+}
+
+/// Returns one text block: `fill` repeated `count` times.
+#[tool(toolset = "media", read_only)]
+fn media_text(args: TextArgs) -> Result<Content, ToolError> {
+    Ok(Content::new().text(args.fill.repeat(args.count)))
+}
+
 /// A hand-written tool whose content result carries structured content
 /// checked against its output schema: `{"mode": "good"}` matches it, `"bad"`
 /// does not, `"none"` gives none.
@@ -128,5 +160,7 @@ export_plugin!(
     media_html,
     media_sized,
     media_link,
+    media_blob,
+    media_text,
     MediaCounted
 );
