@@ -22,11 +22,11 @@ wasmtime::component::bindgen!({
     },
 });
 
+use self::toolhost::plugin::types as old;
 pub(crate) use exports::toolhost::plugin::lifecycle::{
     Guest as LifecycleGuest, GuestIndices as LifecycleIndices,
 };
 pub(crate) use exports::toolhost::plugin::tool::{Guest as ToolGuest, GuestIndices as ToolIndices};
-use self::toolhost::plugin::types as old;
 
 /// A 0.1 manifest in the current types: no tool has a title or an output
 /// schema.
