@@ -40,9 +40,9 @@ fn recording_server() -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, seen)
 }
 
-#[tokio::test]
-async fn a_url_rule_lets_no_other_spelling_of_a_path_through() {
-    let (port, seen) = recording_server();
+/// A server whose `http_request` may fetch only
+/// `http://127.0.0.2:PORT/allowed/*` (a URL parameter rule).
+pub(super) async fn url_rule_server(port: u16) -> Server {
     let config = format!(
         r#"
 default_profile = "p"
@@ -55,6 +55,13 @@ network.allow_hosts = ["127.0.0.2:{port}"]
     );
     let server = Server::start(&config, |_| {}).await;
     server.wait_for_tool(None, "http_request").await;
+    server
+}
+
+#[tokio::test]
+async fn a_url_rule_lets_no_other_spelling_of_a_path_through() {
+    let (port, seen) = recording_server();
+    let server = url_rule_server(port).await;
     let base = format!("http://127.0.0.2:{port}");
     let fine = server
         .call(

@@ -52,18 +52,7 @@ fn redirecting_server() -> (u16, Arc<Mutex<Vec<String>>>) {
 #[tokio::test]
 async fn a_redirect_does_not_lead_out_of_a_url_rule() {
     let (port, served) = redirecting_server();
-    let config = format!(
-        r#"
-default_profile = "p"
-[profiles.p]
-allow = ["network:fetch"]
-network.allow_hosts = ["127.0.0.2:{port}"]
-[profiles.p.tools.http_request.arguments]
-"/url" = ["http://127.0.0.2:{port}/allowed/*"]
-"#
-    );
-    let server = Server::start(&config, |_| {}).await;
-    server.wait_for_tool(None, "http_request").await;
+    let server = super::params::url_rule_server(port).await;
     let base = format!("http://127.0.0.2:{port}");
     // A redirect that stays under the rule is followed.
     let inside = server
