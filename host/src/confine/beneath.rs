@@ -9,8 +9,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 
-/// Most levels of directories removed under one guarded name.
-const MOST_DEPTH: usize = 256;
+/// Most entries removed under one guarded name (a command's planted tree).
+const MOST_REMOVED: usize = 10_000_000;
 
 fn c(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
@@ -38,29 +38,43 @@ pub(super) fn open_root(path: &Path) -> io::Result<OwnedFd> {
 }
 
 /// The directory `name` of `at`, not following a link.
+/// Where the search permission of `at`, or the read permission of a
+/// directory opened to be read, was taken away, they are given back first
+/// (see [`permitted`]).
 fn open_dir(at: RawFd, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let name = c(name)?;
-    // SAFETY: a NUL-terminated name relative to a descriptor of ours.
-    fd_or_error(unsafe {
-        libc::openat(
-            at,
-            name.as_ptr(),
-            flags | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    })
+    let cname = c(name)?;
+    let open = |flags: libc::c_int| {
+        // SAFETY: a NUL-terminated name relative to a descriptor of ours.
+        fd_or_error(unsafe {
+            libc::openat(
+                at,
+                cname.as_ptr(),
+                flags | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        })
+    };
+    match permitted(at, || open(flags)) {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) && flags & libc::O_PATH == 0 => {
+            give_back(open(libc::O_PATH)?.as_raw_fd())?;
+            open(flags)
+        }
+        done => done,
+    }
 }
 
 /// The status of `name` in `at`, a last link not followed.
 pub(super) fn lstat(at: RawFd, name: &OsStr) -> io::Result<libc::stat> {
     let name = c(name)?;
-    // SAFETY: fills a zeroed stat from a NUL-terminated name.
-    unsafe {
-        let mut stat: libc::stat = std::mem::zeroed();
-        if libc::fstatat(at, name.as_ptr(), &mut stat, libc::AT_SYMLINK_NOFOLLOW) < 0 {
-            return Err(io::Error::last_os_error());
+    permitted(at, || {
+        // SAFETY: fills a zeroed stat from a NUL-terminated name.
+        unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            if libc::fstatat(at, name.as_ptr(), &mut stat, libc::AT_SYMLINK_NOFOLLOW) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(stat)
         }
-        Ok(stat)
-    }
+    })
 }
 
 fn is(stat: &libc::stat, kind: libc::mode_t) -> bool {
@@ -107,55 +121,178 @@ pub(super) fn parent(root: &OwnedFd, rel: &Path) -> io::Result<Parent> {
 /// The text of the link `name` in `at`.
 pub(super) fn readlink(at: RawFd, name: &OsStr) -> io::Result<PathBuf> {
     let name = c(name)?;
-    let mut buffer = vec![0u8; libc::PATH_MAX as usize + 1];
-    // SAFETY: reads at most the buffer's length into it.
-    let read =
-        unsafe { libc::readlinkat(at, name.as_ptr(), buffer.as_mut_ptr().cast(), buffer.len()) };
-    if read < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    buffer.truncate(read as usize);
-    Ok(PathBuf::from(OsString::from_vec(buffer)))
+    permitted(at, || {
+        let mut buffer = vec![0u8; libc::PATH_MAX as usize + 1];
+        // SAFETY: reads at most the buffer's length into it.
+        let read = unsafe {
+            libc::readlinkat(at, name.as_ptr(), buffer.as_mut_ptr().cast(), buffer.len())
+        };
+        if read < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        buffer.truncate(read as usize);
+        Ok(PathBuf::from(OsString::from_vec(buffer)))
+    })
 }
 
 /// Makes `name` in `at` a symbolic link with `text`.
 pub(super) fn symlink(text: &Path, at: RawFd, name: &OsStr) -> io::Result<()> {
     let (text, name) = (c(text.as_os_str())?, c(name)?);
-    // SAFETY: two NUL-terminated strings and a descriptor of ours.
-    if unsafe { libc::symlinkat(text.as_ptr(), at, name.as_ptr()) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    permitted(at, || {
+        // SAFETY: two NUL-terminated strings and a descriptor of ours.
+        if unsafe { libc::symlinkat(text.as_ptr(), at, name.as_ptr()) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    })
 }
 
 /// Removes `name` in `at` and, for a directory, all it holds, never
-/// following a link.
+/// following a link. A directory is first renamed out of its name (one
+/// step, whatever it holds), then emptied without recursion: what lies
+/// deeper is moved up, so no depth or breadth stops it. A directory of
+/// toolhost's user that a command made unsearchable or read-only is given
+/// back its owner's permissions first.
 pub(super) fn remove(at: RawFd, name: &OsStr) -> io::Result<()> {
-    remove_at(at, name, 0)
+    let stat = lstat(at, name)?;
+    if !is(&stat, libc::S_IFDIR) {
+        return unlink(at, name, 0);
+    }
+    let aside = aside_name();
+    rename(at, name, at, &aside)?;
+    purge(at, &aside)
 }
 
-fn remove_at(at: RawFd, name: &OsStr, depth: usize) -> io::Result<()> {
-    let stat = lstat(at, name)?;
+/// A name no command chose, for a directory being removed.
+fn aside_name() -> OsString {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let next = NEXT.fetch_add(1, Ordering::Relaxed);
+    OsString::from(format!(".toolhost-removed.{}.{next}", std::process::id()))
+}
+
+/// Removes the directory `name` of `at`, which toolhost just named.
+fn purge(at: RawFd, name: &OsStr) -> io::Result<()> {
+    let top = open_dir(at, name, libc::O_RDONLY)?;
+    let top_fd = top.as_raw_fd();
+    let mut removed = 0usize;
+    loop {
+        let names = entries(top_fd)?;
+        if names.is_empty() {
+            break;
+        }
+        for entry in names {
+            removed += 1;
+            if removed > MOST_REMOVED {
+                return Err(io::Error::other(format!(
+                    "more than {MOST_REMOVED} entries to remove"
+                )));
+            }
+            let stat = match lstat(top_fd, &entry) {
+                Ok(stat) => stat,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(e) => return Err(e),
+            };
+            if !is(&stat, libc::S_IFDIR) {
+                unlink(top_fd, &entry, 0)?;
+                continue;
+            }
+            if unlink(top_fd, &entry, libc::AT_REMOVEDIR).is_ok() {
+                continue;
+            }
+            // What it holds moves up beside it: files removed, directories
+            // renamed into the top, each emptied in a later round.
+            let dir = open_dir(top_fd, &entry, libc::O_RDONLY)?;
+            for inner in entries(dir.as_raw_fd())? {
+                let stat = lstat(dir.as_raw_fd(), &inner)?;
+                if is(&stat, libc::S_IFDIR) {
+                    rename(dir.as_raw_fd(), &inner, top_fd, &aside_name())?;
+                } else {
+                    unlink(dir.as_raw_fd(), &inner, 0)?;
+                }
+            }
+        }
+    }
+    unlink(at, name, libc::AT_REMOVEDIR)
+}
+
+/// `unlinkat(at, name, flags)`, given back permission to once.
+fn unlink(at: RawFd, name: &OsStr, flags: libc::c_int) -> io::Result<()> {
     let cname = c(name)?;
-    if !is(&stat, libc::S_IFDIR) {
+    permitted(at, || {
         // SAFETY: a NUL-terminated name relative to a descriptor of ours.
-        return match unsafe { libc::unlinkat(at, cname.as_ptr(), 0) } {
+        match unsafe { libc::unlinkat(at, cname.as_ptr(), flags) } {
             0 => Ok(()),
             _ => Err(io::Error::last_os_error()),
+        }
+    })
+}
+
+/// Renames `name` of `at` to `to` of `into`, never over what is there.
+fn rename(at: RawFd, name: &OsStr, into: RawFd, to: &OsStr) -> io::Result<()> {
+    let (cname, cto) = (c(name)?, c(to)?);
+    let once = || {
+        // SAFETY: NUL-terminated names relative to descriptors of ours.
+        let done = unsafe {
+            libc::renameat2(at, cname.as_ptr(), into, cto.as_ptr(), libc::RENAME_NOREPLACE)
         };
+        if done == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINVAL) {
+            return Err(error);
+        }
+        // A filesystem without RENAME_NOREPLACE: `to` is a name of
+        // toolhost's, not there.
+        // SAFETY: as above.
+        match unsafe { libc::renameat(at, cname.as_ptr(), into, cto.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
+    };
+    permitted(at, || permitted(into, once))
+}
+
+/// `act` in the directory `dir`; where that was refused, the directory
+/// is given back its owner's read, write and search permission (it is
+/// toolhost's user's: a command running as that user took them away) and
+/// `act` tried once more.
+fn permitted<T>(dir: RawFd, act: impl Fn() -> io::Result<T>) -> io::Result<T> {
+    match act() {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+            give_back(dir)?;
+            act()
+        }
+        done => done,
     }
-    if depth >= MOST_DEPTH {
-        return Err(io::Error::other("directories nested too deep to remove"));
+}
+
+/// Gives the directory `dir` (a descriptor, `O_PATH` or not) back its
+/// owner's read, write and search permission, if it is toolhost's user's.
+fn give_back(dir: RawFd) -> io::Result<()> {
+    // SAFETY: fills a zeroed stat of a descriptor of ours.
+    let stat = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstat(dir, &mut stat) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        stat
+    };
+    // SAFETY: geteuid cannot fail.
+    if !is(&stat, libc::S_IFDIR) || stat.st_uid != unsafe { libc::geteuid() } {
+        return Err(io::Error::from_raw_os_error(libc::EACCES));
     }
-    let dir = open_dir(at, name, libc::O_RDONLY)?;
-    for entry in entries(dir.as_raw_fd())? {
-        remove_at(dir.as_raw_fd(), &entry, depth + 1)?;
+    // The descriptor's own file, whatever its path now (`fchmod` takes no
+    // `O_PATH` descriptor).
+    let path = c(OsStr::new(&format!("/proc/self/fd/{dir}")))?;
+    let mode = (stat.st_mode & 0o7777) | 0o700;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::chmod(path.as_ptr(), mode) } < 0 {
+        return Err(io::Error::last_os_error());
     }
-    // SAFETY: as above.
-    match unsafe { libc::unlinkat(at, cname.as_ptr(), libc::AT_REMOVEDIR) } {
-        0 => Ok(()),
-        _ => Err(io::Error::last_os_error()),
-    }
+    tracing::warn!(mode = format!("{mode:o}"), "gave a directory in a grant back its owner's permissions to guard repository metadata");
+    Ok(())
 }
 
 /// The names in the open directory `fd` (but `.` and `..`).
@@ -193,21 +330,12 @@ fn entries(fd: RawFd) -> io::Result<Vec<OsString>> {
 /// most `cap` bytes; `Ok(None)` where it is missing or not a regular file;
 /// `Err` past the cap.
 pub(super) fn read_small(path: &Path, cap: u64) -> Result<Option<String>, String> {
-    use std::os::unix::fs::OpenOptionsExt;
     let Ok(real) = path.canonicalize() else {
         return Ok(None);
     };
-    let Ok(mut file) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(&real)
-    else {
+    let Some(mut file) = open_regular(&real) else {
         return Ok(None);
     };
-    match file.metadata() {
-        Ok(meta) if meta.is_file() => {}
-        _ => return Ok(None),
-    }
     let mut bytes = Vec::new();
     let read = (&mut file).take(cap + 1).read_to_end(&mut bytes);
     if bytes.len() as u64 > cap {
@@ -220,6 +348,43 @@ pub(super) fn read_small(path: &Path, cap: u64) -> Result<Option<String>, String
     Ok(read
         .ok()
         .map(|_| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// The regular file `path` opened to be read, looked at first without
+/// opening it (`O_PATH`): opening a device reaches its driver, which may act
+/// on it (a watchdog, a tape), and opening a FIFO waits.
+fn open_regular(path: &Path) -> Option<std::fs::File> {
+    let cpath = c(path.as_os_str()).ok()?;
+    // SAFETY: a NUL-terminated path; the result is checked.
+    let found = fd_or_error(unsafe {
+        libc::open(
+            cpath.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    })
+    .ok()?;
+    // SAFETY: fills a zeroed stat of a descriptor of ours.
+    let stat = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        (libc::fstat(found.as_raw_fd(), &mut stat) == 0).then_some(stat)?
+    };
+    if !is(&stat, libc::S_IFREG) {
+        return None;
+    }
+    // The same file, opened through its descriptor.
+    let again = c(OsStr::new(&format!("/proc/self/fd/{}", found.as_raw_fd()))).ok()?;
+    // SAFETY: a NUL-terminated path; the result is checked.
+    let opened = fd_or_error(unsafe {
+        libc::open(
+            again.as_ptr(),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC,
+        )
+    })
+    .ok()?;
+    let file = std::fs::File::from(opened);
+    let meta = file.metadata().ok()?;
+    use std::os::unix::fs::MetadataExt;
+    (meta.is_file() && (meta.dev(), meta.ino()) == (stat.st_dev, stat.st_ino)).then_some(file)
 }
 
 #[cfg(test)]

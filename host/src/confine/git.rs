@@ -34,8 +34,16 @@ const WORKTREE_KEPT: &[&str] = &["commondir", "gitdir", "config.worktree"];
 const MOST_REPOSITORIES: usize = 512;
 
 /// Most configuration files read for one repository (its own and the
-/// user's, and what they include).
-const MOST_CONFIGS: usize = 16;
+/// user's, and what they include); past it the command is refused.
+const MOST_CONFIGS: usize = 64;
+
+/// Most paths one configuration file may name (`include.path`,
+/// `includeIf.*.path`, `core.hooksPath`); past it the command is refused.
+const MOST_NAMED: usize = 64;
+
+/// Most paths one plan keeps; past it the command is refused rather than
+/// planned for long.
+const MOST_KEPT: usize = 16_384;
 
 /// Largest metadata file read (a configuration, a `gitdir:` file, a
 /// `commondir`): git's own are a few kilobytes.
@@ -112,7 +120,11 @@ impl Walk<'_> {
             }
         }
         let work_tree = dot_git.parent().unwrap_or(dot_git);
-        self.keep_named(&configs, work_tree)
+        self.keep_named(&configs, work_tree)?;
+        match self.refused.take() {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
     }
 
     /// Keeps `names` of the git directory `dir` (symlinks resolved).
@@ -137,6 +149,9 @@ impl Walk<'_> {
         let Some(root) = self.root_of(path).map(Path::to_path_buf) else {
             return;
         };
+        if let Some(why) = super::guard::unsettled(path) {
+            self.refused.get_or_insert(why);
+        }
         if let Some(parent) = path.parent() {
             self.pin_between(&root, parent);
         }
@@ -173,6 +188,9 @@ impl Walk<'_> {
         let Some(root) = self.root_of(path).map(Path::to_path_buf) else {
             return;
         };
+        if let Some(why) = super::guard::unsettled(path) {
+            self.refused.get_or_insert(why);
+        }
         if let Some(parent) = path.parent() {
             self.pin_between(&root, parent);
         }
@@ -238,16 +256,30 @@ impl Walk<'_> {
             .collect();
         let mut read = 0;
         while let Some(file) = queue.pop() {
-            read += 1;
-            if read > MOST_CONFIGS {
-                break;
-            }
             // Only regular files, within a size: a command's repository
             // may include a device or a FIFO.
             let Some(text) = read_small(&file, MOST_BYTES)? else {
                 continue;
             };
+            read += 1;
+            if read > MOST_CONFIGS {
+                return Err(format!(
+                    "{} is one of more than {MOST_CONFIGS} git configuration files that \
+                     include each other, more than toolhost follows to keep what they name; \
+                     include fewer files",
+                    crate::escape::escape(&file.to_string_lossy())
+                ));
+            }
             let named = named_paths(&text);
+            if named.includes.len() + named.hooks.len() > MOST_NAMED {
+                return Err(format!(
+                    "{} names more than {MOST_NAMED} paths to include or to take hooks from, \
+                     more than toolhost keeps for one git configuration; remove the extra \
+                     include.path and core.hooksPath entries or take the repository out of \
+                     the writable grants",
+                    crate::escape::escape(&file.to_string_lossy())
+                ));
+            }
             let base = file.parent().unwrap_or(Path::new("/"));
             for include in named.includes {
                 if let Some(path) = expand(&include, base, home.as_deref()) {
@@ -261,6 +293,13 @@ impl Walk<'_> {
                     let path = self.follow(&path);
                     self.keep(&path);
                 }
+            }
+            if self.mounts.guard.len() > MOST_KEPT {
+                return Err(format!(
+                    "the repositories in the writable grants name more than {MOST_KEPT} paths \
+                     to keep (the last read from {}); grant smaller directories to commands",
+                    crate::escape::escape(&file.to_string_lossy())
+                ));
             }
         }
         Ok(())

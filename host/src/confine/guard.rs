@@ -15,6 +15,24 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::beneath::{self, Parent};
 
+/// Kept paths of this process's guards that something was planted at and
+/// could not be put back: no later plan takes them in as the owner's.
+static UNSETTLED: Mutex<std::collections::BTreeSet<PathBuf>> =
+    Mutex::new(std::collections::BTreeSet::new());
+
+/// Why `path`, which a plan would keep as it finds it, must not be: a
+/// guard could not put back what a command planted there.
+pub(super) fn unsettled(path: &Path) -> Option<String> {
+    let unsettled = UNSETTLED.lock().unwrap_or_else(|e| e.into_inner());
+    unsettled.contains(path).then(|| {
+        format!(
+            "{} was planted by a command and could not be taken away (see the log); commands \
+             are refused until it is removed",
+            crate::escape::escape(&path.to_string_lossy())
+        )
+    })
+}
+
 /// What ends a sandbox whose guard saw a change, told why.
 pub(crate) type End = Box<dyn Fn(&str) + Send + Sync>;
 
@@ -25,6 +43,8 @@ pub(crate) type End = Box<dyn Fn(&str) + Send + Sync>;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Guard {
     kept: Vec<(PathBuf, Kept)>,
+    /// The paths of `kept`, to find one at once.
+    known: std::collections::HashSet<PathBuf>,
     roots: Roots,
 }
 
@@ -88,13 +108,18 @@ impl Guard {
             let fd = beneath::open_root(root).ok().map(Arc::new);
             self.roots.0.push((root.to_path_buf(), fd));
         }
-        if !self.kept.iter().any(|(known, _)| *known == path) {
+        if self.known.insert(path.clone()) {
             self.kept.push((path, kept));
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.kept.is_empty()
+    }
+
+    /// How many paths are kept.
+    pub(super) fn len(&self) -> usize {
+        self.kept.len()
     }
 
     /// Puts back every guarded path that changed: removes what appeared,
@@ -179,6 +204,17 @@ impl Guard {
                     }
                 }
             };
+            let mut unsettled = UNSETTLED.lock().unwrap_or_else(|e| e.into_inner());
+            match &what {
+                Some(Some(_)) if *kept != Kept::Absent || self.is_there(path) => {
+                    unsettled.insert(path.clone());
+                }
+                Some(Some(_)) => {}
+                _ => {
+                    unsettled.remove(path);
+                }
+            }
+            drop(unsettled);
             if let Some(failed) = what {
                 if let Some(error) = &failed {
                     tracing::warn!(path = %path.display(), %error, "could not put back repository metadata");
@@ -197,6 +233,18 @@ impl Guard {
             changed.join(", ")
         );
         (Err(undone), replaced)
+    }
+
+    /// Whether something is at `path` (or it cannot be told).
+    fn is_there(&self, path: &Path) -> bool {
+        match self.find(path) {
+            Found::At(dir, name) => !matches!(
+                beneath::lstat(dir.as_raw_fd(), name.as_os_str()),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT)
+            ),
+            Found::Missing => false,
+            Found::LinkRemoved(_) | Found::Unknown(_) => true,
+        }
     }
 
     /// The directories whose entries hold the guarded paths, or where

@@ -141,11 +141,15 @@ fn add_grants(
             .collect(),
         roots: grants.iter().map(|(_, real, _)| real.clone()).collect(),
         read,
+        refused: None,
     };
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;
     }
     walk.other_names()?;
+    if let Some(why) = walk.refused.take() {
+        return Err(why);
+    }
     for pattern in profile.paths.deny_patterns() {
         // A deny rule naming one path outside the walked grants (a file in
         // `terminal.read`, say) is masked too.

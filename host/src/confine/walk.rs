@@ -33,6 +33,8 @@ pub(super) struct Walk<'a> {
     pub(super) roots: Vec<PathBuf>,
     /// `terminal.read`, symlinks resolved.
     pub(super) read: Vec<PathBuf>,
+    /// Why a path met while keeping a repository refuses the command.
+    pub(super) refused: Option<String>,
 }
 
 impl Walk<'_> {
@@ -53,8 +55,17 @@ impl Walk<'_> {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
                 return Err(format!("{}: {MOVED} ({e})", real.display()));
             }
-            Err(e) if out_of_reach(real, writable, &e) => return Ok(()),
-            Err(e) => return Err(unlisted(real, &e)),
+            Err(e) => {
+                return match out_of_reach(real, writable, &e) {
+                    Reach::None => Ok(()),
+                    // Names inside are reachable if known: hidden whole.
+                    Reach::Search => {
+                        self.mounts.mask(real);
+                        Ok(())
+                    }
+                    Reach::Owner => Err(unlisted(real, &e)),
+                };
+            }
         };
         // Listed whole before anything is planned from it.
         let mut listed = Vec::new();
@@ -65,7 +76,8 @@ impl Walk<'_> {
         }
         // A git directory other than `.git` (a bare repository, a separate
         // git directory), known by what it holds, as git knows it.
-        if writable && real.file_name().is_some_and(|name| name != ".git") && is_git_dir(&listed) {
+        if writable && real.file_name().is_some_and(|name| name != ".git") && is_git_dir(real, &listed)
+        {
             self.protect_git(real)?;
         }
         for (name, file_type) in listed {
@@ -84,14 +96,15 @@ impl Walk<'_> {
             let denied = rules.denies_entry(&real_path).is_some()
                 || (written_path != real_path && rules.denies_entry(&written_path).is_some());
             if denied {
-                if !file_type.is_symlink() {
+                if file_type.is_symlink() {
+                    self.mask_target(&real_path);
+                } else {
                     self.mounts.mask(&real_path);
                 }
-                if file_type.is_file()
-                    && let Ok(meta) = real_path.symlink_metadata()
-                    && meta.nlink() > 1
-                {
-                    self.linked.push((meta.dev(), meta.ino()));
+                if file_type.is_file() {
+                    self.note_linked(&real_path);
+                } else if file_type.is_dir() {
+                    self.look_inside(&real_path, writable)?;
                 }
                 continue;
             }
@@ -107,6 +120,88 @@ impl Walk<'_> {
 }
 
 impl Walk<'_> {
+    /// Masks what the denied symbolic link `link` leads to, where a grant
+    /// or `terminal.read` shows it: what is written through the denied
+    /// name lands there. A link that leads nowhere yet is watched where it
+    /// would lead, so that a plan made before that appears is not used
+    /// after.
+    fn mask_target(&mut self, link: &Path) {
+        let shown = |path: &Path| {
+            self.roots
+                .iter()
+                .chain(&self.read)
+                .any(|root| path.starts_with(root))
+        };
+        match link.canonicalize() {
+            Ok(target) => {
+                if shown(&target) {
+                    self.mounts.mask(&target);
+                    if target.is_file() {
+                        self.note_linked(&target);
+                    }
+                }
+            }
+            Err(_) => {
+                if let Some(target) = dangling(link)
+                    && shown(&target)
+                    && let Some(watch) = self.watch.as_deref_mut()
+                {
+                    watch.target(&target);
+                }
+            }
+        }
+    }
+
+    /// Notes the regular file `path` if it has more than one name, so
+    /// that [`Self::other_names`] masks the others.
+    fn note_linked(&mut self, path: &Path) {
+        if let Ok(meta) = path.symlink_metadata()
+            && meta.is_file()
+            && meta.nlink() > 1
+        {
+            self.linked.push((meta.dev(), meta.ino()));
+        }
+    }
+
+    /// Looks inside the denied directory `dir` (masked whole, so not
+    /// walked) for what is reached under other names: regular files with
+    /// more than one name, and what symbolic links in it lead to.
+    fn look_inside(&mut self, dir: &Path, writable: bool) -> Result<(), String> {
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+                    return Err(format!("{}: {MOVED} ({e})", dir.display()));
+                }
+                Err(e) => match out_of_reach(&dir, writable, &e) {
+                    Reach::None | Reach::Search => continue,
+                    Reach::Owner => return Err(unlisted(&dir, &e)),
+                },
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| unlisted(&dir, &e))?;
+                let file_type = entry.file_type().map_err(|e| unlisted(&dir, &e))?;
+                self.entries += 1;
+                if self.entries > MAX_ENTRIES {
+                    return Err(format!(
+                        "the granted directories hold more than {MAX_ENTRIES} entries, too many \
+                         to find every path file.deny masks; grant smaller directories to commands"
+                    ));
+                }
+                let path = entry.path();
+                if file_type.is_dir() {
+                    stack.push(path);
+                } else if file_type.is_symlink() {
+                    self.mask_target(&path);
+                } else if file_type.is_file() {
+                    self.note_linked(&path);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Masks every other name in the grants of a denied file with more
     /// than one (a hard link made to read it by another name). Only where
     /// there is such a file: this walk looks at each file's inode.
@@ -142,30 +237,110 @@ impl Walk<'_> {
     }
 }
 
-/// Whether `listed` are the entries of a git directory: `HEAD`, `objects/`
-/// and `refs/`.
-fn is_git_dir(listed: &[(std::ffi::OsString, std::fs::FileType)]) -> bool {
-    let has = |name: &str, dir: bool| {
-        listed
-            .iter()
-            .any(|(found, kind)| found == name && (!dir || kind.is_dir()))
-    };
-    has("HEAD", false) && has("objects", true) && has("refs", true)
+/// Whether `dir`, whose entries are `listed`, is a git directory: git's
+/// own marks (`objects/` and `refs/`, through links as git follows them,
+/// with or without `HEAD`, which git needs but a command may take away
+/// for one plan and put back), or a configuration git wrote
+/// (`[core] repositoryformatversion`). A repository once kept has that
+/// configuration read-only, so a command cannot take every mark away.
+fn is_git_dir(dir: &Path, listed: &[(std::ffi::OsString, std::fs::FileType)]) -> bool {
+    let has = |name: &str| listed.iter().any(|(found, _)| found == name);
+    let is_dir = |name: &str| has(name) && dir.join(name).metadata().is_ok_and(|m| m.is_dir());
+    if (is_dir("objects") && is_dir("refs")) || (has("HEAD") && (is_dir("objects") || is_dir("refs"))) {
+        return true;
+    }
+    has("config")
+        && super::beneath::read_small(&dir.join("config"), 1 << 20)
+            .ok()
+            .flatten()
+            .is_some_and(|text| wrote_by_git(&text))
 }
 
-/// Whether the directory `path`, which could not be listed (`error`), is
-/// one no command can read or make readable either: in a read-only grant
-/// (a mode change there is refused), or, as a user other than root,
-/// owned by another user. A directory of toolhost's user in a writable
-/// grant is not: a command could have made it unreadable, to hide it from
-/// the plan, and make it readable again.
-fn out_of_reach(path: &Path, writable: bool, error: &std::io::Error) -> bool {
+/// Whether a configuration's text has git's `[core]` section with
+/// `repositoryformatversion`, which `git init` writes.
+fn wrote_by_git(text: &str) -> bool {
+    let mut core = false;
+    for line in text.lines() {
+        let line = line.trim().to_ascii_lowercase();
+        if let Some(header) = line.strip_prefix('[') {
+            core = header.starts_with("core") && header[4..].starts_with([']', ' ', '\t']);
+        } else if core && line.starts_with("repositoryformatversion") {
+            return true;
+        }
+    }
+    false
+}
+
+/// Where the denied link `link`, which leads nowhere, would lead: its
+/// links followed while they exist, the last name's directory resolved.
+fn dangling(link: &Path) -> Option<PathBuf> {
+    let mut path = link.to_path_buf();
+    for _ in 0..40 {
+        let text = std::fs::read_link(&path).ok()?;
+        let parent = path.parent()?.canonicalize().ok()?;
+        let next = normalize(&parent.join(text));
+        match next.symlink_metadata() {
+            Ok(meta) if meta.file_type().is_symlink() => path = next,
+            Ok(_) => return None,
+            Err(_) => {
+                let dir = next.parent()?.canonicalize().ok()?;
+                return Some(dir.join(next.file_name()?));
+            }
+        }
+    }
+    None
+}
+
+/// `path` with `.` and `..` taken out lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(name) => out.push(name),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Who may reach into a directory the walk could not list.
+enum Reach {
+    /// No command: it is passed over.
+    None,
+    /// Commands may search it (a name inside is reachable if known): it
+    /// is masked whole.
+    Search,
+    /// Its owner, toolhost's user, could make it readable: the command is
+    /// refused.
+    Owner,
+}
+
+/// Who may reach into the directory `path`, which could not be listed
+/// (`error`). In a read-only grant (a mode change there is refused), or,
+/// as a user other than root, owned by another user, no command can make
+/// it readable: it is passed over if commands (which run as toolhost's
+/// user there) cannot search it either, else masked whole. A directory of
+/// toolhost's user in a writable grant is not: a command could have made
+/// it unreadable, to hide it from the plan, and make it readable again.
+fn out_of_reach(path: &Path, writable: bool, error: &std::io::Error) -> Reach {
     if !matches!(error.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
-        return false;
+        return Reach::Owner;
     }
     // SAFETY: geteuid cannot fail.
     let euid = unsafe { libc::geteuid() };
-    !writable || (euid != 0 && path.symlink_metadata().is_ok_and(|m| m.uid() != euid))
+    let theirs = euid != 0 && path.symlink_metadata().is_ok_and(|m| m.uid() != euid);
+    if writable && !theirs {
+        return Reach::Owner;
+    }
+    let searchable = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .is_ok_and(|c| {
+            // SAFETY: a NUL-terminated path.
+            unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
+        });
+    if searchable { Reach::Search } else { Reach::None }
 }
 
 /// Why the command is refused when `dir` of a grant could not be listed.

@@ -65,6 +65,9 @@ pub(crate) struct Watch {
     /// Paths kept as they were (repository metadata, see [`super::git`]),
     /// whose directories are watched.
     kept: HashSet<PathBuf>,
+    /// Where denied links that lead nowhere would lead (see
+    /// [`super::walk`]), whose directories are watched.
+    targets: HashSet<PathBuf>,
     /// Why something could not be watched, if it could not.
     broken: Option<String>,
 }
@@ -87,6 +90,7 @@ impl Watch {
             dirs: HashMap::new(),
             files: HashSet::new(),
             kept: HashSet::new(),
+            targets: HashSet::new(),
             broken: None,
         })
     }
@@ -114,6 +118,14 @@ impl Watch {
         if let Some(parent) = path.parent() {
             self.dir(parent, parent);
             self.kept.insert(path.to_path_buf());
+        }
+    }
+
+    /// Watches for `path`, where a denied link leads, appearing.
+    pub(crate) fn target(&mut self, path: &Path) {
+        if let Some(parent) = path.parent() {
+            self.dir(parent, parent);
+            self.targets.insert(path.to_path_buf());
         }
     }
 
@@ -238,6 +250,13 @@ impl Watch {
         let name = std::ffi::OsStr::from_bytes(name);
         if name == ".git" || self.kept.contains(&real.join(name)) {
             return Some(("repository metadata appeared or went", true));
+        }
+        if self.targets.contains(&real.join(name)) {
+            return Some(("what a denied link leads to appeared or went", true));
+        }
+        // What makes a directory a git directory (see `walk::is_git_dir`).
+        if name == "HEAD" || name == "config" {
+            return Some(("a file that marks a git directory appeared or went", false));
         }
         let rules = &profile.paths;
         if rules.denies_entry(&real.join(name)).is_some()

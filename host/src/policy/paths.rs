@@ -3,6 +3,7 @@
 
 mod confinement;
 mod lexical;
+mod reached;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 pub use confinement::Confinement;
 pub(crate) use confinement::value_allowed;
 pub use lexical::{Access, normalize};
+pub use reached::Identities;
 
 use super::own::{OwnPath, OwnPaths, Protection};
 

@@ -285,3 +285,175 @@ async fn a_bare_repository_keeps_its_hooks_and_configuration() {
     .await;
     assert!(work.contains("pushed"), "{work}");
 }
+
+#[tokio::test]
+async fn a_bare_repository_stays_kept_while_a_command_changes_what_marks_it() {
+    let outside = tempfile::tempdir().unwrap();
+    let home = outside.path();
+    let mark = home.join("ran");
+    for (strip, restore) in [
+        ("mv refs refs.d && ln -s refs.d refs", ""),
+        ("cat HEAD > ../HEAD.saved && rm HEAD", "cp ../HEAD.saved HEAD && "),
+        // `objects` holds a kept path, so it stays; the rest can go.
+        (
+            "mv refs r.d && mv HEAD H.d",
+            "mv r.d refs && mv H.d HEAD && ",
+        ),
+    ] {
+        let ws = Workspace::new(bundled);
+        let bare = ws.join("remote.git");
+        let clone = home.join("clone");
+        let _ = std::fs::remove_dir_all(&clone);
+        let (bare_s, clone_s) = (bare.to_str().unwrap(), clone.to_str().unwrap());
+        owner_git(home, &["init", "-q", "--bare", bare_s]);
+        owner_git(home, &["clone", "-q", bare_s, clone_s]);
+        let push = || {
+            owner_git(home, &["-C", clone_s, "commit", "-q", "--allow-empty", "-m", "x"]);
+            owner_git(home, &["-C", clone_s, "push", "-q", "origin", "HEAD"])
+        };
+        assert!(push().status.success());
+        let host = ws.host(WRITABLE).await;
+        let stripped = run(&host, &format!("cd remote.git && {strip} && echo stripped")).await;
+        assert!(stripped.contains("stripped"), "{stripped}");
+        let planted = run(
+            &host,
+            &format!(
+                "cd remote.git && {restore}printf '#!/bin/sh\\ntouch {}\\n' > hooks/post-receive \
+                 && chmod +x hooks/post-receive && echo planted",
+                mark.display()
+            ),
+        )
+        .await;
+        let pushed = push();
+        assert!(
+            !mark.exists(),
+            "after `{strip}`, the owner's push ran a planted hook ({planted}; {pushed:?})"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_planted_tree_of_any_depth_is_taken_away_whole() {
+    let outside = tempfile::tempdir().unwrap();
+    let home = outside.path();
+    let mark = home.join("ran");
+    for linked in [false, true] {
+        let ws = Workspace::new(bundled);
+        let proj = ws.join("proj");
+        owner_git(home, &["init", "-q", proj.to_str().unwrap()]);
+        std::fs::remove_dir_all(proj.join(".git/hooks")).unwrap();
+        if linked {
+            ws.mkdir("proj/tools/hooks");
+            std::os::unix::fs::symlink("../tools/hooks", proj.join(".git/hooks")).unwrap();
+        }
+        let host = ws.host(WRITABLE).await;
+        let planted = run(
+            &host,
+            &format!(
+                "cd proj/.git && python3 - <<'PY'
+import ctypes, os
+os.mkdir('stage')
+for c in range(40):
+    p = 'stage/d%02d' % c
+    os.mkdir(p)
+    for i in range(300):
+        p += '/d'; os.mkdir(p)
+with open('stage/pre-commit', 'w') as f: f.write('#!/bin/sh\\ntouch {}\\n')
+os.chmod('stage/pre-commit', 0o755)
+if os.path.islink('hooks'):
+    libc = ctypes.CDLL(None, use_errno=True)
+    print('exchanged', libc.renameat2(-100, b'stage', -100, b'hooks', 2))
+else:
+    os.rename('stage', 'hooks')
+print('planted')
+PY",
+                mark.display()
+            ),
+        )
+        .await;
+        run(&host, "ls proj/.git/hooks | head -3").await;
+        owner_git(home, &["-C", proj.to_str().unwrap(), "commit", "-q", "--allow-empty", "-m", "x"]);
+        assert!(
+            !mark.exists(),
+            "the owner's commit ran a hook planted in a deep tree (linked: {linked}): {planted}"
+        );
+        if linked {
+            assert_eq!(
+                std::fs::read_link(proj.join(".git/hooks")).ok(),
+                Some("../tools/hooks".into())
+            );
+        }
+    }
+}
+
+#[test]
+fn a_configuration_naming_many_includes_stops_no_command_for_long() {
+    let ws = Workspace::new(bundled);
+    ws.write(
+        "toolhost.toml",
+        format!("default_profile = \"p\"\naudit = \"off\"\n[profiles.p]\n{WRITABLE}"),
+    );
+    let planted = call_bounded(
+        &ws,
+        "mkdir -p r/.git/objects r/.git/refs && echo 'ref: refs/heads/main' > r/.git/HEAD \
+         && python3 -c '
+with open(\"r/.git/config\", \"w\") as f:
+    f.write(\"[include]\\n\")
+    for i in range(40000): f.write(\"path=i%06d\\n\" % i)
+' && echo planted",
+        Duration::from_secs(60),
+    );
+    assert!(planted.as_ref().is_ok_and(|out| out.contains("planted")), "{planted:?}");
+    let start = Instant::now();
+    let next = call_bounded(&ws, "echo next", Duration::from_secs(20));
+    let took = start.elapsed();
+    let next = next.unwrap_or_else(|e| panic!("the next command was planned too long: {e}"));
+    assert!(took < Duration::from_secs(10), "the next command took {took:?}: {next}");
+    // Refused with the file and the limit named, or run.
+    assert!(
+        next.contains("next") || (next.contains("r/.git/config") && next.contains("include")),
+        "{next}"
+    );
+}
+
+#[test]
+fn the_planner_opens_no_device_a_repository_includes() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: making a device node to watch needs root");
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let node = outside.path().join("zero");
+    let c_node = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path; a character device like /dev/zero.
+    let made = unsafe { libc::mknod(c_node.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 5)) };
+    assert_eq!(made, 0, "mknod: {}", std::io::Error::last_os_error());
+    // SAFETY: a new inotify descriptor, closed at the end.
+    let inotify = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    assert!(inotify >= 0);
+    // SAFETY: a NUL-terminated path and the descriptor above.
+    assert!(unsafe { libc::inotify_add_watch(inotify, c_node.as_ptr(), libc::IN_OPEN) } >= 0);
+    let ws = Workspace::new(bundled);
+    ws.write(
+        "toolhost.toml",
+        format!("default_profile = \"p\"\naudit = \"off\"\n[profiles.p]\n{WRITABLE}"),
+    );
+    let planted = call_bounded(
+        &ws,
+        &format!(
+            "mkdir -p z/.git && printf '[include]\\n\\tpath = {}\\n' > z/.git/config && echo planted",
+            node.display()
+        ),
+        Duration::from_secs(60),
+    );
+    assert!(planted.as_ref().is_ok_and(|out| out.contains("planted")), "{planted:?}");
+    let next = call_bounded(&ws, "echo next", Duration::from_secs(30));
+    assert!(next.as_ref().is_ok_and(|out| out.contains("next")), "{next:?}");
+    let mut buffer = [0u8; 4096];
+    // SAFETY: reads into a local buffer.
+    let read = unsafe { libc::read(inotify, buffer.as_mut_ptr().cast(), buffer.len()) };
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(inotify) };
+    assert!(read <= 0, "the host opened the device a repository includes");
+}

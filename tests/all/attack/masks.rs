@@ -100,3 +100,107 @@ async fn in_a_container_a_mask_holds_while_its_directory_is_renamed() {
     renamer.cancel().await.unwrap();
     assert!(ran > 0, "every command was refused");
 }
+
+/// A profile that denies `.env` anywhere and a `secrets` directory whole.
+const DENIES: &str = r#"
+allow = ["terminal:*", "file:read", "file:write"]
+file.read = ["."]
+file.write = ["."]
+file.deny = ["**/.env", "**/secrets/**"]
+terminal.dangerous = "allow"
+"#;
+
+/// What `line` printed, or the error.
+async fn run(host: &Host, line: &str) -> String {
+    match host.call("run_command", json!({ "command": line })).await {
+        Ok(result) => result.get().to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// What `read_file` of `path` returned, or the error.
+async fn read_file(host: &Host, path: &str) -> String {
+    match host.call("read_file", json!({ "path": path })).await {
+        Ok(result) => result.get().to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The owner writes `text` to `path`, through a link if it is one.
+fn owner_writes(path: &std::path::Path, text: &str) {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_denied_name_that_is_a_symlink_masks_what_it_leads_to() {
+    let ws = Workspace::new(bundled);
+    ws.mkdir("app");
+    ws.mkdir("b");
+    let host = ws.host(DENIES).await;
+    // A link to a file, dangling until the owner writes through it; a
+    // chain of links; a denied directory name that is a link to another.
+    let made = run(
+        &host,
+        "cd app && ln -s env.local .env && ln -s ../b/hop .env2 && ln -s ../b/env.deep ../b/hop \
+         && mv .env2 ../b/.env && mkdir -p ../notes && ln -s ../notes secrets && echo made",
+    )
+    .await;
+    assert!(made.contains("made"), "{made}");
+    owner_writes(&ws.join("app/.env"), &format!("API_KEY={SECRET}-1\n"));
+    owner_writes(&ws.join("b/.env"), &format!("API_KEY={SECRET}-2\n"));
+    owner_writes(&ws.join("app/secrets/key"), &format!("{SECRET}-3\n"));
+    let read = run(
+        &host,
+        "cat app/.env app/env.local b/.env b/hop b/env.deep app/secrets/key notes/key; \
+         grep -rs race-secret . ; true",
+    )
+    .await;
+    assert!(!read.contains(SECRET), "a denied link's target was read: {read}");
+    for path in ["app/env.local", "b/env.deep", "notes/key", "app/.env"] {
+        let read = read_file(&host, path).await;
+        assert!(!read.contains(SECRET), "read_file {path}: {read}");
+    }
+    // A link whose name is not denied, to an ordinary file, is not in the way.
+    let other = run(&host, "echo mine > own.txt && ln -s own.txt alias && cat alias").await;
+    assert!(other.contains("mine"), "{other}");
+    assert!(read_file(&host, "alias").await.contains("mine"));
+}
+
+#[tokio::test]
+async fn a_file_in_a_denied_directory_is_masked_under_its_other_names() {
+    let ws = Workspace::new(bundled);
+    let host = ws.host(DENIES).await;
+    let linked = run(
+        &host,
+        "mkdir -p secrets/deep notes && touch secrets/api.key secrets/deep/k2 \
+         && ln secrets/api.key notes/k && ln secrets/deep/k2 k2 && echo linked",
+    )
+    .await;
+    assert!(linked.contains("linked"), "{linked}");
+    // The owner writes the keys in place.
+    for name in ["secrets/api.key", "secrets/deep/k2"] {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(ws.join(name))
+            .and_then(|mut file| {
+                std::io::Write::write_all(&mut file, format!("{SECRET}\n").as_bytes())
+            })
+            .unwrap();
+    }
+    let read = run(&host, "cat secrets/api.key notes/k k2; grep -rs race-secret . ; true").await;
+    assert!(!read.contains(SECRET), "a denied file was read by another name: {read}");
+    for path in ["notes/k", "k2"] {
+        let read = read_file(&host, path).await;
+        assert!(!read.contains(SECRET), "read_file {path}: {read}");
+    }
+    // A file of one name beside them is read.
+    ws.write("notes/plain", "plain\n");
+    assert!(run(&host, "cat notes/plain").await.contains("plain"));
+    assert!(read_file(&host, "notes/plain").await.contains("plain"));
+}

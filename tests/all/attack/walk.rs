@@ -307,3 +307,131 @@ async fn a_denied_file_is_masked_under_every_name_it_has_in_the_grants() {
     let other = run(&host, "echo mine > solo && cat solo").await;
     assert!(other.contains("mine"), "{other}");
 }
+
+/// A workspace for [`run_as_user`] with the grant `w`, denying `deny`;
+/// owned by [`USER`] when the test runs as root.
+fn user_workspace(deny: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    std::fs::create_dir_all(ws.join("w")).unwrap();
+    std::fs::create_dir_all(ws.join("home")).unwrap();
+    std::fs::write(
+        ws.join("toolhost.toml"),
+        format!(
+            "default_profile = \"p\"\naudit = \"off\"\ncache_dir = \"cache\"\nworkspace = \"w\"\n\
+             [profiles.p]\nallow = [\"terminal:*\", \"file:read\", \"file:write\"]\n\
+             file.read = [\".\"]\nfile.write = [\".\"]\nfile.deny = {deny}\n\
+             terminal.dangerous = \"allow\"\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// Gives `path` (recursively) to [`USER`] when the test runs as root.
+fn give_to_user(path: &Path) {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let status = std::process::Command::new("chown")
+            .args(["-R", &format!("{USER}:{USER}")])
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+/// Host git in `dir` as the repository's owner would run it.
+fn owner_git(dir: &Path, home: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(["-c", "user.name=o", "-c", "user.email=o@o", "-c", "safe.directory=*"])
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn not_as_root_the_guard_puts_back_what_an_unsearchable_directory_hid() {
+    use std::os::unix::fs::PermissionsExt;
+    for hide in ["chmod 0 proj", "chmod 555 proj/.git; chmod 0 proj"] {
+        let dir = user_workspace("[\"**/.env\"]");
+        let ws = dir.path().canonicalize().unwrap();
+        let mark = ws.join("ran");
+        let proj = ws.join("w/proj");
+        std::fs::create_dir(&proj).unwrap();
+        owner_git(&proj, &ws.join("home"), &["init", "-q"]);
+        std::fs::write(proj.join("a"), "a\n").unwrap();
+        owner_git(&proj, &ws.join("home"), &["add", "a"]);
+        owner_git(&proj, &ws.join("home"), &["commit", "-qm", "1"]);
+        give_to_user(&ws);
+        let planted = run_as_user(
+            &ws,
+            &format!(
+                "cp -r proj/.git evil && printf '#!/bin/sh\\ntouch {mark}\\nexit 1\\n' > evil.sh \
+                 && chmod +x evil.sh && printf '[core]\\n\\tfsmonitor = {w}/evil.sh\\n' >> evil/config \
+                 && python3 - <<'PY'
+import os, subprocess
+fd = os.open('proj/.git', os.O_RDONLY | os.O_DIRECTORY)
+hide = {hide:?}
+if hide.startswith('chmod 555'):
+    c = os.open('commondir', os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=fd)
+    os.write(c, b'{w}/evil\\n'); os.close(c)
+    subprocess.run(hide, shell=True)
+else:
+    subprocess.run(hide, shell=True)
+    c = os.open('commondir', os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=fd)
+    os.write(c, b'{w}/evil\\n'); os.close(c)
+print('planted')
+PY",
+                mark = mark.display(),
+                w = ws.join("w").display()
+            ),
+        );
+        // The owner gives the directories back their permissions.
+        for path in [&proj, &proj.join(".git")] {
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755));
+        }
+        run_as_user(&ws, "cat proj/.git/commondir");
+        owner_git(&proj, &ws.join("home"), &["status"]);
+        assert!(
+            !mark.exists(),
+            "after `{hide}`, the owner's git ran what was planted: {planted}"
+        );
+    }
+}
+
+#[test]
+fn not_as_root_another_users_searchable_directory_hides_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: a directory of another user in the grant needs root to make");
+        return;
+    }
+    let dir = user_workspace("[\"**/.env\", \"**/secrets/**\"]");
+    let ws = dir.path().canonicalize().unwrap();
+    let shared = ws.join("w/shared");
+    std::fs::create_dir_all(shared.join("secrets")).unwrap();
+    std::fs::write(shared.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
+    std::fs::write(shared.join("secrets/key"), format!("{SECRET}\n")).unwrap();
+    give_to_user(&ws);
+    let status = std::process::Command::new("chown")
+        .args(["-R", &format!("{}:{}", USER + 1, USER + 1)])
+        .arg(&shared)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o711)).unwrap();
+    let read = run_as_user(&ws, "echo ran; cat shared/.env shared/secrets/key");
+    assert!(!read.contains(SECRET), "the masked file was read: {read}");
+    assert!(read.contains("ran"), "{read}");
+    // One that cannot be searched either is passed over.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let ran = run_as_user(&ws, "echo ran");
+    assert!(ran.contains("ran\\n"), "{ran}");
+}

@@ -272,6 +272,9 @@ impl HostDescriptor for PolicedFs<'_> {
             .and_then(descriptor_metadata);
         let refused = self
             .refuse(&target, "open", refusal)
+            .and_then(|()| {
+                self.check_opened_is_not_reached(&target, real.as_deref(), opened_meta.as_ref())
+            })
             .and_then(|()| self.check_opened_is_not_own(&target, opened_meta));
         let truncated = match refused {
             Ok(()) if truncate => {

@@ -246,6 +246,49 @@ impl PolicedFs<'_> {
         self.refuse(target, "open", refusal)
     }
 
+    /// Refuses what was opened at `target` (found at `real`, as `opened`)
+    /// when it, or a directory it lies in, is reached by a name
+    /// `file.deny` matches: what a denied link leads to, another name of
+    /// a denied file with more than one.
+    fn check_opened_is_not_reached(
+        &mut self,
+        target: &Path,
+        real: Option<&Path>,
+        opened: Option<&std::fs::Metadata>,
+    ) -> Result<(), ErrorCode> {
+        use std::os::unix::fs::MetadataExt;
+        let refusal = match self.files.reached() {
+            None => None,
+            Some(Err(max)) => Some(format!(
+                "the granted directories hold more than {max} entries, too many to find what \
+                 the names file.deny matches reach under other names"
+            )),
+            Some(Ok(reached)) if reached.is_empty() => None,
+            Some(Ok(reached)) => {
+                let identity = |meta: &std::fs::Metadata| reached.contains(&(meta.dev(), meta.ino()));
+                let hit = opened.is_some_and(identity)
+                    || real.into_iter().flat_map(Path::ancestors).skip(1).any(|dir| {
+                        std::fs::symlink_metadata(dir).is_ok_and(|meta| identity(&meta))
+                    });
+                hit.then(|| {
+                    "a name file.deny matches reaches it (a link to it, or another name of it)"
+                        .to_string()
+                })
+            }
+        };
+        let refusal = refusal.map(|why| PathRefusal::Denied {
+            path: target.to_path_buf(),
+            pattern: format!(
+                "{} ({why})",
+                self.files
+                    .rules()
+                    .and_then(|rules| rules.deny_patterns().next())
+                    .unwrap_or_default()
+            ),
+        });
+        self.refuse(target, "open", refusal)
+    }
+
     /// Refuses moving `from` to `to` when either is, or holds, a granted
     /// directory: the call's handles to it would follow it to its new name
     /// (or to nowhere), while paths through them are judged by the old one.
@@ -435,6 +478,10 @@ fn descriptor_path(descriptor: &Descriptor) -> Option<PathBuf> {
 /// Most files and directories one instance may hold open at once (listings
 /// included): a guest cannot run the host out of descriptors.
 pub(crate) const MAX_OPEN: usize = 256;
+
+/// Most entries of the grants looked at to find what denied names reach
+/// under other names.
+pub(crate) const MAX_REACHED_ENTRIES: usize = 200_000;
 
 /// Most entries looked at to find a denied path inside a directory that is
 /// renamed or linked.

@@ -62,6 +62,9 @@ pub(crate) struct FileState {
     pub(crate) preopens: Vec<PathBuf>,
     pub(crate) descriptors: HashMap<u32, PathBuf>,
     pub(crate) streams: HashMap<u32, PathBuf>,
+    /// What denied names reach under other names, found at the first
+    /// open of the call (`Err` with the most entries looked at).
+    reached: Option<Result<paths::Identities, usize>>,
 }
 
 impl FileState {
@@ -99,6 +102,16 @@ impl FileState {
             && matches!(refusal, PathRefusal::NotGranted { .. })
             && paths::normalize(path) == paths::normalize(profile.workspace());
         (!workspace).then_some(refusal)
+    }
+
+    /// What names `file.deny` matches reach under other names (see
+    /// [`PathRules::reached_by_denied`]), looked for once per call.
+    pub(crate) fn reached(&mut self) -> Option<&Result<paths::Identities, usize>> {
+        if self.reached.is_none() {
+            let rules = &self.profile.as_ref()?.paths;
+            self.reached = Some(rules.reached_by_denied(super::MAX_REACHED_ENTRIES));
+        }
+        self.reached.as_ref()
     }
 
     /// The profile's path rules, if files are granted at all.
