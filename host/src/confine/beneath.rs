@@ -234,7 +234,13 @@ fn rename(at: RawFd, name: &OsStr, into: RawFd, to: &OsStr) -> io::Result<()> {
     let once = || {
         // SAFETY: NUL-terminated names relative to descriptors of ours.
         let done = unsafe {
-            libc::renameat2(at, cname.as_ptr(), into, cto.as_ptr(), libc::RENAME_NOREPLACE)
+            libc::renameat2(
+                at,
+                cname.as_ptr(),
+                into,
+                cto.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
         };
         if done == 0 {
             return Ok(());
@@ -291,7 +297,10 @@ fn give_back(dir: RawFd) -> io::Result<()> {
     if unsafe { libc::chmod(path.as_ptr(), mode) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    tracing::warn!(mode = format!("{mode:o}"), "gave a directory in a grant back its owner's permissions to guard repository metadata");
+    tracing::warn!(
+        mode = format!("{mode:o}"),
+        "gave a directory in a grant back its owner's permissions to guard repository metadata"
+    );
     Ok(())
 }
 
@@ -306,6 +315,10 @@ fn entries(fd: RawFd) -> io::Result<Vec<OsString>> {
         return Err(io::Error::last_os_error());
     }
     std::mem::forget(copy);
+    // The copy shares its position with `fd`, which may have been read
+    // before: from the start.
+    // SAFETY: the stream opened above.
+    unsafe { libc::rewinddir(stream) };
     let mut names = Vec::new();
     loop {
         // SAFETY: reads the stream opened above.
@@ -418,6 +431,72 @@ mod tests {
             Ok(Parent::Missing)
         ));
         assert!(parent(&fd, Path::new("../x/y")).is_err());
+    }
+
+    #[test]
+    fn a_tree_of_any_depth_and_breadth_is_removed_whole() {
+        use proptest::prelude::*;
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("precious"), "x").unwrap();
+        proptest!(ProptestConfig::with_cases(6), |(
+            chains in proptest::collection::vec(0usize..400, 1..4),
+            files in 0usize..4,
+            link_at in 0usize..400,
+        )| {
+            let root = tempfile::tempdir().unwrap();
+            let top = root.path().join("hooks");
+            std::fs::create_dir(&top).unwrap();
+            for (n, depth) in chains.iter().enumerate() {
+                let mut dir = top.join(format!("d{n}"));
+                std::fs::create_dir(&dir).unwrap();
+                for level in 0..*depth {
+                    // Relative steps: the paths grow past PATH_MAX.
+                    std::fs::create_dir(dir.join("d")).unwrap();
+                    dir = dir.join("d");
+                    if level == link_at {
+                        std::os::unix::fs::symlink(outside.path(), dir.join("out")).unwrap();
+                    }
+                    if dir.as_os_str().len() > 3000 {
+                        break;
+                    }
+                }
+                for f in 0..files {
+                    std::fs::write(dir.join(format!("f{f}")), "x").unwrap();
+                }
+            }
+            std::fs::write(top.join("pre-commit"), "x").unwrap();
+            let fd = open_root(root.path()).unwrap();
+            remove(fd.as_raw_fd(), OsStr::new("hooks")).unwrap();
+            prop_assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+            prop_assert!(outside.path().join("precious").exists());
+        });
+    }
+
+    #[test]
+    fn what_a_command_made_unsearchable_is_removed_all_the_same() {
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            eprintln!("skipped: root needs no permission given back");
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("proj/.git/hooks/deep");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("pre-commit"), "x").unwrap();
+        for (path, mode) in [
+            (dir.clone(), 0o000),
+            (root.path().join("proj/.git"), 0o555),
+            (root.path().join("proj"), 0o000),
+        ] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let fd = open_root(root.path()).unwrap();
+        let Parent::Dir(git) = parent(&fd, Path::new("proj/.git/hooks")).unwrap() else {
+            panic!("the directory made unsearchable was not reached");
+        };
+        remove(git.as_raw_fd(), OsStr::new("hooks")).unwrap();
+        assert!(!root.path().join("proj/.git/hooks").exists());
     }
 
     #[test]

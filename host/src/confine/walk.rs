@@ -76,7 +76,9 @@ impl Walk<'_> {
         }
         // A git directory other than `.git` (a bare repository, a separate
         // git directory), known by what it holds, as git knows it.
-        if writable && real.file_name().is_some_and(|name| name != ".git") && is_git_dir(real, &listed)
+        if writable
+            && real.file_name().is_some_and(|name| name != ".git")
+            && is_git_dir(real, &listed)
         {
             self.protect_git(real)?;
         }
@@ -246,7 +248,9 @@ impl Walk<'_> {
 fn is_git_dir(dir: &Path, listed: &[(std::ffi::OsString, std::fs::FileType)]) -> bool {
     let has = |name: &str| listed.iter().any(|(found, _)| found == name);
     let is_dir = |name: &str| has(name) && dir.join(name).metadata().is_ok_and(|m| m.is_dir());
-    if (is_dir("objects") && is_dir("refs")) || (has("HEAD") && (is_dir("objects") || is_dir("refs"))) {
+    if (is_dir("objects") && is_dir("refs"))
+        || (has("HEAD") && (is_dir("objects") || is_dir("refs")))
+    {
         return true;
     }
     has("config")
@@ -335,12 +339,15 @@ fn out_of_reach(path: &Path, writable: bool, error: &std::io::Error) -> Reach {
     if writable && !theirs {
         return Reach::Owner;
     }
-    let searchable = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .is_ok_and(|c| {
-            // SAFETY: a NUL-terminated path.
-            unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
-        });
-    if searchable { Reach::Search } else { Reach::None }
+    let searchable = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).is_ok_and(|c| {
+        // SAFETY: a NUL-terminated path.
+        unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
+    });
+    if searchable {
+        Reach::Search
+    } else {
+        Reach::None
+    }
 }
 
 /// Why the command is refused when `dir` of a grant could not be listed.
@@ -353,4 +360,66 @@ fn unlisted(dir: &Path, error: &std::io::Error) -> String {
         crate::escape::escape(&dir.to_string_lossy()),
         libc::PATH_MAX
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(dir: &Path) -> Vec<(std::ffi::OsString, std::fs::FileType)> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), e.file_type().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_git_directory_is_known_whichever_marks_a_command_left() {
+        use proptest::prelude::*;
+        proptest!(ProptestConfig::with_cases(64), |(
+            head in any::<bool>(),
+            objects in 0u8..3,
+            refs in 0u8..3,
+            config in any::<bool>(),
+        )| {
+            // 0: missing, 1: a directory, 2: a link to one.
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            for (name, how) in [("objects", objects), ("refs", refs)] {
+                match how {
+                    1 => std::fs::create_dir(d.join(name)).unwrap(),
+                    2 => {
+                        std::fs::create_dir(d.join(format!("{name}.d"))).unwrap();
+                        std::os::unix::fs::symlink(format!("{name}.d"), d.join(name)).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+            if head {
+                std::fs::write(d.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            }
+            if config {
+                std::fs::write(
+                    d.join("config"),
+                    "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+                )
+                .unwrap();
+            }
+            let both = objects > 0 && refs > 0;
+            let git_knows = both || (head && (objects > 0 || refs > 0));
+            prop_assert_eq!(is_git_dir(d, &listed(d)), git_knows || config);
+        });
+    }
+
+    #[test]
+    fn only_gits_own_configuration_marks_a_git_directory() {
+        assert!(wrote_by_git("[core]\n\trepositoryformatversion = 0\n"));
+        assert!(wrote_by_git("[Core]\nRepositoryFormatVersion=1\n"));
+        assert!(!wrote_by_git("[corefoo]\nrepositoryformatversion = 0\n"));
+        assert!(!wrote_by_git("[server]\nport = 80\n"));
+        assert!(!wrote_by_git("repositoryformatversion = 0\n"));
+    }
 }

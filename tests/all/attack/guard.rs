@@ -293,7 +293,10 @@ async fn a_bare_repository_stays_kept_while_a_command_changes_what_marks_it() {
     let mark = home.join("ran");
     for (strip, restore) in [
         ("mv refs refs.d && ln -s refs.d refs", ""),
-        ("cat HEAD > ../HEAD.saved && rm HEAD", "cp ../HEAD.saved HEAD && "),
+        (
+            "cat HEAD > ../HEAD.saved && rm HEAD",
+            "cp ../HEAD.saved HEAD && ",
+        ),
         // `objects` holds a kept path, so it stays; the rest can go.
         (
             "mv refs r.d && mv HEAD H.d",
@@ -308,7 +311,10 @@ async fn a_bare_repository_stays_kept_while_a_command_changes_what_marks_it() {
         owner_git(home, &["init", "-q", "--bare", bare_s]);
         owner_git(home, &["clone", "-q", bare_s, clone_s]);
         let push = || {
-            owner_git(home, &["-C", clone_s, "commit", "-q", "--allow-empty", "-m", "x"]);
+            owner_git(
+                home,
+                &["-C", clone_s, "commit", "-q", "--allow-empty", "-m", "x"],
+            );
             owner_git(home, &["-C", clone_s, "push", "-q", "origin", "HEAD"])
         };
         assert!(push().status.success());
@@ -372,7 +378,18 @@ PY",
         )
         .await;
         run(&host, "ls proj/.git/hooks | head -3").await;
-        owner_git(home, &["-C", proj.to_str().unwrap(), "commit", "-q", "--allow-empty", "-m", "x"]);
+        owner_git(
+            home,
+            &[
+                "-C",
+                proj.to_str().unwrap(),
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+        );
         assert!(
             !mark.exists(),
             "the owner's commit ran a hook planted in a deep tree (linked: {linked}): {planted}"
@@ -403,12 +420,18 @@ with open(\"r/.git/config\", \"w\") as f:
 ' && echo planted",
         Duration::from_secs(60),
     );
-    assert!(planted.as_ref().is_ok_and(|out| out.contains("planted")), "{planted:?}");
+    assert!(
+        planted.as_ref().is_ok_and(|out| out.contains("planted")),
+        "{planted:?}"
+    );
     let start = Instant::now();
     let next = call_bounded(&ws, "echo next", Duration::from_secs(20));
     let took = start.elapsed();
     let next = next.unwrap_or_else(|e| panic!("the next command was planned too long: {e}"));
-    assert!(took < Duration::from_secs(10), "the next command took {took:?}: {next}");
+    assert!(
+        took < Duration::from_secs(10),
+        "the next command took {took:?}: {next}"
+    );
     // Refused with the file and the limit named, or run.
     assert!(
         next.contains("next") || (next.contains("r/.git/config") && next.contains("include")),
@@ -447,13 +470,22 @@ fn the_planner_opens_no_device_a_repository_includes() {
         ),
         Duration::from_secs(60),
     );
-    assert!(planted.as_ref().is_ok_and(|out| out.contains("planted")), "{planted:?}");
+    assert!(
+        planted.as_ref().is_ok_and(|out| out.contains("planted")),
+        "{planted:?}"
+    );
     let next = call_bounded(&ws, "echo next", Duration::from_secs(30));
-    assert!(next.as_ref().is_ok_and(|out| out.contains("next")), "{next:?}");
+    assert!(
+        next.as_ref().is_ok_and(|out| out.contains("next")),
+        "{next:?}"
+    );
     let mut buffer = [0u8; 4096];
     // SAFETY: reads into a local buffer.
     let read = unsafe { libc::read(inotify, buffer.as_mut_ptr().cast(), buffer.len()) };
     // SAFETY: closes the descriptor opened above.
     unsafe { libc::close(inotify) };
-    assert!(read <= 0, "the host opened the device a repository includes");
+    assert!(
+        read <= 0,
+        "the host opened the device a repository includes"
+    );
 }

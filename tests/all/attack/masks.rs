@@ -160,13 +160,20 @@ async fn a_denied_name_that_is_a_symlink_masks_what_it_leads_to() {
          grep -rs race-secret . ; true",
     )
     .await;
-    assert!(!read.contains(SECRET), "a denied link's target was read: {read}");
+    assert!(
+        !read.contains(SECRET),
+        "a denied link's target was read: {read}"
+    );
     for path in ["app/env.local", "b/env.deep", "notes/key", "app/.env"] {
         let read = read_file(&host, path).await;
         assert!(!read.contains(SECRET), "read_file {path}: {read}");
     }
     // A link whose name is not denied, to an ordinary file, is not in the way.
-    let other = run(&host, "echo mine > own.txt && ln -s own.txt alias && cat alias").await;
+    let other = run(
+        &host,
+        "echo mine > own.txt && ln -s own.txt alias && cat alias",
+    )
+    .await;
     assert!(other.contains("mine"), "{other}");
     assert!(read_file(&host, "alias").await.contains("mine"));
 }
@@ -193,8 +200,15 @@ async fn a_file_in_a_denied_directory_is_masked_under_its_other_names() {
             })
             .unwrap();
     }
-    let read = run(&host, "cat secrets/api.key notes/k k2; grep -rs race-secret . ; true").await;
-    assert!(!read.contains(SECRET), "a denied file was read by another name: {read}");
+    let read = run(
+        &host,
+        "cat secrets/api.key notes/k k2; grep -rs race-secret . ; true",
+    )
+    .await;
+    assert!(
+        !read.contains(SECRET),
+        "a denied file was read by another name: {read}"
+    );
     for path in ["notes/k", "k2"] {
         let read = read_file(&host, path).await;
         assert!(!read.contains(SECRET), "read_file {path}: {read}");

@@ -344,7 +344,14 @@ fn give_to_user(path: &Path) {
 /// Host git in `dir` as the repository's owner would run it.
 fn owner_git(dir: &Path, home: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new("git")
-        .args(["-c", "user.name=o", "-c", "user.email=o@o", "-c", "safe.directory=*"])
+        .args([
+            "-c",
+            "user.name=o",
+            "-c",
+            "user.email=o@o",
+            "-c",
+            "safe.directory=*",
+        ])
         .args(args)
         .current_dir(dir)
         .env_clear()

@@ -25,7 +25,11 @@ impl PathRules {
         let grants: Vec<&Path> = self.grants.iter().map(|(dir, _)| dir.as_path()).collect();
         let mut stack: Vec<(PathBuf, bool)> = grants
             .iter()
-            .filter(|dir| !grants.iter().any(|other| other != *dir && dir.starts_with(other)))
+            .filter(|dir| {
+                !grants
+                    .iter()
+                    .any(|other| other != *dir && dir.starts_with(other))
+            })
             .map(|dir| (dir.to_path_buf(), false))
             .collect();
         let mut seen = 0;

@@ -265,11 +265,16 @@ impl PolicedFs<'_> {
             )),
             Some(Ok(reached)) if reached.is_empty() => None,
             Some(Ok(reached)) => {
-                let identity = |meta: &std::fs::Metadata| reached.contains(&(meta.dev(), meta.ino()));
+                let identity =
+                    |meta: &std::fs::Metadata| reached.contains(&(meta.dev(), meta.ino()));
                 let hit = opened.is_some_and(identity)
-                    || real.into_iter().flat_map(Path::ancestors).skip(1).any(|dir| {
-                        std::fs::symlink_metadata(dir).is_ok_and(|meta| identity(&meta))
-                    });
+                    || real
+                        .into_iter()
+                        .flat_map(Path::ancestors)
+                        .skip(1)
+                        .any(|dir| {
+                            std::fs::symlink_metadata(dir).is_ok_and(|meta| identity(&meta))
+                        });
                 hit.then(|| {
                     "a name file.deny matches reaches it (a link to it, or another name of it)"
                         .to_string()

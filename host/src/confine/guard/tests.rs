@@ -1,0 +1,58 @@
+//! The guard puts back what appeared at a kept name and makes a replaced
+//! link again, at once while watched.
+
+use super::*;
+
+#[test]
+fn what_appeared_is_removed_and_a_replaced_link_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = dir.path().join(".git");
+    std::fs::create_dir(&git).unwrap();
+    std::os::unix::fs::symlink("../hooks", git.join("hooks")).unwrap();
+    let mut guard = Guard::default();
+    let root = dir.path();
+    guard.absent(root, git.join("commondir"));
+    guard.absent(root, git.join("info"));
+    guard.link(root, git.join("hooks"), "../hooks".into());
+    assert_eq!(guard.undo(), Ok(()));
+
+    std::fs::write(git.join("commondir"), "../evil\n").unwrap();
+    std::fs::create_dir_all(git.join("info/deep")).unwrap();
+    std::fs::remove_file(git.join("hooks")).unwrap();
+    std::fs::create_dir(git.join("hooks")).unwrap();
+    let reason = guard.undo().unwrap_err();
+    assert!(
+        reason.contains("commondir") && reason.contains("info") && reason.contains("hooks"),
+        "{reason}"
+    );
+    assert!(!git.join("commondir").exists() && !git.join("info").exists());
+    assert_eq!(
+        std::fs::read_link(git.join("hooks")).unwrap(),
+        Path::new("../hooks")
+    );
+    assert_eq!(guard.undo(), Ok(()));
+}
+
+#[test]
+fn a_watched_guard_is_put_back_as_soon_as_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut guard = Guard::default();
+    guard.absent(dir.path(), dir.path().join("commondir"));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let sender = Mutex::new(sender);
+    let watched = guard
+        .watch(
+            Box::new(move |reason| {
+                let _ = sender.lock().unwrap().send(reason.to_string());
+            }),
+            None,
+        )
+        .expect("inotify");
+    std::fs::write(dir.path().join("commondir"), "../evil").unwrap();
+    let reason = receiver
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    assert!(reason.contains("commondir"), "{reason}");
+    assert!(!dir.path().join("commondir").exists());
+    drop(watched);
+}
