@@ -41,6 +41,10 @@ const MOST_CONFIGS: usize = 64;
 /// `includeIf.*.path`, `core.hooksPath`); past it the command is refused.
 const MOST_NAMED: usize = 64;
 
+/// Most bytes of metadata one plan reads; past it the command is refused
+/// rather than planned for long.
+const MOST_PLAN_BYTES: u64 = 64 << 20;
+
 /// Most paths one plan keeps; past it the command is refused rather than
 /// planned for long.
 const MOST_KEPT: usize = 16_384;
@@ -79,7 +83,7 @@ impl Walk<'_> {
             match dot_git.canonicalize() {
                 Ok(dir) if dir.is_dir() => dir,
                 _ => {
-                    let Some(target) = read_small(dot_git, MOST_BYTES)?.and_then(|text| {
+                    let Some(target) = self.read(dot_git)?.and_then(|text| {
                         let dir = text.strip_prefix("gitdir:")?.trim().to_string();
                         dot_git.parent()?.join(dir).canonicalize().ok()
                     }) else {
@@ -99,7 +103,8 @@ impl Walk<'_> {
         }
         self.pin(&git_dir);
         // A worktree's metadata names the repository's common directory.
-        let common = read_small(&git_dir.join("commondir"), MOST_BYTES)?
+        let common = self
+            .read(&git_dir.join("commondir"))?
             .and_then(|dir| git_dir.join(dir.trim()).canonicalize().ok());
         let mut configs = Vec::new();
         for dir in std::iter::once(&git_dir).chain(common.as_ref()) {
@@ -125,6 +130,23 @@ impl Walk<'_> {
             Some(why) => Err(why),
             None => Ok(()),
         }
+    }
+
+    /// The text of the metadata file `path` (see [`read_small`]), within
+    /// the plan's budget of bytes read.
+    fn read(&mut self, path: &Path) -> Result<Option<String>, String> {
+        let text = read_small(path, MOST_BYTES)?;
+        self.read_bytes += text.as_ref().map_or(0, |t| t.len() as u64);
+        if self.read_bytes > MOST_PLAN_BYTES {
+            return Err(format!(
+                "the repositories in the writable grants hold more than {} MiB of git \
+                 configuration (the last read: {}), more than toolhost reads to plan a command; \
+                 make it smaller or grant smaller directories to commands",
+                MOST_PLAN_BYTES >> 20,
+                crate::escape::escape(&path.to_string_lossy())
+            ));
+        }
+        Ok(text)
     }
 
     /// Keeps `names` of the git directory `dir` (symlinks resolved).
@@ -258,7 +280,7 @@ impl Walk<'_> {
         while let Some(file) = queue.pop() {
             // Only regular files, within a size: a command's repository
             // may include a device or a FIFO.
-            let Some(text) = read_small(&file, MOST_BYTES)? else {
+            let Some(text) = self.read(&file)? else {
                 continue;
             };
             read += 1;

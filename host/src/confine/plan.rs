@@ -142,6 +142,7 @@ fn add_grants(
         roots: grants.iter().map(|(_, real, _)| real.clone()).collect(),
         read,
         refused: None,
+        read_bytes: 0,
     };
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;

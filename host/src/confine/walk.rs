@@ -35,6 +35,8 @@ pub(super) struct Walk<'a> {
     pub(super) read: Vec<PathBuf>,
     /// Why a path met while keeping a repository refuses the command.
     pub(super) refused: Option<String>,
+    /// Bytes of repository metadata read so far.
+    pub(super) read_bytes: u64,
 }
 
 impl Walk<'_> {
@@ -254,7 +256,7 @@ fn is_git_dir(dir: &Path, listed: &[(std::ffi::OsString, std::fs::FileType)]) ->
         return true;
     }
     has("config")
-        && super::beneath::read_small(&dir.join("config"), 1 << 20)
+        && super::beneath::read_small(&dir.join("config"), 1 << 16)
             .ok()
             .flatten()
             .is_some_and(|text| wrote_by_git(&text))

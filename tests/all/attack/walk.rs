@@ -195,9 +195,10 @@ fn not_as_root_an_unreadable_directory_hides_nothing() {
     std::fs::write(ws.join("w/app/.env"), format!("TOKEN={SECRET}\n")).unwrap();
     std::fs::write(
         ws.join("toolhost.toml"),
-        "default_profile = \"p\"\naudit = \"off\"\ncache_dir = \"cache\"\n[profiles.p]\n\
-         allow = [\"terminal:*\", \"file:read\", \"file:write\"]\nfile.read = [\"w\"]\n\
-         file.write = [\"w\"]\nfile.deny = [\"**/.env\"]\nterminal.dangerous = \"allow\"\n",
+        "default_profile = \"p\"\naudit = \"off\"\ncache_dir = \"cache\"\nworkspace = \"w\"\n\
+         [profiles.p]\nallow = [\"terminal:*\", \"file:read\", \"file:write\"]\n\
+         file.read = [\".\"]\nfile.write = [\".\"]\nfile.deny = [\"**/.env\"]\n\
+         terminal.dangerous = \"allow\"\n",
     )
     .unwrap();
     let git = |args: &[&str]| {
