@@ -254,8 +254,9 @@ impl Watch {
         if self.targets.contains(&real.join(name)) {
             return Some(("what a denied link leads to appeared or went", true));
         }
-        // What makes a directory a git directory (see `walk::is_git_dir`).
-        if name == "HEAD" || name == "config" {
+        // What makes a directory a git directory (see `walk::is_git_dir`);
+        // `.git` is one by its name.
+        if (name == "HEAD" || name == "config") && real.file_name() != Some(".git".as_ref()) {
             return Some(("a file that marks a git directory appeared or went", false));
         }
         let rules = &profile.paths;

@@ -13,16 +13,22 @@ use super::PathRules;
 pub type Identities = HashSet<(u64, u64)>;
 
 impl PathRules {
-    /// The files and directories, inside the grants, that a name
-    /// `file.deny` matches reaches (see the module), looking at no more
-    /// than `max_entries` (`Err` past it). Symbolic links are followed
-    /// only from denied names.
+    /// The files and directories that a name `file.deny` matches inside
+    /// the write grants (where links can be made) reaches (see the module),
+    /// looking at no more than `max_entries` (`Err` past it). Symbolic
+    /// links are followed only from denied names.
     pub fn reached_by_denied(&self, max_entries: usize) -> Result<Identities, usize> {
         let mut found = Identities::new();
         if self.deny_patterns.is_empty() {
             return Ok(found);
         }
-        let grants: Vec<&Path> = self.grants.iter().map(|(dir, _)| dir.as_path()).collect();
+        // Where links can be made: a read-only grant holds the owner's.
+        let grants: Vec<&Path> = self
+            .grants
+            .iter()
+            .filter(|(_, access)| *access == super::Access::Write)
+            .map(|(dir, _)| dir.as_path())
+            .collect();
         let mut stack: Vec<(PathBuf, bool)> = grants
             .iter()
             .filter(|dir| {
@@ -68,5 +74,38 @@ impl PathRules {
             }
         }
         Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denied_links_and_other_names_are_found_in_write_grants_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path().canonicalize().unwrap();
+        let identity = |path: &Path| {
+            let meta = std::fs::metadata(path).unwrap();
+            (meta.dev(), meta.ino())
+        };
+        std::fs::create_dir_all(w.join("secrets/deep")).unwrap();
+        std::fs::create_dir_all(w.join("notes")).unwrap();
+        std::fs::write(w.join("env.local"), "x").unwrap();
+        std::fs::write(w.join("plain"), "x").unwrap();
+        std::os::unix::fs::symlink("env.local", w.join(".env")).unwrap();
+        std::fs::write(w.join("secrets/deep/k"), "x").unwrap();
+        std::fs::hard_link(w.join("secrets/deep/k"), w.join("notes/k")).unwrap();
+        std::os::unix::fs::symlink("../../notes", w.join("secrets/deep/to-notes")).unwrap();
+        let deny = ["**/.env", "**/secrets/**"];
+        let rules = PathRules::new([&w], [&w], deny).unwrap();
+        let reached = rules.reached_by_denied(1000).unwrap();
+        for path in ["env.local", "notes/k", "notes"] {
+            assert!(reached.contains(&identity(&w.join(path))), "{path}");
+        }
+        assert!(!reached.contains(&identity(&w.join("plain"))));
+        assert_eq!(rules.reached_by_denied(3), Err(3));
+        let read_only = PathRules::new([&w], Vec::<&Path>::new(), deny).unwrap();
+        assert_eq!(read_only.reached_by_denied(1000), Ok(Identities::new()));
     }
 }
