@@ -173,6 +173,10 @@ impl Walk<'_> {
     fn look_inside(&mut self, dir: &Path, writable: bool) -> Result<(), String> {
         let mut stack = vec![dir.to_path_buf()];
         while let Some(dir) = stack.pop() {
+            // A name made in it later has the plan made again.
+            if let Some(watch) = self.watch.as_deref_mut() {
+                watch.dir(&dir, &dir);
+            }
             let entries = match std::fs::read_dir(&dir) {
                 Ok(entries) => entries,
                 Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
