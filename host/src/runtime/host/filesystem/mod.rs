@@ -260,8 +260,9 @@ impl PolicedFs<'_> {
         let refusal = match self.files.reached() {
             None => None,
             Some(Err(max)) => Some(format!(
-                "the granted directories hold more than {max} entries, too many to find what \
-                 the names file.deny matches reach under other names"
+                "the write grants hold more than {max} entries, too many to find what the \
+                 names file.deny matches reach under other names; grant a narrower directory in \
+                 file.write (or move large trees such as dependencies out of it)"
             )),
             Some(Ok(reached)) if reached.is_empty() => None,
             Some(Ok(reached)) => {
