@@ -138,10 +138,38 @@ fn owner_writes(path: &std::path::Path, text: &str) {
 
 #[tokio::test]
 async fn a_denied_name_that_is_a_symlink_masks_what_it_leads_to() {
-    let ws = Workspace::new(bundled);
+    denied_links_lead_nowhere(Workspace::new(bundled), DENIES, false).await;
+}
+
+#[tokio::test]
+async fn in_a_container_a_denied_name_that_is_a_symlink_masks_what_it_leads_to() {
+    let _alone = crate::container::ONE_AT_A_TIME.lock().await;
+    let Some(_socket) = crate::container::engine().await else {
+        return;
+    };
+    denied_links_lead_nowhere(Workspace::new(bundled), &in_container(DENIES), true).await;
+}
+
+/// `profile` (which allows like [`DENIES`]) run by the container backend.
+fn in_container(profile: &str) -> String {
+    let rest: Vec<&str> = profile
+        .lines()
+        .filter(|line| !line.starts_with("allow ") && !line.starts_with("file.read "))
+        .collect();
+    crate::container::profile(&rest.join("\n")).replace(
+        "allow = [\"terminal:*\", \"file:write\"]",
+        "allow = [\"terminal:*\", \"file:read\", \"file:write\"]",
+    )
+}
+
+/// `container`: the workspace is given to the container's sandbox id.
+async fn denied_links_lead_nowhere(ws: Workspace, profile: &str, container: bool) {
     ws.mkdir("app");
     ws.mkdir("b");
-    let host = ws.host(DENIES).await;
+    if container {
+        crate::container::give_to_sandbox(&ws.path);
+    }
+    let host = ws.host(profile).await;
     // A link to a file, dangling until the owner writes through it; a
     // chain of links; a denied directory name that is a link to another.
     let made = run(
@@ -180,8 +208,23 @@ async fn a_denied_name_that_is_a_symlink_masks_what_it_leads_to() {
 
 #[tokio::test]
 async fn a_file_in_a_denied_directory_is_masked_under_its_other_names() {
-    let ws = Workspace::new(bundled);
-    let host = ws.host(DENIES).await;
+    other_names_are_masked(Workspace::new(bundled), DENIES, false).await;
+}
+
+#[tokio::test]
+async fn in_a_container_a_file_in_a_denied_directory_is_masked_under_its_other_names() {
+    let _alone = crate::container::ONE_AT_A_TIME.lock().await;
+    let Some(_socket) = crate::container::engine().await else {
+        return;
+    };
+    other_names_are_masked(Workspace::new(bundled), &in_container(DENIES), true).await;
+}
+
+async fn other_names_are_masked(ws: Workspace, profile: &str, container: bool) {
+    if container {
+        crate::container::give_to_sandbox(&ws.path);
+    }
+    let host = ws.host(profile).await;
     let linked = run(
         &host,
         "mkdir -p secrets/deep notes && touch secrets/api.key secrets/deep/k2 \
