@@ -19,6 +19,7 @@ pub use crate::contract::{
     CONTRACT_SERIES, CONTRACT_VERSION, CapabilityUse, ContentHash, TOOL_INTERFACE,
 };
 pub use cache::{ArtifactCache, Compiled};
+pub(crate) use cache::load_key;
 pub use engine::Runtime;
 pub use epoch::EPOCH_TICK;
 pub use flight::{Drained, Flight};
@@ -29,7 +30,7 @@ pub use plugin::{
     plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
-pub use session::{MAX_SESSIONS, session_key};
+pub use session::{MAX_SESSIONS, SessionState, session_key};
 
 pub(crate) use host::{
     ENV_READ, FILE_READ, FILE_WRITE, NETWORK_FETCH, check_container_engine, kill_commands,

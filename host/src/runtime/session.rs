@@ -80,6 +80,17 @@ pub(crate) struct Slot {
 
 type SharedSlot = Arc<tokio::sync::Mutex<Slot>>;
 
+/// What a session holds (see [`crate::runtime::PluginVersion::keep_session`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// A live instance.
+    Live,
+    /// A slot whose instance was discarded (a trap or timeout) or closed.
+    Empty,
+    /// No slot: never made, torn down when idle, or closed with its version.
+    Missing,
+}
+
 /// Why a session slot is not available.
 pub(crate) enum NoSlot {
     /// The version keeps [`MAX_SESSIONS`] already.
@@ -122,6 +133,24 @@ impl Sessions {
         }));
         slots.insert(key.to_string(), slot.clone());
         Ok(slot)
+    }
+
+    /// The state of session `key`, marking it used now (so it is not torn
+    /// down as idle right after); makes none.
+    pub(crate) fn keep(&self, key: &str) -> SessionState {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(slot) = slots.get(key) else {
+            return SessionState::Missing;
+        };
+        // A call in progress holds the lock: the instance is live.
+        let Ok(mut slot) = slot.try_lock() else {
+            return SessionState::Live;
+        };
+        if slot.closed || slot.live.is_none() {
+            return SessionState::Empty;
+        }
+        slot.last_used = Instant::now();
+        SessionState::Live
     }
 
     /// How many sessions have a live instance or a call in progress.
