@@ -212,14 +212,7 @@ impl Handles {
         profile: &Arc<Profile>,
     ) -> Result<Claimed<'_>, HandleError> {
         let Some(claims) = self.codec().open(text, owner(tenant, profile)) else {
-            return Err(HandleError {
-                kind: "invalid_handle",
-                message: format!(
-                    "the handle {} was not issued to this caller or was altered; pass a handle \
-                     exactly as a result returned it, or omit it to start new state",
-                    shown(text)
-                ),
-            });
+            return Err(invalid(text));
         };
         let now = unix_now();
         if u64::from(claims.expires) <= now {
@@ -326,6 +319,19 @@ fn owner<'a>(tenant: Option<&'a str>, profile: &'a Profile) -> Owner<'a> {
     Owner {
         tenant,
         profile: &profile.name,
+    }
+}
+
+/// The error of a handle this caller was not given, or that was altered:
+/// one for every cause, so it tells nothing about other callers' handles.
+pub fn invalid(text: &str) -> HandleError {
+    HandleError {
+        kind: "invalid_handle",
+        message: format!(
+            "the handle {} was not issued to this caller or was altered; pass a handle exactly \
+             as a result returned it, or omit it to start new state",
+            shown(text)
+        ),
     }
 }
 

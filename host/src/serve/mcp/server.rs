@@ -26,6 +26,7 @@ use rmcp::{Peer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use super::approve::{ElicitApprover, NoElicitation};
+use super::handles;
 use super::logs::log_forwarder;
 use crate::approval::{Approvals, Approver};
 use crate::caller::{Caller, SessionNarrowing};
@@ -250,6 +251,10 @@ impl ServerHandler for McpServer {
             .host
             .mcp_tools_for(&caller, &Selection::all())
             .map_err(|e| ErrorData::internal_error(e, None))?;
+        let mut tools = tools;
+        if let (true, Some(listed)) = (handles::stateless(&context), tools.as_array_mut()) {
+            handles::list(&self.host, listed);
+        }
         let mut tools: Vec<Tool> = serde_json::from_value(tools)
             .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None))?;
         let total = tools.len();
@@ -283,9 +288,27 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         self.host.loaded().await;
         let caller = self.caller(&context);
-        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let mut call = CallRequest::new(request.name.to_string(), arguments);
-        call.session = Some(self.session.to_string());
+        let mut arguments = request.arguments.unwrap_or_default();
+        // Without sessions, a tool that keeps state keeps it under the
+        // handle the call names (or a new one); with them, under the session.
+        let handle = match handles::stateless(&context) {
+            true => match handles::take(&self.host, &caller, &request.name, &mut arguments) {
+                Ok(handle) => handle,
+                Err(refused) => {
+                    let text = ContentBlock::text(refused.to_string());
+                    return Ok(CallToolResult::error(vec![text]).into());
+                }
+            },
+            false => None,
+        };
+        let mut call = CallRequest::new(
+            request.name.to_string(),
+            serde_json::Value::Object(arguments),
+        );
+        call.session = Some(match &handle {
+            Some(handle) => handle.session(),
+            None => self.session.to_string(),
+        });
         call.call_id = Some(context.id.to_string());
         // Guest log lines at or above the client's level (`info` until it
         // sets one) go to it as `notifications/message`, before the answer.
@@ -320,15 +343,17 @@ impl ServerHandler for McpServer {
         if let Some((_, reports)) = progress {
             reports.finish().await;
         }
-        match dispatched {
-            Ok(result) => Ok(self.tool_result(&tool, &result).into()),
+        let mut result = match dispatched {
+            Ok(result) => self.tool_result(&tool, &result),
             Err(error) if error.kind() == ErrorKind::UnknownTool => {
-                Err(ErrorData::invalid_params(error.model_text(), None))
+                return Err(ErrorData::invalid_params(error.model_text(), None));
             }
-            Err(error) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(error.model_text())]).into())
-            }
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.model_text())]),
+        };
+        if let Some(handle) = handle {
+            handle.finish(&mut result);
         }
+        Ok(result.into())
     }
 
     async fn set_level(
