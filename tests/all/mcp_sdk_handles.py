@@ -1,0 +1,54 @@
+"""Drives toolhost's /mcp with the official Python SDK's default `Client`
+(which negotiates 2026-07-28 over HTTP: no session). Reads one JSON command
+a line on stdin and writes one JSON answer a line on stdout:
+
+  {"token": T, "list": true}                  -> {"version": V, "tools": [...]}
+  {"token": T, "tool": N, "arguments": {...}}  -> the CallToolResult, as JSON
+
+with `"legacy": true` the client is one with a session (`mode="legacy"`).
+"""
+
+import asyncio
+import json
+import sys
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+
+async def main(url: str) -> None:
+    clients = {}
+
+    async def client_of(token, legacy):
+        if (token, legacy) not in clients:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            http = httpx2.AsyncClient(headers=headers, timeout=60)
+            transport = streamable_http_client(url, http_client=http)
+            client = Client(transport, mode="legacy") if legacy else Client(transport)
+            await client.__aenter__()
+            clients[(token, legacy)] = client
+        return clients[(token, legacy)]
+
+    loop = asyncio.get_running_loop()
+    while True:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if not line:
+            break
+        command = json.loads(line)
+        client = await client_of(command.get("token"), bool(command.get("legacy")))
+        if command.get("list"):
+            tools = await client.list_tools()
+            answer = {
+                "version": client.protocol_version,
+                "tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools.tools],
+            }
+        else:
+            result = await client.call_tool(command["tool"], command.get("arguments") or {})
+            answer = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        print(json.dumps(answer), flush=True)
+    for client in clients.values():
+        await client.__aexit__(None, None, None)
+
+
+asyncio.run(main(sys.argv[1]))
