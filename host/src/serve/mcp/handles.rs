@@ -104,7 +104,7 @@ pub(super) fn list(host: &Host, tools: &mut [Value]) {
         let kept = parts
             .iter()
             .map(|part| match part {
-                Part::Plugin(plugin) => format!("plugin {}'s data", plugin.name()),
+                Part::Plugin(plugin) => format!("the data of plugin {}", plugin.name()),
                 Part::Terminal => {
                     "the terminal's working directory, exported variables and background \
                      processes"
