@@ -29,7 +29,8 @@ struct Served {
     _task: tokio::task::JoinHandle<()>,
 }
 
-async fn serve(state: &str) -> Served {
+/// The server, with `top` among the top-level keys and `state` in `[state]`.
+async fn serve(top: &str, state: &str) -> Served {
     crate::use_launcher();
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
@@ -39,6 +40,7 @@ async fn serve(state: &str) -> Served {
     let config = format!(
         r#"
 default_profile = "worker"
+{top}
 [state]
 key_file = "state.key"
 {state}
@@ -91,11 +93,27 @@ struct Sdk {
 
 impl Sdk {
     fn start(url: &str) -> Self {
+        Self::with_args(&[url.as_ref()])
+    }
+
+    /// The SDK over stdio, starting `toolhost serve` with `config`.
+    fn stdio(config: &std::path::Path) -> Self {
+        let cli = crate::toolhost_cli();
+        Self::with_args(&[
+            "--stdio".as_ref(),
+            cli.as_os_str(),
+            "serve".as_ref(),
+            "--config".as_ref(),
+            config.as_os_str(),
+        ])
+    }
+
+    fn with_args(args: &[&std::ffi::OsStr]) -> Self {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
         let python = root.join("target/python-venv/bin/python3");
         let mut child = tokio::process::Command::new(&python)
             .arg(root.join("tests/all/mcp_sdk_handles.py"))
-            .arg(url)
+            .args(args)
             .env("NO_PROXY", "*")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -181,7 +199,7 @@ fn error_of(result: &Value) -> &str {
 
 #[tokio::test]
 async fn the_python_sdk_keeps_a_conversations_todo_items_and_terminal_under_its_handle() {
-    let served = serve("").await;
+    let served = serve("", "").await;
     let mut sdk = Sdk::start(&served.url);
 
     let listed = sdk.send(json!({"token": ALPHA, "list": true})).await;
@@ -268,8 +286,81 @@ async fn the_python_sdk_keeps_a_conversations_todo_items_and_terminal_under_its_
 }
 
 #[tokio::test]
+async fn over_stdio_the_python_sdk_keeps_state_under_a_handle_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    let config = root.join("toolhost.toml");
+    std::fs::write(
+        &config,
+        "default_profile = \"worker\"\n[state]\nkey_file = \"state.key\"\n\
+         [profiles.worker]\nallow = [\"terminal:*\"]\nfile.write = [\".\"]\n",
+    )
+    .unwrap();
+    let mut sdk = Sdk::stdio(&config);
+    let listed = sdk.send(json!({"list": true})).await;
+    assert_eq!(listed["version"], json!("2026-07-28"), "{listed}");
+    let added = sdk
+        .send(json!({"tool": "todo", "arguments": {"action": "add", "text": "x"}}))
+        .await;
+    let handle = handle_of(&added);
+    let call = |tool: &str, arguments: Value| json!({"tool": tool, "arguments": arguments});
+    let kept = sdk
+        .send(call("todo", json!({"action": "list", "handle": handle})))
+        .await;
+    assert_eq!(todo_texts(&kept), ["x"]);
+    // One process, two conversations: they do not share state.
+    let other = sdk.send(call("todo", json!({"action": "list"}))).await;
+    assert!(todo_texts(&other).is_empty(), "{other}");
+    sdk.send(call(
+        "run_command",
+        json!({"command": "cd sub && export X=1", "handle": handle}),
+    ))
+    .await;
+    let shown = sdk
+        .send(call(
+            "run_command",
+            json!({"command": "pwd; echo $X", "handle": handle}),
+        ))
+        .await;
+    assert_eq!(
+        stdout_of(&shown),
+        format!("{}\n1\n", root.join("sub").display())
+    );
+}
+
+#[tokio::test]
+async fn a_handle_idle_past_session_idle_says_its_state_was_dropped() {
+    let served = serve("session_idle = \"1s\"", "").await;
+    let mut sdk = Sdk::start(&served.url);
+    let added = sdk
+        .call(ALPHA, "todo", json!({"action": "add", "text": "idle"}))
+        .await;
+    let handle = handle_of(&added);
+    let tasks = served
+        .host
+        .plugins()
+        .into_iter()
+        .find(|p| &**p.name() == "tasks")
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while tasks.session_count() > 0 {
+        assert!(std::time::Instant::now() < deadline, "the session never expired");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = sdk
+        .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
+        .await;
+    let lost = error_of(&after);
+    assert!(
+        lost.starts_with("state_lost: ") && lost.contains("idle"),
+        "{lost}"
+    );
+}
+
+#[tokio::test]
 async fn handles_of_another_tenant_forged_or_of_a_reloaded_plugin_are_refused() {
-    let served = serve("").await;
+    let served = serve("", "").await;
     let mut sdk = Sdk::start(&served.url);
     let added = sdk
         .call(ALPHA, "todo", json!({"action": "add", "text": "mine"}))
@@ -332,7 +423,7 @@ async fn handles_of_another_tenant_forged_or_of_a_reloaded_plugin_are_refused() 
 
 #[tokio::test]
 async fn an_expired_handle_is_refused_as_expired() {
-    let served = serve("handle_max_age = \"1s\"").await;
+    let served = serve("", "handle_max_age = \"1s\"").await;
     let mut sdk = Sdk::start(&served.url);
     let added = sdk
         .call(ALPHA, "todo", json!({"action": "add", "text": "soon gone"}))
@@ -359,7 +450,7 @@ async fn an_expired_handle_is_refused_as_expired() {
 
 #[tokio::test]
 async fn a_client_with_a_session_sees_no_handle() {
-    let served = serve("").await;
+    let served = serve("", "").await;
     let mut sdk = Sdk::start(&served.url);
     let listed = sdk
         .send(json!({"token": ALPHA, "list": true, "legacy": true}))

@@ -6,6 +6,7 @@ a line on stdin and writes one JSON answer a line on stdout:
   {"token": T, "tool": N, "arguments": {...}}  -> the CallToolResult, as JSON
 
 with `"legacy": true` the client is one with a session (`mode="legacy"`).
+Over stdio instead of HTTP: `mcp_sdk_handles.py --stdio COMMAND ARGS...`.
 """
 
 import asyncio
@@ -13,18 +14,22 @@ import json
 import sys
 
 import httpx2
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 
-async def main(url: str) -> None:
+async def main(argv: list) -> None:
+    url = argv[0]
     clients = {}
 
     async def client_of(token, legacy):
         if (token, legacy) not in clients:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             http = httpx2.AsyncClient(headers=headers, timeout=60)
-            transport = streamable_http_client(url, http_client=http)
+            if url == "--stdio":
+                transport = StdioServerParameters(command=argv[1], args=argv[2:])
+            else:
+                transport = streamable_http_client(url, http_client=http)
             client = Client(transport, mode="legacy") if legacy else Client(transport)
             await client.__aenter__()
             clients[(token, legacy)] = client
@@ -51,4 +56,4 @@ async def main(url: str) -> None:
         await client.__aexit__(None, None, None)
 
 
-asyncio.run(main(sys.argv[1]))
+asyncio.run(main(sys.argv[1:]))
