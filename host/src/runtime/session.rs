@@ -110,13 +110,24 @@ pub(crate) struct Sessions {
 
 impl Sessions {
     /// The slot for `key`, created empty if new.
+    #[cfg(test)]
     pub(crate) fn slot(&self, key: &str) -> Result<SharedSlot, NoSlot> {
+        self.slot_if(key, true)
+            .map(|slot| slot.expect("made when missing"))
+    }
+
+    /// The slot for `key`; when it is new, created empty if `make`, else
+    /// `None`.
+    pub(crate) fn slot_if(&self, key: &str, make: bool) -> Result<Option<SharedSlot>, NoSlot> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::Acquire) {
             return Err(NoSlot::Closed);
         }
         if let Some(slot) = slots.get(key) {
-            return Ok(slot.clone());
+            return Ok(Some(slot.clone()));
+        }
+        if !make {
+            return Ok(None);
         }
         if slots.len() >= MAX_SESSIONS {
             return Err(NoSlot::Full);
@@ -132,7 +143,7 @@ impl Sessions {
             closed: false,
         }));
         slots.insert(key.to_string(), slot.clone());
-        Ok(slot)
+        Ok(Some(slot))
     }
 
     /// The state of session `key`, marking it used now (so it is not torn

@@ -244,6 +244,20 @@ impl InCall<'_> {
         self.claimed.session()
     }
 
+    /// Whether the call must find its plugin's instance made by an earlier
+    /// call (and fail rather than start a fresh one).
+    pub(super) fn resumes(&self) -> bool {
+        self.parts.iter().any(|part| {
+            matches!(part, Part::Plugin(_)) && self.claimed.parts.contains_key(part.name())
+        })
+    }
+
+    /// Drops the handle's state, which the call found gone; the error the
+    /// call gets.
+    pub(super) fn lost(self, reason: &str) -> HandleError {
+        self.claimed.lose(reason.to_string())
+    }
+
     /// Notes the parts the call made, and puts the handle in `result`: a
     /// text block, `structuredContent` and `_meta`.
     pub(super) fn finish(self, result: &mut CallToolResult) {

@@ -309,6 +309,7 @@ impl ServerHandler for McpServer {
             Some(handle) => handle.session(),
             None => self.session.to_string(),
         });
+        call.resume = handle.as_ref().is_some_and(|handle| handle.resumes());
         call.call_id = Some(context.id.to_string());
         // Guest log lines at or above the client's level (`info` until it
         // sets one) go to it as `notifications/message`, before the answer.
@@ -347,6 +348,11 @@ impl ServerHandler for McpServer {
             Ok(result) => self.tool_result(&tool, &result),
             Err(error) if error.kind() == ErrorKind::UnknownTool => {
                 return Err(ErrorData::invalid_params(error.model_text(), None));
+            }
+            Err(error) if error.kind() == ErrorKind::StateLost && handle.is_some() => {
+                let lost = handle.map(|handle| handle.lost(error.message()));
+                let text = lost.map_or_else(|| error.model_text(), |lost| lost.to_string());
+                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
             Err(error) => CallToolResult::error(vec![ContentBlock::text(error.model_text())]),
         };
