@@ -311,9 +311,14 @@ impl ServerHandler for McpServer {
         });
         call.resume = handle.as_ref().is_some_and(|handle| handle.resumes());
         call.call_id = Some(context.id.to_string());
-        // Guest log lines at or above the client's level (`info` until it
-        // sets one) go to it as `notifications/message`, before the answer.
-        let floor = self.log_level().unwrap_or(LoggingLevel::Info);
+        // Guest log lines at or above the client's level go to it as
+        // `notifications/message`, before the answer: with a session, the
+        // level it set (`info` until it sets one); without, the level the
+        // request names in `_meta`, and none when it names none.
+        let floor = match handles::stateless(&context) {
+            true => context.meta.log_level(),
+            false => Some(self.log_level().unwrap_or(LoggingLevel::Info)),
+        };
         let (sink, forwarded) = log_forwarder(floor, context.peer.clone());
         let tool = call.tool.clone();
         let dispatch =
