@@ -24,6 +24,8 @@ const BETA: &str = "beta-token";
 struct Served {
     url: String,
     host: Host,
+    /// The configuration's text.
+    config: String,
     root: PathBuf,
     _dir: tempfile::TempDir,
     _task: tokio::task::JoinHandle<()>,
@@ -59,7 +61,8 @@ workspace = "beta"
         alpha = sha256_hex(ALPHA),
         beta = sha256_hex(BETA),
     );
-    let config = Config::parse(&config, ConfigSource::Embedded, &root).unwrap();
+    let text = config;
+    let config = Config::parse(&text, ConfigSource::Embedded, &root).unwrap();
     let host = Host::builder()
         .config(&config)
         .unwrap()
@@ -77,6 +80,7 @@ workspace = "beta"
     Served {
         url,
         host,
+        config: text,
         root,
         _dir: dir,
         _task: task,
@@ -419,6 +423,38 @@ async fn handles_of_another_tenant_forged_or_of_a_reloaded_plugin_are_refused() 
             "{lost}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_reloaded_configuration_drops_the_state_of_its_handles() {
+    let served = serve("", "").await;
+    let mut sdk = Sdk::start(&served.url);
+    let added = sdk
+        .call(ALPHA, "todo", json!({"action": "add", "text": "before"}))
+        .await;
+    let handle = handle_of(&added);
+    // The configuration written again: new profiles, which may grant
+    // otherwise. The tenants follow it a moment later.
+    let file = served.root.join("toolhost.toml");
+    std::fs::write(&file, &served.config).unwrap();
+    served.host.reload_config(&file).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let after = sdk
+            .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
+            .await;
+        if after["isError"] == json!(true) {
+            break after;
+        }
+        assert_eq!(todo_texts(&after), ["before"]);
+        assert!(std::time::Instant::now() < deadline, "the state was kept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let lost = error_of(&after);
+    assert!(
+        lost.starts_with("state_lost: ") && lost.contains("profile \"worker\" changed"),
+        "{lost}"
+    );
 }
 
 #[tokio::test]
