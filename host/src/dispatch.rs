@@ -282,12 +282,28 @@ impl Host {
                 match request.resume {
                     true => {
                         plugin
-                            .resume_session(self.runtime(), spec, &text, limits, &key, memory, made_under)
+                            .resume_session(
+                                self.runtime(),
+                                spec,
+                                &text,
+                                limits,
+                                &key,
+                                memory,
+                                made_under,
+                            )
                             .await
                     }
                     false => {
                         plugin
-                            .call_in_session(self.runtime(), spec, &text, limits, &key, memory, made_under)
+                            .call_in_session(
+                                self.runtime(),
+                                spec,
+                                &text,
+                                limits,
+                                &key,
+                                memory,
+                                made_under,
+                            )
                             .await
                     }
                 }

@@ -179,8 +179,8 @@ fn handle_of(result: &Value) -> String {
 }
 
 fn todo_texts(result: &Value) -> Vec<String> {
-    let answer: Value = serde_json::from_str(first_text(result))
-        .unwrap_or_else(|e| panic!("{e}: {result}"));
+    let answer: Value =
+        serde_json::from_str(first_text(result)).unwrap_or_else(|e| panic!("{e}: {result}"));
     answer["items"]
         .as_array()
         .unwrap()
@@ -276,7 +276,11 @@ async fn the_python_sdk_keeps_a_conversations_todo_items_and_terminal_under_its_
     assert_eq!(stdout_of(&second), format!("{}\n1\n", sub.display()));
     // Without it: a new terminal, in the workspace, without X.
     let other = sdk
-        .call(ALPHA, "run_command", json!({"command": "pwd; echo \"[$X]\""}))
+        .call(
+            ALPHA,
+            "run_command",
+            json!({"command": "pwd; echo \"[$X]\""}),
+        )
         .await;
     assert_eq!(
         stdout_of(&other),
@@ -349,7 +353,10 @@ async fn a_handle_idle_past_session_idle_says_its_state_was_dropped() {
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while tasks.session_count() > 0 {
-        assert!(std::time::Instant::now() < deadline, "the session never expired");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session never expired"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let after = sdk

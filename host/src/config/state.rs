@@ -42,10 +42,7 @@ pub(super) fn settings(
 ) -> HandleSettings {
     let max_age = written.handle_max_age.map_or(DEFAULT_MAX_AGE, |s| s.0);
     if max_age.as_secs() == 0 {
-        problems.push((
-            "state.handle_max_age".into(),
-            "must be at least 1s".into(),
-        ));
+        problems.push(("state.handle_max_age".into(), "must be at least 1s".into()));
     }
     let max_per_tenant = written
         .max_handles_per_tenant

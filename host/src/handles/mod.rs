@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-pub use codec::{PREFIX, TEXT_LEN};
 use codec::{Claims, Codec, Nonce, Owner};
+pub use codec::{PREFIX, TEXT_LEN};
 use registry::{Held, Refused};
 
 use crate::policy::Profile;
@@ -121,7 +121,8 @@ impl Claimed<'_> {
 
     /// Drops its state for `reason`; the error the call gets.
     pub fn lose(&self, reason: String) -> HandleError {
-        self.handles.drop_state(&self.tenant, &self.nonce, reason.clone());
+        self.handles
+            .drop_state(&self.tenant, &self.nonce, reason.clone());
         lost(&self.text, &reason)
     }
 }
@@ -382,13 +383,7 @@ fn random<const N: usize>() -> [u8; N] {
     let mut filled = 0;
     while filled < N {
         // SAFETY: the pointer and length describe the unfilled rest of `bytes`.
-        let got = unsafe {
-            libc::getrandom(
-                bytes[filled..].as_mut_ptr().cast(),
-                N - filled,
-                0,
-            )
-        };
+        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), N - filled, 0) };
         if got > 0 {
             filled += got as usize;
         } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {

@@ -188,7 +188,9 @@ mod tests {
         held.finish(&[1; 16]);
         // [2] is the least recently used.
         assert_eq!(held.insert([3; 16], &p, 2), Ok(Some([2; 16])));
-        assert!(matches!(held.begin(&[2; 16], &p), Err(Refused::Lost(r)) if r.contains("least recently used")));
+        assert!(
+            matches!(held.begin(&[2; 16], &p), Err(Refused::Lost(r)) if r.contains("least recently used"))
+        );
         // Every handle busy: refused, none dropped.
         held.begin(&[1; 16], &p).unwrap();
         held.begin(&[3; 16], &p).unwrap();
@@ -208,7 +210,9 @@ mod tests {
                 Err(Refused::Lost("the instance trapped".into()))
             );
         }
-        assert!(matches!(held.begin(&[9; 16], &p), Err(Refused::Lost(r)) if r.contains("restarted")));
+        assert!(
+            matches!(held.begin(&[9; 16], &p), Err(Refused::Lost(r)) if r.contains("restarted"))
+        );
     }
 
     #[test]

@@ -28,7 +28,11 @@ fn a_minted_handle_is_claimed_by_its_owner_and_nobody_else() {
         handles.claim(&text, Some("alpha"), &other).err(),
         handles.claim(&text, None, &reader).err(),
         handles
-            .claim(&format!("{}A", &text[..text.len() - 1]), Some("alpha"), &reader)
+            .claim(
+                &format!("{}A", &text[..text.len() - 1]),
+                Some("alpha"),
+                &reader,
+            )
             .err(),
     ]
     .into_iter()
@@ -38,7 +42,9 @@ fn a_minted_handle_is_claimed_by_its_owner_and_nobody_else() {
         assert_eq!(refusal.kind, "invalid_handle");
         assert_eq!(
             refusal.message.replace(&shown(&text[..text.len() - 1]), ""),
-            refusals[0].message.replace(&shown(&text[..text.len() - 1]), "")
+            refusals[0]
+                .message
+                .replace(&shown(&text[..text.len() - 1]), "")
         );
     }
 }

@@ -18,8 +18,8 @@ mod session;
 pub use crate::contract::{
     CONTRACT_SERIES, CONTRACT_VERSION, CapabilityUse, ContentHash, TOOL_INTERFACE,
 };
-pub use cache::{ArtifactCache, Compiled};
 pub(crate) use cache::load_key;
+pub use cache::{ArtifactCache, Compiled};
 pub use engine::Runtime;
 pub use epoch::EPOCH_TICK;
 pub use flight::{Drained, Flight};

@@ -141,7 +141,9 @@ impl PluginVersion {
         grants: (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
     ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
         match self
-            .session_call(runtime, tool, arguments, limits, session, memory, grants, false)
+            .session_call(
+                runtime, tool, arguments, limits, session, memory, grants, false,
+            )
             .await
         {
             Ok(done) => done,
@@ -166,7 +168,9 @@ impl PluginVersion {
         grants: (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
     ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
         match self
-            .session_call(runtime, tool, arguments, limits, session, memory, grants, true)
+            .session_call(
+                runtime, tool, arguments, limits, session, memory, grants, true,
+            )
             .await
         {
             Ok(done) => done,

@@ -261,8 +261,7 @@ impl InCall<'_> {
     /// Notes the parts the call made, and puts the handle in `result`: a
     /// text block, `structuredContent` and `_meta`.
     pub(super) fn finish(self, result: &mut CallToolResult) {
-        let session =
-            crate::runtime::session_key(self.tenant.as_deref(), &self.claimed.session());
+        let session = crate::runtime::session_key(self.tenant.as_deref(), &self.claimed.session());
         for part in &self.parts {
             let made = match part {
                 Part::Plugin(plugin) => plugin.keep_session(&session) == SessionState::Live,

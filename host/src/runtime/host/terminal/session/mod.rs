@@ -152,7 +152,10 @@ impl Terminals {
     /// Whether session `key` is open, marking it used now (so it is not
     /// ended as idle right after); makes none.
     pub fn keep(&self, key: &str) -> bool {
-        self.lock().get(key).inspect(|session| session.touch()).is_some()
+        self.lock()
+            .get(key)
+            .inspect(|session| session.touch())
+            .is_some()
     }
 
     /// Ends session `key` and every process in it, and cuts its
