@@ -63,7 +63,7 @@ impl Config {
                 Protection::Hidden,
             );
         }
-        if let crate::handles::KeySource::File(key) = &self.state.key {
+        if let super::KeySource::File(key) = &self.state.key {
             own.add("handle key", "state.key_file", key, Protection::Hidden);
         }
         if let Some(dir) = &self.plugins {

@@ -3,13 +3,56 @@
 //! authenticates them, how long they live, how many a tenant may hold.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde::Deserialize;
 use sha2::Digest as _;
 
 use super::units::Span;
-use crate::handles::{DEFAULT_MAX_AGE, DEFAULT_MAX_PER_TENANT, HandleSettings, KeySource};
+
+/// How long a handle lives at most, however busy (`[state] handle_max_age`).
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// Most live handles per tenant (`[state] max_handles_per_tenant`): as many
+/// sessions as one tenant may hold of one stateful plugin.
+pub const DEFAULT_MAX_PER_TENANT: usize = 64;
+
+/// Where the key that authenticates handles comes from.
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    /// Given (`TOOLHOST_STATE_KEY`).
+    Key([u8; 32]),
+    /// Read from a file, made (32 random bytes, mode 0600) if missing.
+    File(PathBuf),
+    /// Random, for this process only: a restart turns every handle invalid.
+    Random,
+}
+
+/// `[state]` as the host uses it.
+#[derive(Debug, Clone)]
+pub struct HandleSettings {
+    /// The key.
+    pub key: KeySource,
+    /// A handle's hard expiry, from when it was made.
+    pub max_age: Duration,
+    /// Most live handles per tenant.
+    pub max_per_tenant: usize,
+    /// This replica's id, carried in every handle it makes.
+    pub replica: u16,
+}
+
+impl Default for HandleSettings {
+    /// A random key, 24 hours, 64 handles per tenant, replica 0.
+    fn default() -> Self {
+        Self {
+            key: KeySource::Random,
+            max_age: DEFAULT_MAX_AGE,
+            max_per_tenant: DEFAULT_MAX_PER_TENANT,
+            replica: 0,
+        }
+    }
+}
 
 /// The variable that gives the handle key (base64 of at least 32 bytes); it
 /// wins over `[state] key_file`.

@@ -281,9 +281,7 @@ fn state_settings_are_checked_and_the_key_file_is_toolhosts_own() {
     let config = Config::parse(text, ConfigSource::Embedded, Path::new("/w")).unwrap();
     assert_eq!(config.state.max_age, std::time::Duration::from_secs(7200));
     assert_eq!((config.state.max_per_tenant, config.state.replica), (3, 9));
-    assert!(
-        matches!(&config.state.key, crate::handles::KeySource::File(k) if k == Path::new("/w/k"))
-    );
+    assert!(matches!(&config.state.key, KeySource::File(k) if k == Path::new("/w/k")));
     assert!(
         config
             .own_paths()

@@ -7,7 +7,6 @@ mod codec;
 mod registry;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -15,51 +14,9 @@ use codec::{Claims, Codec, Nonce, Owner};
 pub use codec::{PREFIX, TEXT_LEN};
 use registry::{Held, Refused};
 
+pub use crate::config::{DEFAULT_MAX_AGE, DEFAULT_MAX_PER_TENANT, HandleSettings, KeySource};
 use crate::policy::Profile;
 use crate::runtime::Terminals;
-
-/// How long a handle lives at most, however busy (`[state] handle_max_age`).
-pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
-
-/// Most live handles per tenant (`[state] max_handles_per_tenant`): as many
-/// sessions as one tenant may hold of one stateful plugin.
-pub const DEFAULT_MAX_PER_TENANT: usize = 64;
-
-/// Where the key that authenticates handles comes from.
-#[derive(Debug, Clone)]
-pub enum KeySource {
-    /// Given (`TOOLHOST_STATE_KEY`).
-    Key([u8; 32]),
-    /// Read from a file, made (32 random bytes, mode 0600) if missing.
-    File(PathBuf),
-    /// Random, for this process only: a restart turns every handle invalid.
-    Random,
-}
-
-/// `[state]` as the host uses it.
-#[derive(Debug, Clone)]
-pub struct HandleSettings {
-    /// The key.
-    pub key: KeySource,
-    /// A handle's hard expiry, from when it was made.
-    pub max_age: Duration,
-    /// Most live handles per tenant.
-    pub max_per_tenant: usize,
-    /// This replica's id, carried in every handle it makes.
-    pub replica: u16,
-}
-
-impl Default for HandleSettings {
-    /// A random key, 24 hours, 64 handles per tenant, replica 0.
-    fn default() -> Self {
-        Self {
-            key: KeySource::Random,
-            max_age: DEFAULT_MAX_AGE,
-            max_per_tenant: DEFAULT_MAX_PER_TENANT,
-            replica: 0,
-        }
-    }
-}
 
 /// Why a handle was refused: `kind` (`invalid_handle`, `handle_expired`,
 /// `state_lost`, `too_many_handles`) and what to do.
@@ -289,7 +246,11 @@ impl Handles {
         let (result, idle) = {
             let mut all = self.held.lock().unwrap_or_else(|e| e.into_inner());
             let held = all.entry(tenant.to_string()).or_default();
-            let idle = held.expire_idle(self.idle);
+            let reason = format!(
+                "it was idle for {}, the session_idle limit",
+                show_duration(self.idle)
+            );
+            let idle = held.expire_idle(self.idle, &reason);
             (f(held), idle)
         };
         for nonce in idle {

@@ -45,8 +45,8 @@ pub(crate) enum Refused {
 }
 
 impl Held {
-    /// Drops the handles idle for `idle` (reason `idle`) and returns them.
-    pub(crate) fn expire_idle(&mut self, idle: Duration) -> Vec<Nonce> {
+    /// Drops the handles idle for `idle` (for `reason`) and returns them.
+    pub(crate) fn expire_idle(&mut self, idle: Duration, reason: &str) -> Vec<Nonce> {
         let now = Instant::now();
         let idle_ones: Vec<Nonce> = self
             .live
@@ -55,13 +55,7 @@ impl Held {
             .map(|(nonce, _)| *nonce)
             .collect();
         for nonce in &idle_ones {
-            self.lose(
-                nonce,
-                format!(
-                    "it was idle for {}, the session_idle limit",
-                    super::show_duration(idle)
-                ),
-            );
+            self.lose(nonce, reason.to_string());
         }
         idle_ones
     }
@@ -231,7 +225,10 @@ mod tests {
         held.insert([1; 16], &p, 8).unwrap();
         held.insert([2; 16], &p, 8).unwrap();
         held.begin(&[2; 16], &p).unwrap();
-        assert_eq!(held.expire_idle(Duration::ZERO), vec![[1; 16]]);
+        assert_eq!(
+            held.expire_idle(Duration::ZERO, "it was idle"),
+            vec![[1; 16]]
+        );
         assert!(matches!(held.begin(&[1; 16], &p), Err(Refused::Lost(r)) if r.contains("idle")));
     }
 
