@@ -195,7 +195,7 @@ impl PluginVersion {
                 ErrorKind::StateLost,
                 format!(
                     "plugin {:?} no longer holds the instance of this state (torn down, \
-                     discarded after a crash, or of another version); nothing ran",
+                     discarded after a crash, or of another version)",
                     &*self.name
                 ),
             )

@@ -247,11 +247,11 @@ impl ServerHandler for McpServer {
         // waits for them.
         self.host.loaded().await;
         let caller = self.caller(&context);
-        let tools = self
+        let mut tools = self
             .host
             .mcp_tools_for(&caller, &Selection::all())
             .map_err(|e| ErrorData::internal_error(e, None))?;
-        let mut tools = tools;
+        // Without sessions, tools that keep state take a handle.
         if let (true, Some(listed)) = (handles::stateless(&context), tools.as_array_mut()) {
             handles::list(&self.host, listed);
         }
