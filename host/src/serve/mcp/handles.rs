@@ -289,3 +289,20 @@ impl InCall<'_> {
             .insert(META_KEY.to_string(), json!(text));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_with_a_handle_of_its_own_gets_toolhost_handle() {
+        let own = json!({"type": "object", "properties": {"handle": {"type": "integer"}}});
+        assert_eq!(property(&own), FALLBACK);
+        let plain = json!({"type": "object", "properties": {"x": {}}});
+        assert_eq!(property(&plain), PROPERTY);
+        let mut bare = json!({"type": "object", "additionalProperties": false});
+        add_property(&mut bare, PROPERTY, json!({"type": "string"}));
+        assert_eq!(bare["properties"]["handle"]["type"], "string");
+        assert!(bare.get("required").is_none());
+    }
+}
