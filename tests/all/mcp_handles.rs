@@ -18,6 +18,7 @@ use crate::http_api::sha256_hex;
 
 const ALPHA: &str = "alpha-token";
 const BETA: &str = "beta-token";
+const GAMMA: &str = "gamma-token";
 
 /// A server of two tenants that may run commands in their workspaces, with
 /// the bundled plugins (`todo` keeps state, `run_command` a terminal).
@@ -61,7 +62,7 @@ workspace = "beta"
         alpha = sha256_hex(ALPHA),
         beta = sha256_hex(BETA),
     );
-    let text = config;
+    let text = config.replace("GAMMA", &sha256_hex(GAMMA));
     let config = Config::parse(&text, ConfigSource::Embedded, &root).unwrap();
     let host = Host::builder()
         .config(&config)
@@ -514,4 +515,38 @@ async fn a_client_with_a_session_sees_no_handle() {
     assert_eq!(added["content"].as_array().unwrap().len(), 1, "{added}");
     let listed = sdk.send(command(json!({"action": "list"}))).await;
     assert_eq!(todo_texts(&listed), ["in session"]);
+}
+
+#[tokio::test]
+async fn an_approval_is_asked_through_input_required_and_bound_to_its_answer() {
+    let served = serve(
+        "[profiles.asking]\nallow = [\"terminal:*\"]\napproval_required = [\"terminal:*\"]\n\
+         file.write = [\".\"]\n[tenants.gamma]\nprofile = \"asking\"\nworkspace = \"alpha\"\n\
+         token_sha256 = \"GAMMA\"\n",
+        "",
+    )
+    .await;
+    let mut sdk = Sdk::start(&served.url);
+    let asked = |answer: &str, command: &str| {
+        json!({"token": GAMMA, "answer": answer, "tool": "run_command",
+               "arguments": {"command": command}})
+    };
+    // Allowed once: the call waits for the answer, then runs.
+    let ran = sdk.send(asked("once", "echo approved")).await;
+    assert_eq!(stdout_of(&ran), "approved\n", "{ran}");
+    // Refused: the call is refused before anything runs.
+    let refused = sdk.send(asked("deny", "echo refused")).await;
+    let text = error_of(&refused);
+    assert!(
+        text.contains("declined") && !text.contains("refused\n"),
+        "{refused}"
+    );
+    // An answer outside the form's choices refuses too.
+    let odd = sdk.send(asked("session", "echo odd")).await;
+    assert!(error_of(&odd).contains("declined"), "{odd}");
+    // A client that cannot be asked is refused, saying so.
+    let unasked = sdk
+        .call(GAMMA, "run_command", json!({"command": "echo unasked"}))
+        .await;
+    assert!(error_of(&unasked).contains("elicitation"), "{unasked}");
 }

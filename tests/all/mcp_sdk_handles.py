@@ -5,7 +5,9 @@ a line on stdin and writes one JSON answer a line on stdout:
   {"token": T, "list": true}                  -> {"version": V, "tools": [...]}
   {"token": T, "tool": N, "arguments": {...}}  -> the CallToolResult, as JSON
 
-with `"legacy": true` the client is one with a session (`mode="legacy"`).
+with `"legacy": true` the client is one with a session (`mode="legacy"`);
+with `"answer": "once"` (or another decision) it declares elicitation and
+answers every question with that decision, printing the question to stderr.
 Over stdio instead of HTTP: `mcp_sdk_handles.py --stdio COMMAND ARGS...`.
 """
 
@@ -14,7 +16,7 @@ import json
 import sys
 
 import httpx2
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 
 
@@ -22,18 +24,26 @@ async def main(argv: list) -> None:
     url = argv[0]
     clients = {}
 
-    async def client_of(token, legacy):
-        if (token, legacy) not in clients:
+    async def client_of(token, legacy, answer):
+        if (token, legacy, answer) not in clients:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             http = httpx2.AsyncClient(headers=headers, timeout=60)
             if url == "--stdio":
                 transport = StdioServerParameters(command=argv[1], args=argv[2:])
             else:
                 transport = streamable_http_client(url, http_client=http)
-            client = Client(transport, mode="legacy") if legacy else Client(transport)
+            options = {"mode": "legacy"} if legacy else {}
+            if answer:
+
+                async def answering(context, params):
+                    print("asked:", params.message, file=sys.stderr)
+                    return types.ElicitResult(action="accept", content={"decision": answer})
+
+                options["elicitation_callback"] = answering
+            client = Client(transport, **options)
             await client.__aenter__()
-            clients[(token, legacy)] = client
-        return clients[(token, legacy)]
+            clients[(token, legacy, answer)] = client
+        return clients[(token, legacy, answer)]
 
     loop = asyncio.get_running_loop()
     while True:
@@ -41,7 +51,7 @@ async def main(argv: list) -> None:
         if not line:
             break
         command = json.loads(line)
-        client = await client_of(command.get("token"), bool(command.get("legacy")))
+        client = await client_of(command.get("token"), bool(command.get("legacy")), command.get("answer"))
         if command.get("list"):
             tools = await client.list_tools()
             answer = {

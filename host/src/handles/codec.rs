@@ -45,11 +45,19 @@ pub(super) struct Owner<'a> {
     pub(super) profile: &'a str,
 }
 
-/// Seals and opens handles with one key.
+/// Seals and opens handles (and request states) with one key.
 pub(super) struct Codec {
     key: [u8; 32],
+    /// The key of request states, so neither kind opens as the other.
+    state_key: [u8; 32],
     kid: u8,
 }
+
+/// What a request state starts with.
+pub(super) const STATE_PREFIX: &str = "rs_";
+const STATE_DOMAIN: &[u8] = b"toolhost/request-state/v1\0";
+/// version, key id, expiry (4), id (16).
+const STATE_BODY: usize = 22;
 
 impl Codec {
     /// A codec whose handle key is derived from `master`.
@@ -61,6 +69,7 @@ impl Codec {
         };
         Self {
             key: derive(b"toolhost/handle/v1"),
+            state_key: derive(b"toolhost/request-state/v1"),
             // Tells keys apart (a handle of an old key is refused at once);
             // not secret and not a check of its own.
             kid: derive(b"toolhost/key-id")[0],
@@ -99,6 +108,59 @@ impl Codec {
         })
     }
 
+    /// A request state naming parked call `id` until `expires` (unix
+    /// seconds), bound to `owner` and to `bound` (a digest of the request).
+    pub(super) fn seal_state(
+        &self,
+        id: &Nonce,
+        expires: u32,
+        owner: Owner<'_>,
+        bound: &[u8; 32],
+    ) -> String {
+        let mut body = [0u8; STATE_BODY];
+        body[0] = VERSION;
+        body[1] = self.kid;
+        body[2..6].copy_from_slice(&expires.to_be_bytes());
+        body[6..].copy_from_slice(id);
+        let tag = self.state_mac(&body, owner, bound).finalize().into_bytes();
+        let mut raw = body.to_vec();
+        raw.extend_from_slice(&tag[..TAG]);
+        format!("{STATE_PREFIX}{}", URL_SAFE_NO_PAD.encode(raw))
+    }
+
+    /// The parked call and expiry of request state `text` if it was sealed
+    /// for `owner` and `bound`; `None` for anything else.
+    pub(super) fn open_state(
+        &self,
+        text: &str,
+        owner: Owner<'_>,
+        bound: &[u8; 32],
+    ) -> Option<(Nonce, u32)> {
+        let raw = URL_SAFE_NO_PAD
+            .decode(text.strip_prefix(STATE_PREFIX)?)
+            .ok()?;
+        let (body, tag) = raw.split_at_checked(STATE_BODY)?;
+        if tag.len() != TAG || body[0] != VERSION || body[1] != self.kid {
+            return None;
+        }
+        self.state_mac(body, owner, bound)
+            .verify_truncated_left(tag)
+            .ok()?;
+        Some((
+            body[6..].try_into().ok()?,
+            u32::from_be_bytes(body[2..6].try_into().ok()?),
+        ))
+    }
+
+    fn state_mac(&self, body: &[u8], owner: Owner<'_>, bound: &[u8; 32]) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256>>::new_from_slice(&self.state_key).expect("any key length");
+        mac.update(STATE_DOMAIN);
+        mac.update(body);
+        bind_owner(&mut mac, owner);
+        mac.update(bound);
+        mac
+    }
+
     fn body(&self, claims: &Claims) -> [u8; BODY] {
         let mut body = [0u8; BODY];
         body[0] = VERSION;
@@ -119,16 +181,21 @@ impl Codec {
         let mut mac = <Hmac<Sha256>>::new_from_slice(&self.key).expect("any key length");
         mac.update(DOMAIN);
         mac.update(body);
-        match owner.tenant {
-            Some(tenant) => {
-                mac.update(&[1]);
-                prefixed(&mut mac, tenant);
-            }
-            None => mac.update(&[0]),
-        }
-        prefixed(&mut mac, owner.profile);
+        bind_owner(&mut mac, owner);
         mac
     }
+}
+
+/// The owner into `mac`, each part length-prefixed.
+fn bind_owner(mac: &mut Hmac<Sha256>, owner: Owner<'_>) {
+    match owner.tenant {
+        Some(tenant) => {
+            mac.update(&[1]);
+            prefixed(mac, tenant);
+        }
+        None => mac.update(&[0]),
+    }
+    prefixed(mac, owner.profile);
 }
 
 fn prefixed(mac: &mut Hmac<Sha256>, text: &str) {
@@ -202,6 +269,26 @@ mod tests {
         assert_eq!(codec.open(&format!("{text}A"), ALPHA), None);
         assert_eq!(codec.open("", ALPHA), None);
         assert_eq!(codec.open(&"é".repeat(TEXT_LEN / 2), ALPHA), None);
+    }
+
+    #[test]
+    fn a_request_state_opens_only_for_its_owner_and_request() {
+        let codec = Codec::new(&[1; 32]);
+        let text = codec.seal_state(&[7; 16], 99, ALPHA, &[1; 32]);
+        assert_eq!(
+            codec.open_state(&text, ALPHA, &[1; 32]),
+            Some(([7; 16], 99))
+        );
+        assert_eq!(codec.open_state(&text, ALPHA, &[2; 32]), None);
+        let beta = Owner {
+            tenant: Some("beta"),
+            profile: "reader",
+        };
+        assert_eq!(codec.open_state(&text, beta, &[1; 32]), None);
+        // A handle never opens as a request state, nor the other way.
+        let handle = codec.seal(&claims(), ALPHA);
+        assert_eq!(codec.open_state(&handle, ALPHA, &[1; 32]), None);
+        assert_eq!(codec.open(&text, ALPHA), None);
     }
 
     proptest::proptest! {

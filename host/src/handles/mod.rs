@@ -215,6 +215,42 @@ impl Handles {
         }
     }
 
+    /// A request state naming parked call `id` for `ttl`, bound to the
+    /// caller (`tenant`, `profile`) and to `bound`, a digest of the request
+    /// it answers.
+    pub fn seal_request(
+        &self,
+        id: &[u8; 16],
+        ttl: Duration,
+        tenant: Option<&str>,
+        profile: &Profile,
+        bound: &[u8; 32],
+    ) -> String {
+        let expires = unix_now().saturating_add(ttl.as_secs().max(1)) as u32;
+        self.codec()
+            .seal_state(id, expires, owner(tenant, profile), bound)
+    }
+
+    /// The parked call request state `text` names, if it was sealed for this
+    /// caller and request and has not expired.
+    pub fn open_request(
+        &self,
+        text: &str,
+        tenant: Option<&str>,
+        profile: &Profile,
+        bound: &[u8; 32],
+    ) -> Option<[u8; 16]> {
+        let (id, expires) = self
+            .codec()
+            .open_state(text, owner(tenant, profile), bound)?;
+        (u64::from(expires) > unix_now()).then_some(id)
+    }
+
+    /// 128 random bits.
+    pub fn random_id() -> [u8; 16] {
+        random()
+    }
+
     /// How many live handles `tenant` holds.
     pub fn held(&self, tenant: Option<&str>) -> usize {
         self.with_held(tenant.unwrap_or_default(), |held| held.len())

@@ -5,8 +5,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::model::{CallToolResult, ContentBlock, MetaObject, RequestMetaObject};
 use serde_json::{Map, Value, json};
 
 use crate::caller::Caller;
@@ -26,10 +25,8 @@ const TERMINAL: &str = "terminal";
 
 /// Whether the request speaks a revision without sessions: its `_meta`
 /// names one that has no `initialize`.
-pub(super) fn stateless(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .meta
-        .protocol_version()
+pub(super) fn stateless(meta: &RequestMetaObject) -> bool {
+    meta.protocol_version()
         .is_some_and(|version| !version.has_initialize())
 }
 
