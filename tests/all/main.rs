@@ -25,6 +25,7 @@ mod layout;
 mod limits;
 mod loading;
 mod mcp;
+mod mcp_ask;
 mod mcp_handles;
 mod mcp_http;
 mod network;
