@@ -66,7 +66,9 @@ pub(crate) struct ParkedCalls {
 }
 
 impl ParkedCalls {
-    fn park(&self, id: [u8; 16], parked: Parked) -> Result<(), Parked> {
+    /// Parks `parked` under `id`; false (and the call dropped, which aborts
+    /// it) when its tenant has [`MAX_PARKED_PER_TENANT`] parked already.
+    fn park(&self, id: [u8; 16], parked: Parked) -> bool {
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         // Dropping an expired call aborts it.
@@ -76,10 +78,10 @@ impl ParkedCalls {
             .filter(|call| call.tenant == parked.tenant)
             .count();
         if held >= MAX_PARKED_PER_TENANT {
-            return Err(parked);
+            return false;
         }
         calls.insert(id, parked);
-        Ok(())
+        true
     }
 
     /// Takes parked call `id` out (an answer is used once).
@@ -136,6 +138,7 @@ pub(super) async fn call<F>(
     caller: &Caller,
     request: &CallToolRequestParams,
     timeout: Duration,
+    cancelled: tokio_util::sync::CancellationToken,
     start: F,
 ) -> Result<CallToolResponse, ErrorData>
 where
@@ -181,7 +184,14 @@ where
             }
         }
     };
-    match running.events.recv().await {
+    let event = tokio::select! {
+        event = running.events.recv() => event,
+        // The client gave up on the request: the call ends with it.
+        () = cancelled.cancelled() => {
+            return Err(ErrorData::internal_error("the call was cancelled by the client", None));
+        }
+    };
+    match event {
         Some(Event::Done(result)) => result.map(Into::into),
         Some(Event::Asked(question, answer)) => {
             running.asked += 1;
@@ -217,9 +227,7 @@ fn park_again(
     question: Value,
 ) -> Result<CallToolResponse, ErrorData> {
     let id = crate::handles::Handles::random_id();
-    if let Err(call) = parked.park(id, call) {
-        // Too many waiting: refused, and the call goes on refused.
-        let _ = call.answer.send(Approval::Deny);
+    if !parked.park(id, call) {
         return Err(ErrorData::invalid_request(
             format!(
                 "too many calls wait for an answer ({MAX_PARKED_PER_TENANT}); answer or abandon \

@@ -231,7 +231,6 @@ impl McpServer {
         // level it set (`info` until it sets one); without, the level the
         // request names in `_meta`, and none when it names none.
         let floor = match handles::stateless(&cx.meta) {
-            _ if cx.quiet => None,
             true => cx.meta.log_level(),
             false => Some(self.log_level().unwrap_or(LoggingLevel::Info)),
         };
@@ -241,9 +240,9 @@ impl McpServer {
             crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call));
         // Progress reports go as `notifications/progress` to a client that
         // asked for them with a token (over HTTP, on the request's stream).
-        let progress = (!cx.quiet)
-            .then(|| cx.meta.get_progress_token())
-            .flatten()
+        let progress = cx
+            .meta
+            .get_progress_token()
             .map(|token| ProgressForward::start(token, cx.peer.clone()));
         // Boxed: rmcp moves every request's handler future into a task of its
         // own, and the dispatch future (several KiB) would make that copy
@@ -326,8 +325,6 @@ struct CallContext {
     meta: rmcp::model::RequestMetaObject,
     peer: Peer<RoleServer>,
     ct: CancellationToken,
-    /// No log lines nor progress (nobody is on the request's stream).
-    quiet: bool,
 }
 
 impl ServerHandler for McpServer {
@@ -410,14 +407,13 @@ impl ServerHandler for McpServer {
             meta: context.meta.clone(),
             peer: context.peer.clone(),
             ct: context.ct.clone(),
-            quiet: false,
         };
         // A client without sessions that can answer questions is asked for
         // approvals through `input_required`; the call runs on in a task of
-        // its own between the requests, with no log lines or progress.
+        // its own between the requests (its log lines and progress go to
+        // the first request's stream while it is open).
         if handles::stateless(&context.meta) && super::ask::can_ask(&context.meta) {
             cx.ct = CancellationToken::new();
-            cx.quiet = true;
             let timeout = self.approval_timeout();
             let server = self.clone();
             let asked = caller.clone();
@@ -426,8 +422,17 @@ impl ServerHandler for McpServer {
                 let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
                 Box::pin(server.run(asked.with_approvals(approvals), call, cx))
             };
-            return super::ask::call(&self.parked, &self.host, &caller, &request, timeout, start)
-                .await;
+            let cancelled = context.ct.clone();
+            return super::ask::call(
+                &self.parked,
+                &self.host,
+                &caller,
+                &request,
+                timeout,
+                cancelled,
+                start,
+            )
+            .await;
         }
         self.clone().run(caller, request, cx).await.map(Into::into)
     }
