@@ -122,3 +122,31 @@ async fn a_request_state_is_refused_altered_replayed_for_other_arguments_or_anot
     assert_eq!(stdout_of(&done["result"]), "one\n");
     refused(&raw_call(&served, GAMMA, "echo one", answer(&state)).await);
 }
+
+#[tokio::test]
+async fn a_dangerous_command_asked_from_inside_the_guest_is_asked_the_same_way() {
+    let served = serve(
+        "[profiles.careful]\nallow = [\"terminal:*\"]\nfile.read = [\".\"]\n\
+         terminal.dangerous = \"approve\"\n[tenants.gamma]\nprofile = \"careful\"\n\
+         workspace = \"alpha\"\ntoken_sha256 = \"GAMMA\"\n",
+        "",
+    )
+    .await;
+    let mut sdk = Sdk::start(&served.url);
+    let asked = |answer: &str, command: &str| {
+        json!({"token": GAMMA, "answer": answer, "tool": "run_command",
+               "arguments": {"command": command}})
+    };
+    // Not dangerous: nobody is asked.
+    let plain = sdk.send(asked("deny", "echo plain")).await;
+    assert_eq!(stdout_of(&plain), "plain\n");
+    let ran = sdk
+        .send(asked("once", "rm -rf nothing-here; echo removed"))
+        .await;
+    assert_eq!(stdout_of(&ran), "removed\n", "{ran}");
+    let refused = sdk
+        .send(asked("deny", "rm -rf nothing-here; echo removed"))
+        .await;
+    let text = error_of(&refused);
+    assert!(text.contains("declined"), "{refused}");
+}
