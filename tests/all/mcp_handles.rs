@@ -519,3 +519,31 @@ async fn a_client_with_a_session_sees_no_handle() {
     let listed = sdk.send(command(json!({"action": "list"}))).await;
     assert_eq!(todo_texts(&listed), ["in session"]);
 }
+
+#[tokio::test]
+async fn a_reload_reaches_a_client_without_a_session_on_its_listen_stream() {
+    let served = serve("", "").await;
+    let mut sdk = Sdk::start(&served.url);
+    let listening = sdk.send(json!({"token": ALPHA, "listen": true})).await;
+    assert_eq!(listening["listening"], json!(true), "{listening}");
+    let tasks = toolhost::bundled::PLUGINS
+        .iter()
+        .find(|p| p.name == "tasks")
+        .unwrap();
+    let file = served.root.join("tasks.wasm");
+    std::fs::write(&file, tasks.wasm).unwrap();
+    served
+        .host
+        .reload_file(&file, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let event = sdk.send(json!({"token": ALPHA, "next_event": true})).await;
+    assert!(
+        event["event"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("tool"),
+        "{event}"
+    );
+}

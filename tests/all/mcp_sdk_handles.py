@@ -8,6 +8,9 @@ a line on stdin and writes one JSON answer a line on stdout:
 with `"legacy": true` the client is one with a session (`mode="legacy"`);
 with `"answer": "once"` (or another decision) it declares elicitation and
 answers every question with that decision, printing the question to stderr.
+  {"token": T, "listen": true}                -> {"listening": true} once acknowledged
+  {"token": T, "next_event": true}            -> the next event of that listen, as text
+
 Over stdio instead of HTTP: `mcp_sdk_handles.py --stdio COMMAND ARGS...`.
 """
 
@@ -45,6 +48,7 @@ async def main(argv: list) -> None:
             clients[(token, legacy, answer)] = client
         return clients[(token, legacy, answer)]
 
+    subscriptions = {}
     loop = asyncio.get_running_loop()
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
@@ -52,7 +56,16 @@ async def main(argv: list) -> None:
             break
         command = json.loads(line)
         client = await client_of(command.get("token"), bool(command.get("legacy")), command.get("answer"))
-        if command.get("list"):
+        if command.get("listen"):
+            subscription = client.listen(tools_list_changed=True)
+            sub = await subscription.__aenter__()
+            subscriptions[command.get("token")] = (subscription, sub)
+            answer = {"listening": True}
+        elif command.get("next_event"):
+            _, sub = subscriptions[command.get("token")]
+            event = await asyncio.wait_for(sub.__anext__(), 30)
+            answer = {"event": str(event)}
+        elif command.get("list"):
             tools = await client.list_tools()
             answer = {
                 "version": client.protocol_version,
@@ -62,6 +75,8 @@ async def main(argv: list) -> None:
             result = await client.call_tool(command["tool"], command.get("arguments") or {})
             answer = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         print(json.dumps(answer), flush=True)
+    for subscription, _ in subscriptions.values():
+        await subscription.__aexit__(None, None, None)
     for client in clients.values():
         await client.__aexit__(None, None, None)
 
