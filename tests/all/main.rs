@@ -28,6 +28,7 @@ mod mcp;
 mod mcp_ask;
 mod mcp_handles;
 mod mcp_http;
+mod mcp_logs;
 mod network;
 mod output_schema;
 mod paths_model;

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::serve::CONFIG;
 
 /// A config directory with `toolhost.toml` and the `misbehave` plugin.
-fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
     crate::serve::workspace(config, &[toolhost_tests::MISBEHAVE])
 }
 
@@ -31,7 +31,7 @@ pub(crate) struct Stdio {
 }
 
 impl Stdio {
-    fn start(root: &Path, args: &[&str]) -> Self {
+    pub(crate) fn start(root: &Path, args: &[&str]) -> Self {
         let (mut child, stderr) = toolhost_tests::spawn_piped(
             Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
                 .arg("--config")
@@ -576,44 +576,6 @@ fn guest_log_lines_reach_the_client_at_its_level() {
     assert!(log_lines_of_first_todo(Some("info")).is_empty());
     assert!(log_lines_of_first_todo(None).is_empty());
     assert!(log_lines_of_first_todo(Some("error")).is_empty());
-}
-
-/// Calls `todo` once as a 2026-07-28 request (no session) whose `_meta`
-/// names `level` (none: no level); the `notifications/message` lines that
-/// came before the answer.
-fn log_lines_of_a_stateless_todo(level: Option<&str>) -> Vec<Value> {
-    let (_dir, root) = workspace(CONFIG);
-    let mut server = Stdio::start(&root, &[]);
-    let mut meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
-    });
-    if let Some(level) = level {
-        meta["io.modelcontextprotocol/logLevel"] = json!(level);
-    }
-    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "todo", "arguments": {"action": "list"}, "_meta": meta}}));
-    let mut lines = Vec::new();
-    loop {
-        let message = server.answer();
-        if message["id"] == 2 {
-            assert!(message["result"]["content"].is_array(), "{message}");
-            return lines;
-        }
-        if message["method"] == "notifications/message" {
-            lines.push(message["params"].clone());
-        }
-    }
-}
-
-#[test]
-fn a_request_without_a_session_gets_log_lines_only_at_the_level_it_names() {
-    let lines = log_lines_of_a_stateless_todo(Some("debug"));
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert_eq!(lines[0]["level"], "debug");
-    assert!(log_lines_of_a_stateless_todo(Some("info")).is_empty());
-    assert!(log_lines_of_a_stateless_todo(None).is_empty());
 }
 
 #[test]
