@@ -275,18 +275,38 @@ impl Host {
                     });
                     Arc::new(grants)
                 };
-                entry
-                    .plugin
-                    .call_in_session(
-                        self.runtime(),
-                        &entry.spec,
-                        &text,
-                        limits,
-                        &session_key(caller.tenant_name(), session),
-                        self.sessions_memory(),
-                        (caller.profile(), grants),
-                    )
-                    .await
+                let key = session_key(caller.tenant_name(), session);
+                let plugin = &entry.plugin;
+                let (spec, memory) = (&entry.spec, self.sessions_memory());
+                let made_under = (caller.profile(), grants);
+                match request.resume {
+                    true => {
+                        plugin
+                            .resume_session(
+                                self.runtime(),
+                                spec,
+                                &text,
+                                limits,
+                                &key,
+                                memory,
+                                made_under,
+                            )
+                            .await
+                    }
+                    false => {
+                        plugin
+                            .call_in_session(
+                                self.runtime(),
+                                spec,
+                                &text,
+                                limits,
+                                &key,
+                                memory,
+                                made_under,
+                            )
+                            .await
+                    }
+                }
             }
             None => {
                 let mut grants = Grants::for_tools(

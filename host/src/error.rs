@@ -44,6 +44,8 @@ pub enum ErrorKind {
     /// The request around the call is malformed (a batch entry without a
     /// function name, for example).
     InvalidRequest,
+    /// The state a call named (a handle's) was dropped; nothing ran.
+    StateLost,
     /// A bug or resource failure in the host itself.
     Internal,
 }
@@ -67,6 +69,7 @@ impl ErrorKind {
             Self::Blocked => "blocked",
             Self::Cancelled => "cancelled",
             Self::InvalidRequest => "invalid_request",
+            Self::StateLost => "state_lost",
             Self::Internal => "internal",
         }
     }

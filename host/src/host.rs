@@ -64,6 +64,8 @@ struct Inner {
     sessions_memory: Arc<SessionMemory>,
     /// The terminal sessions of the callers' sessions.
     terminals: Arc<Terminals>,
+    /// The handles of callers without sessions.
+    handles: Arc<crate::handles::Handles>,
     /// True once the plugins found at start are loaded (or failed to).
     loaded: tokio::sync::watch::Sender<bool>,
     cache: Option<ArtifactCache>,
@@ -210,6 +212,11 @@ impl Host {
     /// The terminal sessions kept for the callers' sessions.
     pub fn terminals(&self) -> &Arc<Terminals> {
         &self.inner.terminals
+    }
+
+    /// The handles naming the state of callers without sessions.
+    pub fn handles(&self) -> &Arc<crate::handles::Handles> {
+        &self.inner.handles
     }
 
     /// Ends session `session` of `tenant` (`None`: the local caller): its

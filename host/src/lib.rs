@@ -36,6 +36,7 @@ mod declarative;
 mod dispatch;
 mod error;
 pub mod escape;
+pub mod handles;
 pub mod hooks;
 mod host;
 pub mod policy;

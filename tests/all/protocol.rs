@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::serve::CONFIG;
 
 /// A config directory with `toolhost.toml` and the `misbehave` plugin.
-fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
     crate::serve::workspace(config, &[toolhost_tests::MISBEHAVE])
 }
 
@@ -31,7 +31,7 @@ pub(crate) struct Stdio {
 }
 
 impl Stdio {
-    fn start(root: &Path, args: &[&str]) -> Self {
+    pub(crate) fn start(root: &Path, args: &[&str]) -> Self {
         let (mut child, stderr) = toolhost_tests::spawn_piped(
             Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
                 .arg("--config")

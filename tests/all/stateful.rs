@@ -183,3 +183,34 @@ async fn one_tenant_cannot_take_every_session_slot() {
     assert!(open(&other, "s0".into()).await.is_ok());
     assert!(open(&other, format!("s{held}")).await.is_ok());
 }
+
+#[tokio::test]
+async fn a_call_that_resumes_state_never_starts_a_fresh_instance() {
+    let host = tasks_host(Duration::from_secs(600)).await;
+    let resume = |session: &str, arguments: Value| {
+        let mut request = CallRequest::new("todo", arguments);
+        request.session = Some(session.to_string());
+        request.resume = true;
+        request
+    };
+    // Nothing to resume: refused, and no instance made.
+    let error = host
+        .dispatch(resume("s", json!({"action": "add", "text": "x"})))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), toolhost::ErrorKind::StateLost, "{error}");
+    let tasks = host
+        .plugins()
+        .into_iter()
+        .find(|p| &**p.name() == "tasks")
+        .unwrap();
+    assert_eq!(tasks.session_count(), 0);
+    // Made by an ordinary call, it is resumed.
+    todo(&host, Some("s"), json!({"action": "add", "text": "x"})).await;
+    let listed = host
+        .dispatch(resume("s", json!({"action": "list"})))
+        .await
+        .unwrap();
+    let listed: Value = serde_json::from_str(listed.get()).unwrap();
+    assert_eq!(listed["total"], 1);
+}

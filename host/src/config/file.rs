@@ -66,6 +66,9 @@ pub struct ConfigFile {
     /// What results may carry beyond JSON.
     #[serde(default)]
     pub results: super::results::ResultsConfig,
+    /// Handles: their key, lifetime and cap.
+    #[serde(default)]
+    pub state: super::state::StateConfig,
 }
 
 /// `[approvals]`.

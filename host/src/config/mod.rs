@@ -8,6 +8,7 @@ mod own;
 mod parse;
 mod profile;
 mod results;
+mod state;
 mod tools;
 mod units;
 mod validate;
@@ -24,6 +25,10 @@ pub use file::{
 };
 pub(crate) use parse::parse_toml;
 pub use results::ResultsConfig;
+pub use state::{
+    DEFAULT_MAX_AGE, DEFAULT_MAX_PER_TENANT, HandleSettings, KEY_VARIABLE as STATE_KEY_VARIABLE,
+    KeySource, StateConfig,
+};
 pub use units::{ByteSize, Span, parse_duration, parse_size};
 
 use crate::toolsets::Toolsets;
@@ -168,6 +173,8 @@ pub struct Config {
     pub unset_variables: Vec<(String, String)>,
     /// The MIME types results may carry (`results.mime_types`).
     pub mime_types: crate::contract::MimeTypes,
+    /// Handles (`[state]`).
+    pub state: HandleSettings,
     /// toolhost's own paths under the configuration the host runs with,
     /// kept protected after a reload (the allowlist, audit log, cache and
     /// plugin directory it started with stay in use).

@@ -63,6 +63,9 @@ impl Config {
                 Protection::Hidden,
             );
         }
+        if let super::KeySource::File(key) = &self.state.key {
+            own.add("handle key", "state.key_file", key, Protection::Hidden);
+        }
         if let Some(dir) = &self.plugins {
             let plugins = own.add("plugin directory", "plugins", dir, Protection::ReadOnly);
             plugins.writable_when_granted = true;

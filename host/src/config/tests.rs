@@ -273,3 +273,30 @@ fn a_container_never_runs_commands_as_root() {
         );
     }
 }
+
+#[test]
+fn state_settings_are_checked_and_the_key_file_is_toolhosts_own() {
+    let text = "default_profile = \"p\"\n[profiles.p]\n[state]\nkey_file = \"k\"\n\
+                handle_max_age = \"2h\"\nmax_handles_per_tenant = 3\nreplica = 9\n";
+    let config = Config::parse(text, ConfigSource::Embedded, Path::new("/w")).unwrap();
+    assert_eq!(config.state.max_age, std::time::Duration::from_secs(7200));
+    assert_eq!((config.state.max_per_tenant, config.state.replica), (3, 9));
+    assert!(matches!(&config.state.key, KeySource::File(k) if k == Path::new("/w/k")));
+    assert!(
+        config
+            .own_paths()
+            .iter()
+            .any(|own| own.covers(Path::new("/w/k")))
+    );
+    let found = problems(
+        "default_profile = \"p\"\n[profiles.p]\n[state]\nhandle_max_age = \"0\"\n\
+         max_handles_per_tenant = 0\n",
+    );
+    assert_eq!(
+        found,
+        [
+            "state.handle_max_age: must be at least 1s",
+            "state.max_handles_per_tenant: must be at least 1"
+        ]
+    );
+}

@@ -163,6 +163,7 @@ pub(super) fn validate(
         tenant_caps,
         unset_variables: unset,
         mime_types: super::results::mime_types(&file.results, problems),
+        state: super::state::settings(&file.state, base, problems),
         retained_own: None,
     }
 }

@@ -43,6 +43,10 @@ pub struct CallRequest {
     pub session: Option<String>,
     /// The model's `tool_call_id`, for hooks and logs.
     pub call_id: Option<String>,
+    /// The session must hold the stateful plugin's instance already (a
+    /// handle's state): when it does not, the call fails with `state_lost`
+    /// instead of starting a fresh instance.
+    pub resume: bool,
 }
 
 impl CallRequest {
@@ -53,6 +57,7 @@ impl CallRequest {
             arguments: arguments.into(),
             session: None,
             call_id: None,
+            resume: false,
         }
     }
 

@@ -281,6 +281,14 @@ impl HostBuilder {
                     .sessions_memory_share(self.sessions_memory, config.tenants.len()),
             );
         }
+        let handles = Arc::new(crate::handles::Handles::new(
+            self.config
+                .as_ref()
+                .map(|config| config.state.clone())
+                .unwrap_or_default(),
+            self.session_idle,
+            terminals.clone(),
+        ));
         let host = Host {
             inner: Arc::new(Inner {
                 runtime,
@@ -298,6 +306,7 @@ impl HostBuilder {
                 session_idle: self.session_idle,
                 sessions_memory,
                 terminals,
+                handles,
                 loaded: tokio::sync::watch::channel(false).0,
                 cache: self.cache,
                 not_watching: Mutex::default(),

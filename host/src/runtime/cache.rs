@@ -241,7 +241,7 @@ impl ArtifactCache {
 }
 
 /// The key at `path`, made (random, `0600`) if there is none yet.
-fn load_key(path: &Path) -> Result<[u8; KEY_BYTES], String> {
+pub(crate) fn load_key(path: &Path) -> Result<[u8; KEY_BYTES], String> {
     use std::io::Read as _;
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     if let Some(dir) = path.parent() {

@@ -18,6 +18,7 @@ mod session;
 pub use crate::contract::{
     CONTRACT_SERIES, CONTRACT_VERSION, CapabilityUse, ContentHash, TOOL_INTERFACE,
 };
+pub(crate) use cache::load_key;
 pub use cache::{ArtifactCache, Compiled};
 pub use engine::Runtime;
 pub use epoch::EPOCH_TICK;
@@ -29,7 +30,7 @@ pub use plugin::{
     plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
-pub use session::{MAX_SESSIONS, session_key};
+pub use session::{MAX_SESSIONS, SessionState, session_key};
 
 pub(crate) use host::{
     ENV_READ, FILE_READ, FILE_WRITE, NETWORK_FETCH, check_container_engine, kill_commands,

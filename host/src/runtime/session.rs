@@ -80,6 +80,17 @@ pub(crate) struct Slot {
 
 type SharedSlot = Arc<tokio::sync::Mutex<Slot>>;
 
+/// What a session holds (see [`crate::runtime::PluginVersion::keep_session`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// A live instance.
+    Live,
+    /// A slot whose instance was discarded (a trap or timeout) or closed.
+    Empty,
+    /// No slot: never made, torn down when idle, or closed with its version.
+    Missing,
+}
+
 /// Why a session slot is not available.
 pub(crate) enum NoSlot {
     /// The version keeps [`MAX_SESSIONS`] already.
@@ -99,13 +110,24 @@ pub(crate) struct Sessions {
 
 impl Sessions {
     /// The slot for `key`, created empty if new.
+    #[cfg(test)]
     pub(crate) fn slot(&self, key: &str) -> Result<SharedSlot, NoSlot> {
+        self.slot_if(key, true)
+            .map(|slot| slot.expect("made when missing"))
+    }
+
+    /// The slot for `key`; when it is new, created empty if `make`, else
+    /// `None`.
+    pub(crate) fn slot_if(&self, key: &str, make: bool) -> Result<Option<SharedSlot>, NoSlot> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::Acquire) {
             return Err(NoSlot::Closed);
         }
         if let Some(slot) = slots.get(key) {
-            return Ok(slot.clone());
+            return Ok(Some(slot.clone()));
+        }
+        if !make {
+            return Ok(None);
         }
         if slots.len() >= MAX_SESSIONS {
             return Err(NoSlot::Full);
@@ -121,7 +143,25 @@ impl Sessions {
             closed: false,
         }));
         slots.insert(key.to_string(), slot.clone());
-        Ok(slot)
+        Ok(Some(slot))
+    }
+
+    /// The state of session `key`, marking it used now (so it is not torn
+    /// down as idle right after); makes none.
+    pub(crate) fn keep(&self, key: &str) -> SessionState {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(slot) = slots.get(key) else {
+            return SessionState::Missing;
+        };
+        // A call in progress holds the lock: the instance is live.
+        let Ok(mut slot) = slot.try_lock() else {
+            return SessionState::Live;
+        };
+        if slot.closed || slot.live.is_none() {
+            return SessionState::Empty;
+        }
+        slot.last_used = Instant::now();
+        SessionState::Live
     }
 
     /// How many sessions have a live instance or a call in progress.

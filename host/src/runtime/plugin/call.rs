@@ -141,7 +141,36 @@ impl PluginVersion {
         grants: (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
     ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
         match self
-            .session_call(runtime, tool, arguments, limits, session, memory, grants)
+            .session_call(
+                runtime, tool, arguments, limits, session, memory, grants, false,
+            )
+            .await
+        {
+            Ok(done) => done,
+            Err(error) => (Err(error), Vec::new()),
+        }
+    }
+
+    /// [`PluginVersion::call_in_session`] in a session that must hold a live
+    /// instance made under this profile already: one that does not (never
+    /// made, torn down, discarded after a trap, made under another profile,
+    /// of another version) fails the call with `state_lost` instead of
+    /// starting afresh, and nothing runs.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn resume_session(
+        &self,
+        runtime: &Runtime,
+        tool: &Arc<ToolSpec>,
+        arguments: &str,
+        limits: &Limits,
+        session: &str,
+        memory: &Arc<SessionMemory>,
+        grants: (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
+    ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
+        match self
+            .session_call(
+                runtime, tool, arguments, limits, session, memory, grants, true,
+            )
             .await
         {
             Ok(done) => done,
@@ -159,7 +188,18 @@ impl PluginVersion {
         session: &str,
         memory: &Arc<SessionMemory>,
         (made_under, grants): (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
+        resume: bool,
     ) -> Result<(Result<GuestOutput, CallError>, Vec<CapabilityUse>), CallError> {
+        let lost = || {
+            CallError::new(
+                ErrorKind::StateLost,
+                format!(
+                    "plugin {:?} no longer holds the instance of this state (torn down, \
+                     discarded after a crash, or of another version)",
+                    &*self.name
+                ),
+            )
+        };
         let unloaded = || {
             CallError::new(
                 ErrorKind::Unavailable,
@@ -169,8 +209,9 @@ impl PluginVersion {
                 ),
             )
         };
-        let slot = match self.sessions.slot(session) {
-            Ok(slot) => slot,
+        let slot = match self.sessions.slot_if(session, !resume) {
+            Ok(Some(slot)) => slot,
+            Ok(None) => return Err(lost()),
             Err(NoSlot::Closed) => return Err(unloaded()),
             Err(NoSlot::Full) => {
                 return Err(CallError::new(
@@ -195,6 +236,14 @@ impl PluginVersion {
         let mut slot = slot.lock().await;
         if slot.closed {
             return Err(unloaded());
+        }
+        let kept = slot.live.is_some()
+            && slot
+                .made_under
+                .as_ref()
+                .is_some_and(|profile| Arc::ptr_eq(profile, made_under));
+        if resume && !kept {
+            return Err(lost());
         }
         // An instance made under another profile of the caller (a session
         // narrowed since, a reloaded config) holds grants it no longer has.

@@ -147,6 +147,12 @@ impl PluginVersion {
         drained
     }
 
+    /// What session `key` (`tenant\0session`) holds, marking it used now;
+    /// makes none.
+    pub fn keep_session(&self, key: &str) -> crate::runtime::SessionState {
+        self.sessions.keep(key)
+    }
+
     /// Tears down the sessions idle for longer than `idle`; returns how many.
     pub async fn expire_idle_sessions(&self, idle: Duration) -> usize {
         self.sessions.expire_idle(idle).await

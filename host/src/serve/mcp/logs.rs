@@ -15,7 +15,7 @@ use rmcp::service::RoleServer;
 /// sends them in order, started by the first line (most calls log nothing
 /// and pay nothing).
 pub(super) struct LogForward {
-    floor: LoggingLevel,
+    floor: Option<LoggingLevel>,
     peer: Peer<RoleServer>,
     #[allow(clippy::type_complexity)]
     started: std::sync::Mutex<
@@ -58,10 +58,11 @@ impl LogForward {
     }
 }
 
-/// A log sink sending guest log lines at or above `floor` to `peer` as
-/// `notifications/message`, and the forwarding to finish before answering.
+/// A log sink sending guest log lines at or above `floor` (none: no line)
+/// to `peer` as `notifications/message`, and the forwarding to finish before
+/// answering.
 pub(super) fn log_forwarder(
-    floor: LoggingLevel,
+    floor: Option<LoggingLevel>,
     peer: Peer<RoleServer>,
 ) -> (crate::runtime::LogSink, Arc<LogForward>) {
     let forward = Arc::new(LogForward {
@@ -77,7 +78,10 @@ pub(super) fn log_forwarder(
             "info" => LoggingLevel::Info,
             _ => LoggingLevel::Debug,
         };
-        if severity(level) < severity(lines.floor) {
+        if lines
+            .floor
+            .is_none_or(|floor| severity(level) < severity(floor))
+        {
             return;
         }
         let data = serde_json::json!({ "plugin": plugin, "tool": tool, "message": message });

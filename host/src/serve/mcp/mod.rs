@@ -1,9 +1,12 @@
 //! MCP: the server (`server`: tools, calls, list changes; `approve`:
-//! approvals through elicitation; `logs`: guest logs forwarded), served over
+//! approvals through elicitation, `ask`: through `input_required`; `logs`: guest logs forwarded; `handles`:
+//! state named by handles for requests without sessions), served over
 //! stdio (`stdio`) and over its Streamable HTTP transport at `/mcp`
 //! (`streamable`), and tools as `tools/list` entries (`tools`).
 
 mod approve;
+mod ask;
+mod handles;
 mod logs;
 mod server;
 mod stdio;

@@ -26,6 +26,7 @@ use rmcp::{Peer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use super::approve::{ElicitApprover, NoElicitation};
+use super::handles;
 use super::logs::log_forwarder;
 use crate::approval::{Approvals, Approver};
 use crate::caller::{Caller, SessionNarrowing};
@@ -63,6 +64,9 @@ pub struct McpServer {
     /// The least severe level of `notifications/message` the client asked
     /// for with `logging/setLevel` (none sent before it asks).
     log_level: Arc<std::sync::Mutex<Option<LoggingLevel>>>,
+    /// Calls parked until the client answers a question (requests without
+    /// sessions), shared by every request of the server.
+    parked: Arc<super::ask::ParkedCalls>,
     /// Ends the session's terminal (and every process in it) when the last
     /// clone of this session goes.
     _terminal: Arc<TerminalOfSession>,
@@ -103,7 +107,15 @@ impl McpServer {
             narrowing: Arc::default(),
             abandon,
             log_level: Arc::default(),
+            parked: Arc::default(),
         }
+    }
+
+    /// The same server, parking calls in `parked` (shared with the other
+    /// requests of an HTTP endpoint, each of which gets a server of its own).
+    pub(crate) fn parking(mut self, parked: Arc<super::ask::ParkedCalls>) -> Self {
+        self.parked = parked;
+        self
     }
 
     /// The level the client set with `logging/setLevel`, if it did.
@@ -122,7 +134,7 @@ impl McpServer {
         let caller = authenticated.unwrap_or_else(|| self.host.caller());
         let approvals = self
             .approvals
-            .get_or_init(|| Arc::new(self.session_approvals(&context.peer, &caller)))
+            .get_or_init(|| Arc::new(self.session_approvals(&context.peer)))
             .clone();
         let caller = caller.with_approvals(approvals);
         // Before `initialize` there is no narrowing to read (and none kept).
@@ -136,29 +148,38 @@ impl McpServer {
 
     /// Approvals asked of the client through elicitation when it supports
     /// it; otherwise refused with a message saying how to allow them.
-    fn session_approvals(&self, peer: &Peer<RoleServer>, caller: &Caller) -> Approvals {
+    fn session_approvals(&self, peer: &Peer<RoleServer>) -> Approvals {
         let can_elicit = peer
             .peer_info()
             .is_some_and(|info| info.capabilities.elicitation.is_some());
-        let config = self.host.config();
-        let timeout = config
-            .as_ref()
-            .map_or(ELICITATION_TIMEOUT, |c| c.approval_timeout);
         let approver: Arc<dyn Approver> = if can_elicit {
             Arc::new(ElicitApprover {
                 peer: peer.clone(),
-                timeout,
+                timeout: self.approval_timeout(),
             })
         } else {
             Arc::new(NoElicitation)
         };
+        self.approvals_with(approver)
+    }
+
+    /// How long a user has to answer an approval (`approvals.timeout`).
+    fn approval_timeout(&self) -> Duration {
+        self.host
+            .config()
+            .map_or(ELICITATION_TIMEOUT, |c| c.approval_timeout)
+    }
+
+    /// Approvals asked through `approver`, with the configured allowlist and
+    /// automatic rules.
+    fn approvals_with(&self, approver: Arc<dyn Approver>) -> Approvals {
+        let config = self.host.config();
         let allowlist = config.as_ref().map(|c| c.allowlist.clone());
         let auto = config
             .as_ref()
             .and_then(|c| self.host.auto_rules(&c.approvals_auto).ok())
             .unwrap_or_default();
-        let _ = caller;
-        Approvals::new(approver, timeout, allowlist)
+        Approvals::new(approver, self.approval_timeout(), allowlist)
             .with_auto(auto)
             .editing(config.map(|c| c.source.clone()))
     }
@@ -173,6 +194,92 @@ impl McpServer {
             .tool(tool)
             .is_some_and(|entry| entry.spec.output_schema.is_some());
         crate::serve::content::mcp_result(output, structured)
+    }
+
+    /// Runs one `tools/call` as `caller`.
+    async fn run(
+        self,
+        caller: Caller,
+        request: CallToolRequestParams,
+        cx: CallContext,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut arguments = request.arguments.unwrap_or_default();
+        // Without sessions, a tool that keeps state keeps it under the
+        // handle the call names (or a new one); with them, under the session.
+        let handle = match handles::stateless(&cx.meta) {
+            true => match handles::take(&self.host, &caller, &request.name, &mut arguments) {
+                Ok(handle) => handle,
+                Err(refused) => {
+                    let text = ContentBlock::text(refused.to_string());
+                    return Ok(CallToolResult::error(vec![text]));
+                }
+            },
+            false => None,
+        };
+        let mut call = CallRequest::new(
+            request.name.to_string(),
+            serde_json::Value::Object(arguments),
+        );
+        call.session = Some(match &handle {
+            Some(handle) => handle.session(),
+            None => self.session.to_string(),
+        });
+        call.resume = handle.as_ref().is_some_and(|handle| handle.resumes());
+        call.call_id = Some(cx.id);
+        // Guest log lines at or above the client's level go to it as
+        // `notifications/message`, before the answer: with a session, the
+        // level it set (`info` until it sets one); without, the level the
+        // request names in `_meta`, and none when it names none.
+        let floor = match handles::stateless(&cx.meta) {
+            true => cx.meta.log_level(),
+            false => Some(self.log_level().unwrap_or(LoggingLevel::Info)),
+        };
+        let (sink, forwarded) = log_forwarder(floor, cx.peer.clone());
+        let tool = call.tool.clone();
+        let dispatch =
+            crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call));
+        // Progress reports go as `notifications/progress` to a client that
+        // asked for them with a token (over HTTP, on the request's stream).
+        let progress = cx
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForward::start(token, cx.peer.clone()));
+        // Boxed: rmcp moves every request's handler future into a task of its
+        // own, and the dispatch future (several KiB) would make that copy
+        // larger for every request, `ping` included.
+        let dispatch: BoxFuture<'_, _> = match &progress {
+            Some((sink, _)) => Box::pin(crate::runtime::with_progress_sink(sink.clone(), dispatch)),
+            None => Box::pin(dispatch),
+        };
+        let dispatched = tokio::select! {
+            result = dispatch => result,
+            () = cx.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled by the client", None));
+            }
+            () = self.abandon.cancelled() => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(ABANDONED)]));
+            }
+        };
+        forwarded.finish().await;
+        if let Some((_, reports)) = progress {
+            reports.finish().await;
+        }
+        let mut result = match dispatched {
+            Ok(result) => self.tool_result(&tool, &result),
+            Err(error) if error.kind() == ErrorKind::UnknownTool => {
+                return Err(ErrorData::invalid_params(error.model_text(), None));
+            }
+            Err(error) if error.kind() == ErrorKind::StateLost && handle.is_some() => {
+                let lost = handle.map(|handle| handle.lost(error.message()));
+                let text = lost.map_or_else(|| error.model_text(), |lost| lost.to_string());
+                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
+            }
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.model_text())]),
+        };
+        if let Some(handle) = handle {
+            handle.finish(&mut result);
+        }
+        Ok(result)
     }
 
     /// Sends `notifications/tools/list_changed` to `peer` after each reload,
@@ -212,6 +319,14 @@ fn session_id() -> String {
     format!("mcp-{now:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+/// What a call needs of its request, owned so that it can outlive it.
+struct CallContext {
+    id: String,
+    meta: rmcp::model::RequestMetaObject,
+    peer: Peer<RoleServer>,
+    ct: CancellationToken,
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
@@ -246,10 +361,14 @@ impl ServerHandler for McpServer {
         // waits for them.
         self.host.loaded().await;
         let caller = self.caller(&context);
-        let tools = self
+        let mut tools = self
             .host
             .mcp_tools_for(&caller, &Selection::all())
             .map_err(|e| ErrorData::internal_error(e, None))?;
+        // Without sessions, tools that keep state take a handle.
+        if let (true, Some(listed)) = (handles::stateless(&context.meta), tools.as_array_mut()) {
+            handles::list(&self.host, listed);
+        }
         let mut tools: Vec<Tool> = serde_json::from_value(tools)
             .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None))?;
         let total = tools.len();
@@ -283,52 +402,39 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         self.host.loaded().await;
         let caller = self.caller(&context);
-        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let mut call = CallRequest::new(request.name.to_string(), arguments);
-        call.session = Some(self.session.to_string());
-        call.call_id = Some(context.id.to_string());
-        // Guest log lines at or above the client's level (`info` until it
-        // sets one) go to it as `notifications/message`, before the answer.
-        let floor = self.log_level().unwrap_or(LoggingLevel::Info);
-        let (sink, forwarded) = log_forwarder(floor, context.peer.clone());
-        let tool = call.tool.clone();
-        let dispatch =
-            crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call));
-        // Progress reports go as `notifications/progress` to a client that
-        // asked for them with a token (over HTTP, on the request's stream).
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| ProgressForward::start(token, context.peer.clone()));
-        // Boxed: rmcp moves every request's handler future into a task of its
-        // own, and the dispatch future (several KiB) would make that copy
-        // larger for every request, `ping` included.
-        let dispatch: BoxFuture<'_, _> = match &progress {
-            Some((sink, _)) => Box::pin(crate::runtime::with_progress_sink(sink.clone(), dispatch)),
-            None => Box::pin(dispatch),
+        let mut cx = CallContext {
+            id: context.id.to_string(),
+            meta: context.meta.clone(),
+            peer: context.peer.clone(),
+            ct: context.ct.clone(),
         };
-        let dispatched = tokio::select! {
-            result = dispatch => result,
-            () = context.ct.cancelled() => {
-                return Err(ErrorData::internal_error("the call was cancelled by the client", None));
-            }
-            () = self.abandon.cancelled() => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(ABANDONED)]).into());
-            }
-        };
-        forwarded.finish().await;
-        if let Some((_, reports)) = progress {
-            reports.finish().await;
+        // A client without sessions that can answer questions is asked for
+        // approvals through `input_required`; the call runs on in a task of
+        // its own between the requests (its log lines and progress go to
+        // the first request's stream while it is open).
+        if handles::stateless(&context.meta) && super::ask::can_ask(&context.meta) {
+            cx.ct = CancellationToken::new();
+            let timeout = self.approval_timeout();
+            let server = self.clone();
+            let asked = caller.clone();
+            let call = request.clone();
+            let start = move |ask: super::ask::AskTheRequest| -> BoxFuture<'static, _> {
+                let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
+                Box::pin(server.run(asked.with_approvals(approvals), call, cx))
+            };
+            let cancelled = context.ct.clone();
+            return super::ask::call(
+                &self.parked,
+                &self.host,
+                &caller,
+                &request,
+                timeout,
+                cancelled,
+                start,
+            )
+            .await;
         }
-        match dispatched {
-            Ok(result) => Ok(self.tool_result(&tool, &result).into()),
-            Err(error) if error.kind() == ErrorKind::UnknownTool => {
-                Err(ErrorData::invalid_params(error.model_text(), None))
-            }
-            Err(error) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(error.model_text())]).into())
-            }
-        }
+        self.clone().run(caller, request, cx).await.map(Into::into)
     }
 
     async fn set_level(

@@ -77,6 +77,7 @@ pub(crate) struct McpEndpoint {
 
 impl McpEndpoint {
     pub(crate) fn new(host: Host, settings: McpHttp) -> Self {
+        let parked = Arc::new(super::ask::ParkedCalls::default());
         let service = |priming: bool| {
             let mut sessions = LocalSessionManager::default();
             let retry = sessions.session_config.sse_retry.filter(|_| priming);
@@ -91,8 +92,12 @@ impl McpEndpoint {
             config.json_response = true;
             let host = host.clone();
             let abandon = settings.abandon.clone();
+            let parked = parked.clone();
             let service = StreamableHttpService::new(
-                move || Ok(McpServer::with_abandon(host.clone(), abandon.clone())),
+                move || {
+                    let server = McpServer::with_abandon(host.clone(), abandon.clone());
+                    Ok(server.parking(parked.clone()))
+                },
                 sessions.clone(),
                 config,
             );

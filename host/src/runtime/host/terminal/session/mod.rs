@@ -149,6 +149,15 @@ impl Terminals {
             .cloned()
     }
 
+    /// Whether session `key` is open, marking it used now (so it is not
+    /// ended as idle right after); makes none.
+    pub fn keep(&self, key: &str) -> bool {
+        self.lock()
+            .get(key)
+            .inspect(|session| session.touch())
+            .is_some()
+    }
+
     /// Ends session `key` and every process in it, and cuts its
     /// connections; false if there was none.
     pub fn end(&self, key: &str) -> bool {

@@ -1,0 +1,397 @@
+//! Handles: names of a conversation's state (its stateful plugins'
+//! instances, its terminal) that a client without sessions passes back with
+//! each call. `codec` makes and checks their text; `registry` remembers
+//! which are live and why the others were dropped.
+
+mod codec;
+mod registry;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use codec::{Claims, Codec, Nonce, Owner};
+pub use codec::{PREFIX, TEXT_LEN};
+use registry::{Held, Refused};
+
+pub use crate::config::{DEFAULT_MAX_AGE, DEFAULT_MAX_PER_TENANT, HandleSettings, KeySource};
+use crate::policy::Profile;
+use crate::runtime::Terminals;
+
+/// Why a handle was refused: `kind` (`invalid_handle`, `handle_expired`,
+/// `state_lost`, `too_many_handles`) and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandleError {
+    /// The error's kind.
+    pub kind: &'static str,
+    /// What failed and what to do.
+    pub message: String,
+}
+
+impl std::fmt::Display for HandleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+/// The handles of one host.
+pub struct Handles {
+    settings: HandleSettings,
+    codec: OnceLock<Codec>,
+    held: Mutex<HashMap<String, Held>>,
+    /// `session_idle`: a handle unused this long is dropped with its state.
+    idle: Duration,
+    terminals: Arc<Terminals>,
+}
+
+impl std::fmt::Debug for Handles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handles")
+            .field("settings", &self.settings.max_per_tenant)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A handle with a call in flight; the call ends when it is dropped.
+pub struct Claimed<'a> {
+    handles: &'a Handles,
+    tenant: String,
+    nonce: Nonce,
+    /// Its text, as the client passes it.
+    pub text: String,
+    /// The parts of its state so far (plugin name or `terminal`) and what
+    /// made each (the plugin version's hash).
+    pub parts: BTreeMap<String, String>,
+}
+
+impl Claimed<'_> {
+    /// The session id its state is kept under (what plugins are told).
+    pub fn session(&self) -> String {
+        session_of(&self.nonce)
+    }
+
+    /// Notes that its state now holds `part`, made by `maker`.
+    pub fn record(&self, part: &str, maker: &str) {
+        self.handles
+            .with_held(&self.tenant, |held| held.record(&self.nonce, part, maker));
+    }
+
+    /// Drops its state for `reason`; the error the call gets.
+    pub fn lose(&self, reason: String) -> HandleError {
+        self.handles
+            .drop_state(&self.tenant, &self.nonce, reason.clone());
+        lost(&self.text, &reason)
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        self.handles
+            .with_held(&self.tenant, |held| held.finish(&self.nonce));
+    }
+}
+
+impl Handles {
+    /// Handles under `settings`, dropped after `idle` without a call; a
+    /// dropped handle's terminal session in `terminals` ends with it.
+    pub fn new(settings: HandleSettings, idle: Duration, terminals: Arc<Terminals>) -> Self {
+        Self {
+            settings,
+            codec: OnceLock::new(),
+            held: Mutex::default(),
+            idle,
+            terminals,
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &HandleSettings {
+        &self.settings
+    }
+
+    /// A new handle of `tenant` (`None`: the local caller) under `profile`,
+    /// with no state yet.
+    pub fn mint(
+        &self,
+        tenant: Option<&str>,
+        profile: &Arc<Profile>,
+    ) -> Result<Claimed<'_>, HandleError> {
+        let nonce: Nonce = random();
+        let expires = unix_now().saturating_add(self.settings.max_age.as_secs()) as u32;
+        let claims = Claims {
+            replica: self.settings.replica,
+            expires,
+            nonce,
+        };
+        let text = self.codec().seal(&claims, owner(tenant, profile));
+        let key = tenant.unwrap_or_default();
+        let max = self.settings.max_per_tenant;
+        let inserted = self.with_held(key, |held| {
+            let evicted = held.insert(nonce, profile, max)?;
+            held.begin(&nonce, profile).map(|parts| (evicted, parts))
+        });
+        match inserted {
+            Ok((evicted, parts)) => {
+                if let Some(evicted) = evicted {
+                    self.end_terminal(key, &evicted);
+                }
+                Ok(Claimed {
+                    handles: self,
+                    tenant: key.to_string(),
+                    nonce,
+                    text,
+                    parts,
+                })
+            }
+            Err(Refused::Full(max)) => Err(HandleError {
+                kind: "too_many_handles",
+                message: format!(
+                    "{} holds {max} handles, each with a call in progress, the most it may \
+                     ([state] max_handles_per_tenant); wait for one to finish, or pass the \
+                     handle of a conversation you have",
+                    match tenant {
+                        Some(tenant) => format!("tenant {tenant:?}"),
+                        None => "the local caller".to_string(),
+                    }
+                ),
+            }),
+            Err(Refused::Lost(reason)) => Err(lost(&text, &reason)),
+        }
+    }
+
+    /// Handle `text` of `tenant` under `profile`, for a call: refused when
+    /// it was not made for this caller or was altered (`invalid_handle`, one
+    /// error for every cause), expired (`handle_expired`), or its state was
+    /// dropped (`state_lost`, with why).
+    pub fn claim(
+        &self,
+        text: &str,
+        tenant: Option<&str>,
+        profile: &Arc<Profile>,
+    ) -> Result<Claimed<'_>, HandleError> {
+        let Some(claims) = self.codec().open(text, owner(tenant, profile)) else {
+            return Err(invalid(text));
+        };
+        let now = unix_now();
+        if u64::from(claims.expires) <= now {
+            return Err(HandleError {
+                kind: "handle_expired",
+                message: format!(
+                    "the handle {} expired {} ago (a handle lives at most {}, [state] \
+                     handle_max_age); omit it to start new state",
+                    shown(text),
+                    show_duration(Duration::from_secs(now - u64::from(claims.expires))),
+                    show_duration(self.settings.max_age)
+                ),
+            });
+        }
+        if claims.replica != self.settings.replica {
+            return Err(HandleError {
+                kind: "wrong_replica",
+                message: format!(
+                    "the handle {} belongs to replica {}, and this is replica {}; send the call \
+                     to that replica",
+                    shown(text),
+                    claims.replica,
+                    self.settings.replica
+                ),
+            });
+        }
+        let key = tenant.unwrap_or_default();
+        let begun = self.with_held(key, |held| held.begin(&claims.nonce, profile));
+        match begun {
+            Ok(parts) => Ok(Claimed {
+                handles: self,
+                tenant: key.to_string(),
+                nonce: claims.nonce,
+                text: text.to_string(),
+                parts,
+            }),
+            Err(Refused::Lost(reason)) => {
+                self.end_terminal(key, &claims.nonce);
+                Err(lost(text, &reason))
+            }
+            Err(Refused::Full(_)) => unreachable!("begin never refuses for room"),
+        }
+    }
+
+    /// A request state naming parked call `id` for `ttl`, bound to the
+    /// caller (`tenant`, `profile`) and to `bound`, a digest of the request
+    /// it answers.
+    pub fn seal_request(
+        &self,
+        id: &[u8; 16],
+        ttl: Duration,
+        tenant: Option<&str>,
+        profile: &Profile,
+        bound: &[u8; 32],
+    ) -> String {
+        let expires = unix_now().saturating_add(ttl.as_secs().max(1)) as u32;
+        self.codec()
+            .seal_state(id, expires, owner(tenant, profile), bound)
+    }
+
+    /// The parked call request state `text` names, if it was sealed for this
+    /// caller and request and has not expired.
+    pub fn open_request(
+        &self,
+        text: &str,
+        tenant: Option<&str>,
+        profile: &Profile,
+        bound: &[u8; 32],
+    ) -> Option<[u8; 16]> {
+        let (id, expires) = self
+            .codec()
+            .open_state(text, owner(tenant, profile), bound)?;
+        (u64::from(expires) > unix_now()).then_some(id)
+    }
+
+    /// 128 random bits.
+    pub fn random_id() -> [u8; 16] {
+        random()
+    }
+
+    /// How many live handles `tenant` holds.
+    pub fn held(&self, tenant: Option<&str>) -> usize {
+        self.with_held(tenant.unwrap_or_default(), |held| held.len())
+    }
+
+    fn codec(&self) -> &Codec {
+        self.codec.get_or_init(|| {
+            let key = match &self.settings.key {
+                KeySource::Key(key) => *key,
+                KeySource::File(path) => match crate::runtime::load_key(path) {
+                    Ok(key) => key,
+                    Err(e) => {
+                        tracing::warn!(
+                            "handles use a key of this process only, so a restart makes every \
+                             handle invalid: {e}"
+                        );
+                        random()
+                    }
+                },
+                KeySource::Random => random(),
+            };
+            Codec::new(&key)
+        })
+    }
+
+    /// Runs `f` on `tenant`'s handles, after dropping those idle too long
+    /// (and their terminals).
+    fn with_held<T>(&self, tenant: &str, f: impl FnOnce(&mut Held) -> T) -> T {
+        let (result, idle) = {
+            let mut all = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            let held = all.entry(tenant.to_string()).or_default();
+            let reason = format!(
+                "it was idle for {}, the session_idle limit",
+                show_duration(self.idle)
+            );
+            let idle = held.expire_idle(self.idle, &reason);
+            (f(held), idle)
+        };
+        for nonce in idle {
+            self.end_terminal(tenant, &nonce);
+        }
+        result
+    }
+
+    fn drop_state(&self, tenant: &str, nonce: &Nonce, reason: String) {
+        self.with_held(tenant, |held| held.lose(nonce, reason));
+        self.end_terminal(tenant, nonce);
+    }
+
+    fn end_terminal(&self, tenant: &str, nonce: &Nonce) {
+        let tenant = Some(tenant).filter(|t| !t.is_empty());
+        self.terminals
+            .end(&crate::runtime::session_key(tenant, &session_of(nonce)));
+    }
+}
+
+/// The session id of the state named `nonce`.
+fn session_of(nonce: &Nonce) -> String {
+    let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    format!("h:{hex}")
+}
+
+fn owner<'a>(tenant: Option<&'a str>, profile: &'a Profile) -> Owner<'a> {
+    Owner {
+        tenant,
+        profile: &profile.name,
+    }
+}
+
+/// The error of a handle this caller was not given, or that was altered:
+/// one for every cause, so it tells nothing about other callers' handles.
+pub fn invalid(text: &str) -> HandleError {
+    HandleError {
+        kind: "invalid_handle",
+        message: format!(
+            "the handle {} was not issued to this caller or was altered; pass a handle exactly \
+             as a result returned it, or omit it to start new state",
+            shown(text)
+        ),
+    }
+}
+
+fn lost(text: &str, reason: &str) -> HandleError {
+    HandleError {
+        kind: "state_lost",
+        message: format!(
+            "the state of handle {} was dropped: {reason}; nothing ran; omit the handle to start \
+             new state",
+            shown(text)
+        ),
+    }
+}
+
+/// A handle as errors show it: its start, quoted (it may be anything the
+/// client sent).
+fn shown(text: &str) -> String {
+    let start: String = text.chars().take(10).collect();
+    if start.len() < text.len() {
+        format!("{:?}", format!("{start}…"))
+    } else {
+        format!("{start:?}")
+    }
+}
+
+/// `90s`, `10m`, `24h`, `1h30m`.
+pub(crate) fn show_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match (secs / 3600, secs % 3600 / 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (h, 0, 0) => format!("{h}h"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, _) => format!("{h}h{m}m"),
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
+
+/// `N` bytes from the kernel's CSPRNG.
+fn random<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    let mut filled = 0;
+    while filled < N {
+        // SAFETY: the pointer and length describe the unfilled rest of `bytes`.
+        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), N - filled, 0) };
+        if got > 0 {
+            filled += got as usize;
+        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            panic!(
+                "getrandom failed: {}; handles cannot be made without the kernel's random numbers",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests;
