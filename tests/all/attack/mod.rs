@@ -20,6 +20,7 @@ mod params;
 mod proxy;
 mod save_content;
 mod server;
+mod special_files;
 mod tenants;
 mod tty;
 mod url_rules;
