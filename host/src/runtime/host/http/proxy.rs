@@ -1,21 +1,24 @@
 //! The network of sandboxed terminal commands under `terminal.network =
 //! "proxy"`: an HTTP proxy the host runs for one command, on a Unix socket
 //! the command's sandbox forwards its loopback port to. Every request
-//! (`CONNECT host:port` for TLS and other tunnels, absolute-form
-//! `GET http://...` for plain HTTP) is checked as `http_request` checks its
+//! (`CONNECT host:port` for TLS, absolute-form `GET http://...` for plain
+//! HTTP) is checked as `http_request` checks its
 //! requests: the host against `network.allow_hosts`, every address it
 //! resolves to (private, loopback, metadata and the host's own interface
 //! addresses only when listed), one lookup whose checked addresses are the
 //! ones connected to. A plain request goes upstream with a `Host` built from
 //! the checked URL (a client `Host` naming another is refused) and only its
-//! own body: nothing pipelined behind it is relayed. A refused request gets
-//! `403` with the reason; nothing else leaves the sandbox.
+//! own body: nothing pipelined behind it is relayed. A tunnel carries only
+//! TLS whose ClientHello names the tunnel's host ([`tunnel`]). A refused
+//! request gets `403` with the reason; nothing else leaves the sandbox.
 //!
 //! The proxy serves only while its [`Gate`] is open: while the effective
 //! permissions of the call that runs the command (the global layer, the
 //! session's narrowing, the terminal tool's rules) allow `network:fetch`,
 //! which the terminal tool need not declare, and the terminal session
 //! that holds it has not ended. Closing the gate cuts every open tunnel.
+
+mod tunnel;
 
 use std::io;
 use std::path::PathBuf;
@@ -240,7 +243,8 @@ async fn handle(
     let checked = match (gate.refused(), &asked.foreign_host) {
         (Some(reason), _) => Err(Unreachable::Refused(reason)),
         (None, Some(named)) => Err(Unreachable::Refused(format!(
-            "the Host header {named:?} names another host than the request's URL              ({}:{}); leave it out or make it name the URL's host",
+            "the Host header {named:?} names another host than the request's URL \
+             ({}:{}); leave it out or make it name the URL's host",
             asked.host, asked.port
         ))),
         (None, None) => Destination::check_host(rules, &asked.host, asked.port).await,
@@ -270,21 +274,17 @@ async fn handle(
         }
     };
     tracing::debug!(request = %asked.described, "terminal proxy connected");
-    record(CapabilityUse::allowed("network", asked.described));
     if asked.tunnel {
         let started = client
             .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
             .await;
-        if started.is_err() || upstream.write_all(&rest).await.is_err() {
-            return;
-        }
-        // A gate closed meanwhile (a session ended or narrowed) cuts the tunnel.
-        tokio::select! {
-            _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
-            () = gate.closed() => {}
+        if started.is_ok() {
+            let host = asked.host.clone();
+            tunnel::relay(client, upstream, rest, &host, gate, record, asked.described).await;
         }
         return;
     }
+    record(CapabilityUse::allowed("network", asked.described));
     // A plain request: its head and its own body go up, nothing after them
     // (a request pipelined behind it was not checked); the answer comes back
     // until the server closes.
