@@ -13,6 +13,7 @@ mod identity;
 mod masks;
 mod namespaces;
 mod network;
+mod output_size;
 mod own_files;
 mod own_missing;
 mod own_races;
