@@ -22,7 +22,7 @@ use super::super::process_group::Launched;
 use super::spare::Spare;
 use crate::confine::guard::{Guard, Watched};
 use crate::confine::plan::Planned;
-use crate::confine::{self, pids::PidsGroup, watch::Watch};
+use crate::confine::{self, cpu::CpuGroup, pids::PidsGroup, watch::Watch};
 use crate::policy::{Profile, TerminalNetwork};
 
 /// Most times a sandbox is planned and built again because the grants
@@ -40,8 +40,9 @@ pub(super) struct Built {
     pub(super) launched: Launched,
     /// The command's network proxy (`terminal.network = "proxy"`).
     pub(super) proxy: Option<Proxy>,
-    /// The command's pids cgroup, removed once the sandbox is dropped.
-    pub(super) pids: Option<PidsGroup>,
+    /// The command's pids cgroup and its tenant's cpu cgroup, removed once
+    /// the sandbox is dropped (the cpu group with its tenant's last).
+    pub(super) pids: Groups,
     /// What the sandbox was planned from, when built ahead.
     watch: Option<Watch>,
     /// A session's sandbox: its mounts and their watch.
@@ -52,6 +53,9 @@ pub(super) struct Built {
     /// which watches its own).
     pub(super) watched: Option<Watched>,
 }
+
+/// A sandbox's pids cgroup and its tenant's cpu cgroup.
+pub(super) type Groups = (Option<PidsGroup>, Option<Arc<CpuGroup>>);
 
 /// Where the sandbox built ahead for one profile waits. Its lock is held
 /// while one is being built, so a command arriving then waits for it (it
@@ -158,7 +162,7 @@ pub(super) fn build_next(profile: &Arc<Profile>, launcher: PathBuf) {
         let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.is_none() {
             let (limit, relay) = limits(&profile);
-            *spare = Spare::start(&launcher, limit, relay)
+            *spare = Spare::start(&launcher, limit, relay, profile.terminal.sandbox_id)
                 .inspect_err(|reason| {
                     tracing::debug!(profile = %profile.name, %reason, "no spare launcher");
                 })
@@ -177,24 +181,26 @@ fn limits(profile: &Profile) -> (u64, bool) {
     )
 }
 
-/// The launcher of a sandbox for `profile` in its pids cgroup: the spare
-/// one started ahead if it fits, else one started now.
+/// The launcher of a sandbox for `profile` in its pids cgroup and its
+/// tenant's cpu cgroup: the spare one started ahead if it fits, else one
+/// started now.
 fn launch(
     profile: &Arc<Profile>,
     launcher: &Path,
     limit: u64,
     relay: bool,
-) -> Result<(Launched, Option<PidsGroup>), String> {
+) -> Result<(Launched, Groups), String> {
+    let tenant = profile.terminal.sandbox_id;
     let spare = entry(profile)
         .1
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    if let Some(ready) = spare.and_then(|spare| spare.take(launcher, limit, relay)) {
+    if let Some(ready) = spare.and_then(|spare| spare.take(launcher, limit, relay, tenant)) {
         return Ok(ready);
     }
-    Spare::start(launcher, limit, relay)?
-        .take(launcher, limit, relay)
+    Spare::start(launcher, limit, relay, tenant)?
+        .take(launcher, limit, relay, tenant)
         .ok_or_else(|| format!("the sandbox launcher {} ended at once", launcher.display()))
 }
 
@@ -307,12 +313,14 @@ async fn build_once(
         })?;
     }
     let relay = proxy.is_some() && !spec.host_network;
-    // Its launcher joined its pids cgroup when it started.
+    // Its launcher joined its pids cgroup and its tenant's cpu cgroup when
+    // it started.
     let (mut launched, pids) =
         launch(profile, launcher, spec.limits.processes, relay).map_err(Attempt::Failed)?;
     let spec = confine::Spec {
         proxy: proxy.as_ref().map(Proxy::socket),
         pids: None,
+        cpu: None,
         session,
         ..spec
     };
