@@ -238,7 +238,8 @@ pub(crate) fn command(
     let (control, theirs) = control::Control::pair()?;
     let mut command = tokio::process::Command::new(launcher);
     // An empty argument stands for a group not joined ahead.
-    let ahead = |group: Option<&Path>| group.map_or_else(Default::default, |p| p.as_os_str().to_owned());
+    let ahead =
+        |group: Option<&Path>| group.map_or_else(Default::default, |p| p.as_os_str().to_owned());
     command.arg(LAUNCH_ARG).arg(ahead(pids)).arg(ahead(cpu));
     command
         .env_clear()

@@ -10,6 +10,7 @@ pub(crate) mod served;
 
 mod answers;
 mod bounded;
+mod cpu_share;
 mod flood;
 mod watching;
 
