@@ -280,7 +280,7 @@ async fn handle(
             .await;
         if started.is_ok() {
             let host = asked.host.clone();
-            tunnel::relay(client, upstream, rest, &host, gate, record, asked.described).await;
+            relay(client, upstream, rest, &host, gate, record, asked.described).await;
         }
         return;
     }
@@ -308,6 +308,64 @@ async fn handle(
         _ = tokio::io::copy(&mut upstream_read, &mut client_write) => {}
         () = gate.closed() => {}
     }
+}
+
+/// Serves a tunnel to `host` once the proxy said `200`: the client's
+/// ClientHello (`rest`: what it sent after its `CONNECT`) is judged (see
+/// [`tunnel`]), then sent upstream, and bytes are copied both ways until
+/// either side closes or `gate` closes.
+async fn relay(
+    mut client: UnixStream,
+    mut upstream: TcpStream,
+    rest: Vec<u8>,
+    host: &str,
+    gate: &Gate,
+    record: impl Fn(CapabilityUse),
+    described: String,
+) {
+    let hello = tunnel::first_flight(&mut client, rest, host);
+    let judged = tokio::select! {
+        judged = tokio::time::timeout(HEAD_TIMEOUT, hello) => judged,
+        () = gate.closed() => return,
+    };
+    let refusal = match judged {
+        Ok(Ok(Some(hello))) => {
+            record(CapabilityUse::allowed("network", described));
+            if upstream.write_all(&hello).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+                () = gate.closed() => {}
+            }
+            return;
+        }
+        // Closed before a whole ClientHello.
+        Ok(Ok(None)) => return,
+        Ok(Err(refusal)) => refusal,
+        Err(_) => tunnel::Refusal::NotTls(format!(
+            "no TLS ClientHello came within {}s: {}",
+            HEAD_TIMEOUT.as_secs(),
+            tunnel::not_tls(host)
+        )),
+    };
+    let reason = match refusal {
+        tunnel::Refusal::NotTls(reason) => {
+            let _ = reply(&mut client, 403, &reason).await;
+            reason
+        }
+        tunnel::Refusal::Tls(reason, alert) => {
+            let _ = client.write_all(&tunnel::Refusal::alert(alert)).await;
+            let _ = client.shutdown().await;
+            reason
+        }
+    };
+    tracing::debug!(request = %described, reason, "terminal proxy refused a tunnel");
+    record(CapabilityUse::refused(
+        "network",
+        described,
+        reason.as_str(),
+    ));
 }
 
 /// Reads up to the end of the request head: the head and whatever followed
@@ -494,78 +552,4 @@ async fn reply(client: &mut UnixStream, status: u16, reason: &str) -> io::Result
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tunnels_name_host_and_port() {
-        let asked =
-            parse(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n").unwrap();
-        assert!(asked.tunnel);
-        assert_eq!((asked.host.as_str(), asked.port), ("example.com", 443));
-        let v6 = parse(b"CONNECT [::1]:8443 HTTP/1.1\r\n\r\n").unwrap();
-        assert_eq!((v6.host.as_str(), v6.port), ("[::1]", 8443));
-        for bad in [
-            &b"CONNECT example.com HTTP/1.1\r\n\r\n"[..],
-            b"CONNECT ::1:80 HTTP/1.1\r\n\r\n",
-            b"CONNECT :80 HTTP/1.1\r\n\r\n",
-            b"CONNECT example.com:99999 HTTP/1.1\r\n\r\n",
-        ] {
-            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
-        }
-    }
-
-    #[test]
-    fn plain_requests_are_rewritten_to_origin_form() {
-        let asked = parse(
-            b"GET http://example.com:8080/a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\n\
-              Proxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\n\
-              Connection: keep-alive\r\nAccept: */*\r\n\r\n",
-        )
-        .unwrap();
-        assert!(!asked.tunnel);
-        assert_eq!((asked.host.as_str(), asked.port), ("example.com", 8080));
-        assert_eq!(
-            String::from_utf8(asked.upstream_head).unwrap(),
-            "GET /a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\n\
-             Connection: close\r\n\r\n"
-        );
-        assert_eq!(asked.foreign_host, None);
-    }
-
-    #[test]
-    fn the_host_header_must_name_the_checked_host() {
-        for same in ["example.com", "EXAMPLE.com.", "example.com:80"] {
-            let head = format!("GET http://example.com/ HTTP/1.1\r\nHost: {same}\r\n\r\n");
-            let asked = parse(head.as_bytes()).unwrap();
-            assert_eq!(asked.foreign_host, None, "{same}");
-        }
-        for other in [
-            "admin.internal",
-            "example.com:81",
-            "x@example.com",
-            "example.com/x",
-        ] {
-            let head = format!("GET http://example.com/ HTTP/1.1\r\nHost: {other}\r\n\r\n");
-            let asked = parse(head.as_bytes()).unwrap();
-            assert!(asked.foreign_host.is_some(), "{other}");
-        }
-        let chunked = b"POST http://example.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
-        assert!(parse(chunked).is_err());
-        let sized =
-            parse(b"POST http://example.com/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n").unwrap();
-        assert_eq!(sized.body, 5);
-    }
-
-    #[test]
-    fn only_absolute_http_urls_are_forwarded() {
-        for bad in [
-            &b"GET /relative HTTP/1.1\r\nHost: x\r\n\r\n"[..],
-            b"GET https://example.com/ HTTP/1.1\r\n\r\n",
-            b"GET file:///etc/passwd HTTP/1.1\r\n\r\n",
-            b"garbage\r\n\r\n",
-        ] {
-            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
-        }
-    }
-}
+mod tests;

@@ -19,10 +19,11 @@ use std::time::Duration;
 
 use super::super::http::proxy::{Gate, Proxy};
 use super::super::process_group::Launched;
+pub(super) use super::spare::Groups;
 use super::spare::Spare;
 use crate::confine::guard::{Guard, Watched};
 use crate::confine::plan::Planned;
-use crate::confine::{self, cpu::CpuGroup, pids::PidsGroup, watch::Watch};
+use crate::confine::{self, watch::Watch};
 use crate::policy::{Profile, TerminalNetwork};
 
 /// Most times a sandbox is planned and built again because the grants
@@ -53,9 +54,6 @@ pub(super) struct Built {
     /// which watches its own).
     pub(super) watched: Option<Watched>,
 }
-
-/// A sandbox's pids cgroup and its tenant's cpu cgroup.
-pub(super) type Groups = (Option<PidsGroup>, Option<Arc<CpuGroup>>);
 
 /// Where the sandbox built ahead for one profile waits. Its lock is held
 /// while one is being built, so a command arriving then waits for it (it

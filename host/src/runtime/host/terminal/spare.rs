@@ -7,10 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use super::super::process_group::Launched;
-use super::ahead::Groups;
 use crate::confine::cpu::CpuGroup;
 use crate::confine::pids::PidsGroup;
+
+/// A sandbox's pids cgroup and its tenant's cpu cgroup.
+pub(super) type Groups = (Option<PidsGroup>, Option<Arc<CpuGroup>>);
 
 /// A launcher waiting for its spec, in its cgroups.
 pub(super) struct Spare {

@@ -4,11 +4,7 @@
 //! TLS, is refused: its `Host` would pick any virtual host behind the
 //! checked address. Inside TLS nothing more is seen.
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UnixStream};
-
-use super::{Gate, HEAD_TIMEOUT, reply};
-use crate::contract::CapabilityUse;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Most bytes of a ClientHello read, across its records.
 const MAX_HELLO: usize = 64 * 1024;
@@ -25,7 +21,7 @@ const UNRECOGNIZED_NAME: u8 = 112;
 
 /// Why a tunnel's first bytes were refused, and how the client is told.
 #[derive(Debug, PartialEq, Eq)]
-enum Refusal {
+pub(super) enum Refusal {
     /// Not TLS: answered `403` with the reason, as an HTTP client reads it.
     NotTls(String),
     /// TLS the proxy refuses: answered with a fatal alert of this
@@ -33,67 +29,17 @@ enum Refusal {
     Tls(String, u8),
 }
 
-/// Serves a tunnel to `host` once the proxy said `200`: the client's
-/// ClientHello (`rest`: what it sent after its `CONNECT`) is judged, then
-/// sent upstream, and bytes are copied both ways until either side closes
-/// or `gate` closes.
-pub(super) async fn relay(
-    mut client: UnixStream,
-    mut upstream: TcpStream,
-    rest: Vec<u8>,
-    host: &str,
-    gate: &Gate,
-    record: impl Fn(CapabilityUse),
-    described: String,
-) {
-    let judged = tokio::select! {
-        judged = tokio::time::timeout(HEAD_TIMEOUT, first_flight(&mut client, rest, host)) => judged,
-        () = gate.closed() => return,
-    };
-    let refusal = match judged {
-        Ok(Ok(Some(hello))) => {
-            record(CapabilityUse::allowed("network", described));
-            if upstream.write_all(&hello).await.is_err() {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
-                () = gate.closed() => {}
-            }
-            return;
-        }
-        // Closed before a whole ClientHello.
-        Ok(Ok(None)) => return,
-        Ok(Err(refusal)) => refusal,
-        Err(_) => Refusal::NotTls(format!(
-            "no TLS ClientHello came within {}s; a CONNECT tunnel carries only TLS \
-             (a protocol whose server speaks first is not tunnelled)",
-            HEAD_TIMEOUT.as_secs()
-        )),
-    };
-    let reason = match refusal {
-        Refusal::NotTls(reason) => {
-            let _ = reply(&mut client, 403, &reason).await;
-            reason
-        }
-        Refusal::Tls(reason, alert) => {
-            let _ = client.write_all(&[0x15, 3, 3, 0, 2, 2, alert]).await;
-            let _ = client.shutdown().await;
-            reason
-        }
-    };
-    tracing::debug!(request = %described, reason, "terminal proxy refused a tunnel");
-    record(CapabilityUse::refused(
-        "network",
-        described,
-        reason.as_str(),
-    ));
+impl Refusal {
+    /// A fatal TLS alert record of `description`.
+    pub(super) fn alert(description: u8) -> [u8; 7] {
+        [0x15, 3, 3, 0, 2, 2, description]
+    }
 }
 
 /// Reads the client's bytes until its ClientHello is whole and judges it
 /// for a tunnel to `host`: the bytes read to send on, `None` when the
 /// client closed first.
-async fn first_flight(
+pub(super) async fn first_flight(
     client: &mut (impl AsyncRead + Unpin),
     mut read: Vec<u8>,
     host: &str,
@@ -124,7 +70,7 @@ async fn first_flight(
     }
 }
 
-fn not_tls(host: &str) -> String {
+pub(super) fn not_tls(host: &str) -> String {
     format!(
         "a CONNECT tunnel carries only TLS, and what came in the tunnel to {host} is not \
          (plain HTTP's Host could name any site behind the checked address); send a plain \
