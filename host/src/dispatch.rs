@@ -23,6 +23,7 @@ use crate::registry::ToolEntry;
 use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants, SessionRef, session_key};
 use checks::{parse_arguments, schema_error, unknown_tool};
 
+pub(crate) use batch::{Admit, Outcome};
 pub use request::{Arguments, CallRequest};
 
 /// The name approvals of permissions go under in the audit record.

@@ -136,7 +136,10 @@ async fn oversized_output_is_refused() {
     let (kind, text) = call_err(&host, "flood", r#"{"bytes": 100000}"#).await;
     assert_eq!(kind, ErrorKind::OutputTooLarge);
     assert!(
-        text.contains("returned 100002 bytes, more than the limit of 65536 bytes"),
+        text.contains(
+            "returned 100004 bytes (as sent inside a JSON string, escaped), more than the \
+             limit of 65536 bytes"
+        ),
         "{text}"
     );
     assert_eq!(

@@ -174,6 +174,10 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
         Ok(how) => println!("✓ process limit: {how}"),
         Err(reason) => println!("✗ process limit: {reason}"),
     }
+    match &support.cpu_share {
+        Ok(how) => println!("✓ commands' CPU: {how}"),
+        Err(fallback) => println!("! commands' CPU: {fallback}"),
+    }
     match support.landlock_abi {
         Some(abi) => println!("✓ Landlock ABI {abi}: second filesystem layer, signal scoping"),
         None => println!("- Landlock: not enabled in this kernel (the mounts still confine files)"),

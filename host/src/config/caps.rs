@@ -38,6 +38,10 @@ pub struct TenantCapsConfig {
     /// Memory one tenant's stateful sessions may hold together.
     #[serde(default)]
     pub sessions_memory: Option<ByteSize>,
+    /// Bytes of `/v1/tool_calls` answers one tenant's requests may hold,
+    /// being built or not yet sent.
+    #[serde(default)]
+    pub answers_held: Option<ByteSize>,
 }
 
 /// `[tenant_caps]`, validated, with the defaults filled in.
@@ -60,6 +64,9 @@ pub struct TenantCaps {
     /// Memory one tenant's stateful sessions may hold together; `None`:
     /// `sessions_memory` shared evenly by the tenants and the local caller.
     pub sessions_memory: Option<usize>,
+    /// Bytes of `/v1/tool_calls` answers one tenant's requests may hold,
+    /// being built or not yet sent (default 64 MiB).
+    pub answers_held: usize,
 }
 
 impl Default for TenantCaps {
@@ -73,6 +80,7 @@ impl Default for TenantCaps {
             background_output: 16 << 20,
             audit_per_minute: 8 << 20,
             sessions_memory: None,
+            answers_held: 64 << 20,
         }
     }
 }
@@ -111,19 +119,22 @@ impl TenantCaps {
             defaults.event_streams,
         );
         let mcp_sessions = count("mcp_sessions", written.mcp_sessions, defaults.mcp_sessions);
+        let bytes =
+            |size: Option<ByteSize>| size.map(|s| usize::try_from(s.0).unwrap_or(usize::MAX));
         let background_output = count(
             "background_output",
-            written
-                .background_output
-                .map(|size| usize::try_from(size.0).unwrap_or(usize::MAX)),
+            bytes(written.background_output),
             defaults.background_output,
         );
         let audit_per_minute = count(
             "audit_per_minute",
-            written
-                .audit_per_minute
-                .map(|size| usize::try_from(size.0).unwrap_or(usize::MAX)),
+            bytes(written.audit_per_minute),
             defaults.audit_per_minute,
+        );
+        let answers_held = count(
+            "answers_held",
+            bytes(written.answers_held),
+            defaults.answers_held,
         );
         let sessions_memory = written.sessions_memory.map(|size| {
             count(
@@ -152,6 +163,7 @@ impl TenantCaps {
             background_output,
             audit_per_minute,
             sessions_memory,
+            answers_held,
         }
     }
 

@@ -67,10 +67,16 @@ fn fail(message: &str) -> ! {
 }
 
 fn launch() -> Result<std::convert::Infallible, String> {
-    // A launcher started before its spec joins its pids cgroup now, so that
-    // the kernel's grace period is past when the spec comes.
-    if let Some(procs) = std::env::args_os().nth(2) {
-        join(Path::new(&procs))?;
+    // A launcher started before its spec joins its pids cgroup and its
+    // tenant's cpu cgroup now, so that the kernel's grace period is past
+    // when the spec comes (an empty argument: no group given ahead).
+    let ahead = |n: usize| std::env::args_os().nth(n).filter(|arg| !arg.is_empty());
+    if let Some(procs) = ahead(2) {
+        join(Path::new(&procs), "command's pids")?;
+    }
+    let cpu_ahead = ahead(3);
+    if let Some(procs) = &cpu_ahead {
+        join(Path::new(procs), "tenant's cpu")?;
     }
     let spec: Spec = match control().receive() {
         Ok(Some(frame)) if frame.tag == control::SPEC => serde_json::from_slice(&frame.payload)
@@ -84,9 +90,15 @@ fn launch() -> Result<std::convert::Infallible, String> {
     // from the start. Joining a cgroup waits for a kernel grace period
     // (around 10 ms after a pause, on cgroup v1): a launcher the host
     // starts ahead has joined already (see the start of this function);
-    // one given its group in the spec joins here.
+    // one given its groups in the spec joins here. Without a cpu group,
+    // a lower priority that everything of the sandbox inherits.
     if let Some(procs) = &spec.pids {
-        join(procs)?;
+        join(procs, "command's pids")?;
+    }
+    match &spec.cpu {
+        Some(procs) => join(procs, "tenant's cpu")?,
+        None if cpu_ahead.is_none() => super::cpu::lower_priority()?,
+        None => {}
     }
     // The command's ids on the host, and (as root) the grants it reaches
     // through idmapped clones, made while this process is still root.
@@ -165,14 +177,15 @@ fn launch() -> Result<std::convert::Infallible, String> {
     }
 }
 
-/// Moves the launcher into the pids cgroup whose `cgroup.procs` is `procs`.
-fn join(procs: &Path) -> Result<(), String> {
+/// Moves this process into the cgroup whose `cgroup.procs` is `procs` (the
+/// `what` cgroup, for the error).
+fn join(procs: &Path, what: &str) -> Result<(), String> {
     use std::io::Write;
     std::fs::OpenOptions::new()
         .write(true)
         .open(procs)
         .and_then(|mut file| file.write_all(b"0"))
-        .map_err(|e| format!("joining the command's pids cgroup {}: {e}", procs.display()))
+        .map_err(|e| format!("joining the {what} cgroup {}: {e}", procs.display()))
 }
 
 /// PID 1: builds the filesystem, starts the shell, reaps, reports the shell's

@@ -19,6 +19,7 @@
 mod beneath;
 mod child;
 pub(crate) mod control;
+pub(crate) mod cpu;
 mod forward;
 mod git;
 pub(crate) mod guard;
@@ -129,16 +130,22 @@ pub struct KernelSupport {
     pub landlock_abi: Option<i32>,
     /// What holds `terminal.max_processes`, or why nothing can.
     pub process_limit: Result<String, String>,
+    /// What gives each tenant's commands a share of the CPU, or (`Err`) the
+    /// fallback and why.
+    pub cpu_share: Result<String, String>,
 }
 
 /// Checks what the kernel offers by building a sandbox around `true`.
 pub async fn probe() -> KernelSupport {
     let landlock_abi = child::landlock_abi();
     let namespaces = async {
-        let (spec, run) = plan::probe_spec();
+        let (spec, run) = probe_spec();
         let group = pids::PidsGroup::for_command(spec.limits.processes, false)?;
+        let tenant = crate::policy::TerminalSettings::default().sandbox_id;
+        let share = cpu::CpuGroup::for_tenant(tenant);
         let spec = Spec {
             pids: group.as_ref().map(pids::PidsGroup::procs),
+            cpu: share.as_deref().map(cpu::CpuGroup::procs),
             ..spec
         };
         let launcher = launcher()?;
@@ -147,7 +154,7 @@ pub async fn probe() -> KernelSupport {
             launcher.display()
         );
         let (mut command, mut control) =
-            command(&launcher, None).map_err(|e| format!("{started}: {e}"))?;
+            command(&launcher, None, None).map_err(|e| format!("{started}: {e}"))?;
         let _child = command.spawn().map_err(|e| format!("{started}: {e}"))?;
         let spec = serde_json::to_vec(&spec).map_err(|e| format!("sandbox spec: {e}"))?;
         let _ = control.send_spec(&spec).await;
@@ -176,7 +183,40 @@ pub async fn probe() -> KernelSupport {
         namespaces,
         landlock_abi,
         process_limit: pids::PidsGroup::mechanism(),
+        cpu_share: cpu::mechanism(),
     }
+}
+
+/// The sandbox of `true` with nothing granted, for [`probe`].
+fn probe_spec() -> (Spec, Run) {
+    let mut mounts = plan::Mounts::default();
+    mounts.system();
+    let run = Run::new(
+        Path::new("/bin/sh"),
+        "true",
+        Path::new("/"),
+        &[("PATH".into(), "/usr/bin:/bin".into())],
+        false,
+    );
+    let spec = Spec {
+        mounts: mounts.into_list().0,
+        guard: guard::Guard::default(),
+        host_network: false,
+        proxy: None,
+        limits: spec::CommandLimits {
+            processes: 16,
+            memory: 1 << 30,
+            file_size: 1 << 20,
+            open_files: 64,
+            tmp_size: 1 << 20,
+        },
+        pids: None,
+        cpu: None,
+        session: false,
+        identity: host_id(crate::policy::TerminalSettings::default().sandbox_id),
+        landlock: true,
+    };
+    (spec, run)
 }
 
 /// `run` as the launcher reads it.
@@ -186,16 +226,21 @@ pub(crate) fn run_bytes(run: &Run) -> Result<Vec<u8>, String> {
 
 /// The command that starts `launcher` as a sandbox launcher, and the host's
 /// end of its channel (see [`control`]): after spawning it, send the spec.
-/// With `pids`, the `cgroup.procs` of the sandbox's pids cgroup, the
-/// launcher joins that group first thing, before the spec comes. Nothing
+/// With `pids`, the `cgroup.procs` of the sandbox's pids cgroup, and
+/// `cpu`, its tenant's cpu cgroup's, the launcher joins those groups first
+/// thing, before the spec comes. Nothing
 /// runs between fork and exec, so it is spawned with `posix_spawn`.
 pub(crate) fn command(
     launcher: &Path,
     pids: Option<&Path>,
+    cpu: Option<&Path>,
 ) -> std::io::Result<(tokio::process::Command, control::Control)> {
     let (control, theirs) = control::Control::pair()?;
     let mut command = tokio::process::Command::new(launcher);
-    command.arg(LAUNCH_ARG).args(pids);
+    // An empty argument stands for a group not joined ahead.
+    let ahead =
+        |group: Option<&Path>| group.map_or_else(Default::default, |p| p.as_os_str().to_owned());
+    command.arg(LAUNCH_ARG).arg(ahead(pids)).arg(ahead(cpu));
     command
         .env_clear()
         .current_dir("/")

@@ -31,7 +31,7 @@ use std::sync::{Mutex, OnceLock};
 fn base() -> &'static Result<PathBuf, String> {
     static BASE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BASE.get_or_init(|| {
-        let base = locate()?;
+        let base = locate("pids", true)?;
         sweep_dead(&base);
         Ok(base)
     })
@@ -134,7 +134,7 @@ fn retry_left() {
 }
 
 /// Removes groups (empty by now) of toolhost processes that have ended.
-fn sweep_dead(base: &Path) {
+pub(super) fn sweep_dead(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
@@ -156,13 +156,20 @@ fn sweep_dead(base: &Path) {
     }
 }
 
-/// Finds (and makes) the `toolhost` directory groups are made in.
-fn locate() -> Result<PathBuf, String> {
+/// Finds (and makes) the `toolhost` directory groups of `controller`
+/// (`pids`, `cpu`) are made in; under cgroup v2 only when `v2_too`.
+pub(super) fn locate(controller: &str, v2_too: bool) -> Result<PathBuf, String> {
     let cgroups = std::fs::read_to_string("/proc/self/cgroup")
         .map_err(|e| format!("reading /proc/self/cgroup: {e}"))?;
     let mounts = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("reading /proc/self/mountinfo: {e}"))?;
-    let (base, v2) = pids_hierarchy(&cgroups, &mounts)?;
+    let (base, v2) = hierarchy(&cgroups, &mounts, controller)?;
+    if v2 && !v2_too {
+        return Err(format!(
+            "cgroup v2, where a command's processes are in one group for every controller \
+             (its pids group), has no separate {controller} group for them"
+        ));
+    }
     let dir = base.join("toolhost");
     match std::fs::create_dir(&dir) {
         Ok(()) => {}
@@ -172,21 +179,24 @@ fn locate() -> Result<PathBuf, String> {
     if v2 {
         // Its groups get the controller only if it passes it on.
         let control = dir.join("cgroup.subtree_control");
-        std::fs::write(&control, "+pids")
-            .map_err(|e| format!("enabling pids in {}: {e}", control.display()))?;
+        std::fs::write(&control, format!("+{controller}"))
+            .map_err(|e| format!("enabling {controller} in {}: {e}", control.display()))?;
     }
     Ok(dir)
 }
 
-/// The directory of the hierarchy with the pids controller that toolhost's
-/// groups go under, and whether it is cgroup v2, from `/proc/self/cgroup`
-/// and `/proc/self/mountinfo`.
-fn pids_hierarchy(cgroups: &str, mountinfo: &str) -> Result<(PathBuf, bool), String> {
+/// The directory of the hierarchy with `controller` that toolhost's groups
+/// go under, and whether it is cgroup v2, from `/proc/self/cgroup` and
+/// `/proc/self/mountinfo`.
+fn hierarchy(cgroups: &str, mountinfo: &str, controller: &str) -> Result<(PathBuf, bool), String> {
     // cgroup v1: a hierarchy of its own, under our own group.
     let own_v1 = cgroups.lines().find_map(|line| {
         let mut fields = line.splitn(3, ':');
         let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-        controllers.split(',').any(|c| c == "pids").then_some(path)
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then_some(path)
     });
     let mounts = mountinfo.lines().filter_map(|line| {
         // id parent major:minor root mount-point options... - fstype source super-options
@@ -199,11 +209,11 @@ fn pids_hierarchy(cgroups: &str, mountinfo: &str) -> Result<(PathBuf, bool), Str
     if let Some(own) = own_v1 {
         let (root, point) = mounts
             .filter(|(_, _, fstype, options)| {
-                *fstype == "cgroup" && options.split(',').any(|o| o == "pids")
+                *fstype == "cgroup" && options.split(',').any(|o| o == controller)
             })
             .map(|(root, point, _, _)| (root, point))
             .next()
-            .ok_or("the pids cgroup hierarchy is not mounted")?;
+            .ok_or(format!("the {controller} cgroup hierarchy is not mounted"))?;
         let inside = own
             .strip_prefix(root)
             .unwrap_or(own)
@@ -215,13 +225,15 @@ fn pids_hierarchy(cgroups: &str, mountinfo: &str) -> Result<(PathBuf, bool), Str
         .filter(|(root, _, fstype, _)| *fstype == "cgroup2" && *root == "/")
         .map(|(_, point, _, _)| unescape(point))
         .next()
-        .ok_or("no cgroup hierarchy with the pids controller is mounted")?;
+        .ok_or(format!(
+            "no cgroup hierarchy with the {controller} controller is mounted"
+        ))?;
     let controllers = Path::new(&point).join("cgroup.subtree_control");
     let enabled = std::fs::read_to_string(&controllers)
         .map_err(|e| format!("reading {}: {e}", controllers.display()))?;
-    if !enabled.split_whitespace().any(|c| c == "pids") {
+    if !enabled.split_whitespace().any(|c| c == controller) {
         return Err(format!(
-            "the pids controller is not enabled in {}",
+            "the {controller} controller is not enabled in {}",
             controllers.display()
         ));
     }
@@ -266,7 +278,7 @@ mod tests {
     fn a_v1_pids_hierarchy_is_used_under_our_own_group() {
         let cgroups = "8:pids:/svc/one\n4:memory:/x\n0::/\n";
         assert_eq!(
-            pids_hierarchy(cgroups, MOUNTINFO_V1).unwrap(),
+            hierarchy(cgroups, MOUNTINFO_V1, "pids").unwrap(),
             (PathBuf::from("/sys/fs/cgroup/pids/svc/one"), false)
         );
     }
@@ -275,7 +287,7 @@ mod tests {
     fn a_v1_mount_of_part_of_the_hierarchy_is_followed() {
         let mountinfo = "39 31 0:36 /svc /mnt/my\\040pids rw - cgroup cgroup rw,pids";
         assert_eq!(
-            pids_hierarchy("8:pids:/svc/one\n", mountinfo).unwrap().0,
+            hierarchy("8:pids:/svc/one\n", mountinfo, "pids").unwrap().0,
             PathBuf::from("/mnt/my pids/one")
         );
     }
@@ -301,9 +313,9 @@ mod tests {
     fn without_a_pids_hierarchy_the_reason_is_given() {
         let cgroups = "4:memory:/x\n";
         let mountinfo = "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory";
-        let why = pids_hierarchy(cgroups, mountinfo).unwrap_err();
+        let why = hierarchy(cgroups, mountinfo, "pids").unwrap_err();
         assert!(why.contains("no cgroup hierarchy"), "{why}");
-        let why = pids_hierarchy("8:pids:/\n", mountinfo).unwrap_err();
+        let why = hierarchy("8:pids:/\n", mountinfo, "pids").unwrap_err();
         assert!(why.contains("not mounted"), "{why}");
     }
 }

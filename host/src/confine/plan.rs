@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::guard::Guard;
-use super::spec::{CommandLimits, Mount, MountKind, Run, Spec};
+use super::spec::{CommandLimits, Mount, MountKind, Spec};
 pub(super) use super::walk::Walk;
 use super::watch::Watch;
 use crate::policy::{Access, PermissionDecision, Profile};
@@ -50,6 +50,7 @@ pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec,
             tmp_size: settings.tmp_size,
         },
         pids: None,
+        cpu: None,
         session: false,
         identity: super::spec::host_id(settings.sandbox_id),
         landlock: settings.landlock,
@@ -165,37 +166,6 @@ fn add_grants(
     super::own::protect(profile.paths.own(), mounts, watch)
 }
 
-/// The sandbox of `true` with nothing granted, for [`super::probe`].
-pub(crate) fn probe_spec() -> (Spec, Run) {
-    let mut mounts = Mounts::default();
-    mounts.system();
-    let run = Run::new(
-        Path::new("/bin/sh"),
-        "true",
-        Path::new("/"),
-        &[("PATH".into(), "/usr/bin:/bin".into())],
-        false,
-    );
-    let spec = Spec {
-        mounts: mounts.into_list().0,
-        guard: Guard::default(),
-        host_network: false,
-        proxy: None,
-        limits: CommandLimits {
-            processes: 16,
-            memory: 1 << 30,
-            file_size: 1 << 20,
-            open_files: 64,
-            tmp_size: 1 << 20,
-        },
-        pids: None,
-        session: false,
-        identity: super::spec::host_id(crate::policy::TerminalSettings::default().sandbox_id),
-        landlock: true,
-    };
-    (spec, run)
-}
-
 /// The mounts being planned, one per path, with what each was found to be
 /// (device and inode), and the paths no mount can keep.
 #[derive(Default)]
@@ -231,7 +201,7 @@ impl Mounts {
 
     /// The system directories (or the links that stand for them), the
     /// host's unreadable `/etc` entries masked, and the private mounts.
-    fn system(&mut self) {
+    pub(super) fn system(&mut self) {
         for dir in SYSTEM_DIRS {
             let path = Path::new(dir);
             match path.symlink_metadata() {
@@ -265,7 +235,7 @@ impl Mounts {
     /// mounted before what lies inside it and masks come after their
     /// grant), and the guard. Nothing is mounted inside a mask, and a pin
     /// inside a read-only mount is left out (it would make it writable).
-    fn into_list(self) -> (Vec<Mount>, Guard) {
+    pub(super) fn into_list(self) -> (Vec<Mount>, Guard) {
         // What a pin lies in: the nearest planned mount above it that is
         // not a pin itself.
         let enclosing = |path: &Path| {

@@ -40,6 +40,11 @@ pub struct Spec {
     /// joins (see [`super::pids`]).
     #[serde(default)]
     pub(crate) pids: Option<PathBuf>,
+    /// The `cgroup.procs` of the tenant's cpu cgroup, which the launcher
+    /// joins with the pids group (see [`super::cpu`]); without one, it
+    /// lowers its own priority instead.
+    #[serde(default)]
+    pub(crate) cpu: Option<PathBuf>,
     /// The sandbox of a terminal session: PID 1 runs every command the
     /// host sends until the channel closes, each in its own process group,
     /// and reports each end ([`super::control::DONE`] with the run's id)

@@ -15,19 +15,35 @@ use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
 
 /// The outcome of one call.
-type Outcome = Result<CallOutput, CallError>;
+pub(crate) type Outcome = Result<CallOutput, CallError>;
+
+/// What becomes of each outcome as its call finishes (an answer past a
+/// cap is dropped there, not held until the batch ends).
+pub(crate) type Admit = Arc<dyn Fn(Outcome) -> Outcome + Send + Sync>;
 
 impl Host {
     /// Runs `requests` as `caller` with at most the host's batch concurrency
     /// in flight, and returns their outcomes in request order: one per
     /// request, whatever happens to the others.
     pub async fn dispatch_many(&self, caller: &Caller, requests: Vec<CallRequest>) -> Vec<Outcome> {
+        self.dispatch_admitting(caller, requests, Arc::new(|outcome| outcome))
+            .await
+    }
+
+    /// [`Host::dispatch_many`], each outcome passed through `admit` as its
+    /// call finishes.
+    pub(crate) async fn dispatch_admitting(
+        &self,
+        caller: &Caller,
+        requests: Vec<CallRequest>,
+        admit: Admit,
+    ) -> Vec<Outcome> {
         let count = requests.len();
         // One call (the usual request of an agent's turn) needs no lanes.
         if count <= 1 {
             let mut outcomes = Vec::with_capacity(count);
             for request in requests {
-                outcomes.push(self.dispatch_output_as(caller, request).await);
+                outcomes.push(admit(self.dispatch_output_as(caller, request).await));
             }
             return outcomes;
         }
@@ -46,11 +62,11 @@ impl Host {
         let spawned: Vec<_> = (1..lanes)
             .map(|lane| {
                 let (host, caller, queue) = (self.clone(), caller.clone(), queue.clone());
-                let width = width(lane);
-                tokio::spawn(async move { host.batch_lane(&caller, &queue, width).await })
+                let (width, admit) = (width(lane), admit.clone());
+                tokio::spawn(async move { host.batch_lane(&caller, &queue, width, &admit).await })
             })
             .collect();
-        let mut finished = self.batch_lane(caller, &queue, width(0)).await;
+        let mut finished = self.batch_lane(caller, &queue, width(0), &admit).await;
         for lane in spawned {
             match lane.await {
                 Ok(done) => finished.extend(done),
@@ -87,10 +103,11 @@ impl Host {
         caller: &Caller,
         queue: &Mutex<VecDeque<(usize, CallRequest)>>,
         width: usize,
+        admit: &Admit,
     ) -> Vec<(usize, Outcome)> {
         let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         let start = |(index, request): (usize, CallRequest)| async move {
-            (index, self.dispatch_output_as(caller, request).await)
+            (index, admit(self.dispatch_output_as(caller, request).await))
         };
         let mut running = FuturesUnordered::new();
         let mut done = Vec::new();

@@ -40,6 +40,8 @@ pub(crate) struct Api {
     pub(crate) pending: std::sync::Arc<crate::approval::pending::Pending>,
     /// Sessions' narrowings, by tenant and session.
     pub(crate) narrowings: super::narrowings::Narrowings,
+    /// The answers each caller's requests hold.
+    pub(crate) answers: super::answers::Answers,
 }
 
 /// `/tools`, `/tool_calls`, `/health` and `/status`, to nest under `/v1`.
@@ -232,11 +234,13 @@ async fn tool_calls(
         }
         None => auth.caller.clone(),
     };
+    let cap = api.host.tenant_caps().answers_held;
+    let held = api.answers.hold(caller.tenant_name(), cap);
     let dispatched = tokio::select! {
         dispatched = tokio::time::timeout(
             api.request_timeout,
             api.host
-                .dispatch_batch_as(&caller, &batch, session.as_deref()),
+                .dispatch_batch_admitting(&caller, &batch, session.as_deref(), held.admit()),
         ) => dispatched,
         () = api.abandon.cancelled() => return shutting_down(),
     };
@@ -264,7 +268,14 @@ async fn tool_calls(
             .insert(header::RETRY_AFTER, HeaderValue::from(auth.retry_after));
         return response;
     }
-    axum::Json(results).into_response()
+    let answer = serde_json::to_vec(&results).unwrap_or_default();
+    drop(results);
+    let mut response = Response::new(held.body(answer));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The first error when every call of a non-empty batch was refused as

@@ -199,6 +199,7 @@ impl HttpServer {
             abandon: self.abandon.clone(),
             pending: self.tenants.pending().clone(),
             narrowings: Default::default(),
+            answers: Default::default(),
         };
         let mcp = Router::new()
             .route("/mcp", mcp)

@@ -17,6 +17,7 @@
 //! - [`tenants`]: bearer tokens to callers, each with its profile, workspace
 //!   and limits.
 
+mod answers;
 pub mod api;
 mod approvals;
 mod connections;

@@ -37,6 +37,20 @@ impl Host {
         batch: &Value,
         session: Option<&str>,
     ) -> Value {
+        let admit: crate::dispatch::Admit = std::sync::Arc::new(|outcome| outcome);
+        self.dispatch_batch_admitting(caller, batch, session, admit)
+            .await
+    }
+
+    /// [`Host::dispatch_batch_as`], each outcome passed through `admit` as
+    /// its call finishes.
+    pub(crate) async fn dispatch_batch_admitting(
+        &self,
+        caller: &Caller,
+        batch: &Value,
+        session: Option<&str>,
+        admit: crate::dispatch::Admit,
+    ) -> Value {
         let Some(calls) = batch.get("tool_calls").and_then(Value::as_array) else {
             let error = CallError::new(
                 ErrorKind::InvalidRequest,
@@ -74,7 +88,7 @@ impl Host {
         }
         // `dispatch_many` answers every request, in order.
         let mut outcomes = self
-            .dispatch_many(caller, requests)
+            .dispatch_admitting(caller, requests, admit)
             .await
             .into_iter()
             .map(|outcome| match outcome {

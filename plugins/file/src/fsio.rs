@@ -15,6 +15,16 @@ pub(crate) const SNIFF_BYTES: usize = 8 * 1024;
 /// A tool error for an I/O failure on `path` while doing `action`
 /// ("reading", "writing", ...).
 pub(crate) fn io_error(action: &str, path: &str, error: &io::Error) -> ToolError {
+    // The host refuses to open special files as "unsupported" (the name
+    // may lead to a regular file again by now).
+    if error.kind() == ErrorKind::Unsupported
+        || (error.kind() != ErrorKind::NotFound && is_special(path))
+    {
+        return ToolError::invalid_arguments(format!(
+            "{action} {path}: it is not a regular file or a directory (a FIFO, socket or \
+             device), and file tools open only those; read it with a command if it must be"
+        ));
+    }
     match error.kind() {
         ErrorKind::NotFound => ToolError::invalid_arguments(format!(
             "{path}: no such file or directory. Relative paths start in the workspace, and \
@@ -40,6 +50,15 @@ pub(crate) fn io_error(action: &str, path: &str, error: &io::Error) -> ToolError
         }
         _ => ToolError::failed(format!("{action} {path}: {error}")),
     }
+}
+
+/// Whether `path` names something that is neither a regular file, a
+/// directory nor a symlink (the host refuses to open those).
+fn is_special(path: &str) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|meta| {
+        let kind = meta.file_type();
+        !kind.is_file() && !kind.is_dir() && !kind.is_symlink()
+    })
 }
 
 /// Whether the first bytes of a file look like binary data rather than text:

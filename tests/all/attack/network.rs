@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::proxy::{client_hello, through_tunnel};
 use super::server::{Server, error_of};
 use crate::sandbox::network::http_server;
 
@@ -125,9 +126,12 @@ async fn until(what: &str, condition: impl Fn() -> bool) {
 #[tokio::test]
 async fn narrowing_a_session_cuts_its_open_tunnels() {
     let (port, open, connections) = streaming_server();
-    let server = Server::start(&config("", port, ""), |_| {}).await;
+    let dangerous = "terminal.dangerous = \"allow\"";
+    let server = Server::start(&config("", port, dangerous), |_| {}).await;
     server.wait_for_tool(None, "process_start").await;
-    let line = format!("curl -sS -N --proxytunnel http://127.0.0.2:{port}/stream");
+    // A tunnel (TLS to an address: no server name) the server streams into.
+    let line = through_tunnel(&format!("127.0.0.2:{port}"), &client_hello(None))
+        .replace("timeout 5 cat -v", "cat");
     let started = server
         .call(
             None,

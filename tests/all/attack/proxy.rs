@@ -1,7 +1,8 @@
 //! Attack tests: the terminal's proxy and `http_request` reach only what
 //! they checked: never the host's own interface addresses unless named,
-//! never another virtual host than the checked one, and never a second
-//! request pipelined behind the first on a plain-HTTP connection.
+//! never another virtual host than the checked one (by a `Host` header, or
+//! inside a `CONNECT` tunnel by plain HTTP or a TLS server name), and never
+//! a second request pipelined behind the first on a plain-HTTP connection.
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -160,4 +161,146 @@ GET /admin HTTP/1.1\\r\\nHost: admin.internal\\r\\n\\r\\n' >&3; timeout 5 cat <&
     assert!(out.contains("vhost=127.0.0.2"), "{result}");
     assert!(!out.contains("admin.internal;"), "{result}");
     assert_eq!(reached.load(Ordering::SeqCst), before + 1, "{result}");
+}
+
+/// A TLS ClientHello, naming `sni` as its server if given: enough for the
+/// proxy to judge, not to finish a handshake.
+pub(crate) fn client_hello(sni: Option<&str>) -> Vec<u8> {
+    let mut body = vec![3, 3];
+    body.extend([7u8; 32]);
+    body.push(0);
+    body.extend([0, 2, 0x13, 0x01, 1, 0]);
+    let mut extensions = Vec::new();
+    if let Some(name) = sni {
+        let n = u16::try_from(name.len()).unwrap();
+        extensions.extend([0, 0]);
+        extensions.extend((n + 5).to_be_bytes());
+        extensions.extend((n + 3).to_be_bytes());
+        extensions.push(0);
+        extensions.extend(n.to_be_bytes());
+        extensions.extend(name.as_bytes());
+    }
+    body.extend(u16::try_from(extensions.len()).unwrap().to_be_bytes());
+    body.extend(extensions);
+    let n = u16::try_from(body.len()).unwrap().to_be_bytes();
+    let mut handshake = vec![1, 0, n[0], n[1]];
+    handshake.extend(body);
+    let mut record = vec![0x16, 3, 1];
+    record.extend(u16::try_from(handshake.len()).unwrap().to_be_bytes());
+    record.extend(handshake);
+    record
+}
+
+/// A command line that opens a tunnel to `target` through the command's
+/// proxy, sends `bytes` in it and prints what comes back (`cat -v`).
+pub(crate) fn through_tunnel(target: &str, bytes: &[u8]) -> String {
+    let escaped: String = bytes.iter().map(|b| format!("\\x{b:02x}")).collect();
+    format!(
+        "exec 3<>/dev/tcp/127.0.0.1/${{HTTP_PROXY##*:}}; \
+         printf 'CONNECT {target} HTTP/1.1\\r\\nHost: {target}\\r\\n\\r\\n' >&3; \
+         head -c 39 <&3; printf '{escaped}' >&3; timeout 5 cat -v <&3"
+    )
+}
+
+/// A server that stands for a TLS site: it counts the connections that
+/// begin with a TLS handshake record (and answers `tls-hello-seen`) and
+/// the ones that begin otherwise (answered with the `Host` they name).
+fn tls_site(addr: &str) -> (u16, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let listener = std::net::TcpListener::bind(format!("{addr}:0")).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (hellos, plain) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (tls, other) = (hellos.clone(), plain.clone());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut first = [0u8; 4096];
+            let n = stream.read(&mut first).unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            let answer = if first[0] == 0x16 {
+                tls.fetch_add(1, Ordering::SeqCst);
+                "tls-hello-seen\n".to_string()
+            } else {
+                other.fetch_add(1, Ordering::SeqCst);
+                let head = String::from_utf8_lossy(&first[..n]).to_lowercase();
+                let host = head.split("host: ").nth(1).unwrap_or("-");
+                let body = format!("vhost={};", host.lines().next().unwrap_or("-").trim());
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (port, hellos, plain)
+}
+
+#[tokio::test]
+async fn a_tunnel_to_an_address_carries_only_tls_without_a_server_name() {
+    let (port, hellos, plain) = tls_site("127.0.0.2");
+    let server = Server::start(&profile(&format!("\"127.0.0.2:{port}\"")), |_| {}).await;
+    server.wait_for_tool(None, "run_command").await;
+    let target = format!("127.0.0.2:{port}");
+    // Plain HTTP in a tunnel (`curl -p`), naming another virtual host or
+    // not, and two requests pipelined in one: none reaches the site.
+    for line in [
+        format!("curl -sS -m 10 -p -H 'Host: admin.internal' http://{target}/"),
+        format!("curl -sS -m 10 -p http://{target}/"),
+        through_tunnel(
+            &target,
+            b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: admin.internal\r\n\r\n",
+        ),
+    ] {
+        let out = printed(&server.run(None, None, &line).await);
+        assert!(!out.contains("vhost="), "{line}: {out}");
+        assert!(out.contains("toolhost proxy"), "{line}: {out}");
+    }
+    assert_eq!(plain.load(Ordering::SeqCst), 0, "plain HTTP went through");
+    // TLS naming another host: refused, nothing sent on.
+    let named = through_tunnel(&target, &client_hello(Some("admin.internal")));
+    let out = printed(&server.run(None, None, &named).await);
+    assert!(!out.contains("tls-hello-seen"), "{out}");
+    assert_eq!(hellos.load(Ordering::SeqCst), 0);
+    // TLS without a name (as clients send to an address) goes through, a
+    // real client's too.
+    let unnamed = through_tunnel(&target, &client_hello(None));
+    let out = printed(&server.run(None, None, &unnamed).await);
+    assert!(out.contains("tls-hello-seen"), "{out}");
+    let curl = format!("curl -sS -m 10 -k https://{target}/");
+    server.run(None, None, &curl).await;
+    assert_eq!(hellos.load(Ordering::SeqCst), 2);
+    assert_eq!(plain.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_tunnel_to_a_name_carries_only_tls_naming_it() {
+    let (port, hellos, plain) = tls_site("127.0.0.1");
+    // The name, and the loopback addresses it resolves to (listed, as
+    // loopback addresses must be).
+    let hosts = format!("\"localhost:{port}\", \"127.0.0.1:{port}\", \"[::1]:{port}\"");
+    let server = Server::start(&profile(&hosts), |_| {}).await;
+    server.wait_for_tool(None, "run_command").await;
+    let target = format!("localhost:{port}");
+    for (sni, reaches) in [
+        (Some("localhost"), true),
+        (Some("LOCALHOST."), true),
+        (Some("admin.internal"), false),
+        (Some("localhost.evil.example"), false),
+        (None, false),
+    ] {
+        let before = hellos.load(Ordering::SeqCst);
+        let line = through_tunnel(&target, &client_hello(sni));
+        let out = printed(&server.run(None, None, &line).await);
+        assert_eq!(out.contains("tls-hello-seen"), reaches, "{sni:?}: {out}");
+        assert_eq!(
+            hellos.load(Ordering::SeqCst),
+            before + usize::from(reaches),
+            "{sni:?}"
+        );
+    }
+    let line = format!("curl -sS -m 10 -p -H 'Host: admin.internal' http://{target}/");
+    let out = printed(&server.run(None, None, &line).await);
+    assert!(out.contains("toolhost proxy"), "{out}");
+    assert_eq!(plain.load(Ordering::SeqCst), 0, "plain HTTP went through");
 }

@@ -163,6 +163,11 @@ impl Server {
             .await
     }
 
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Everything the server wrote to stderr so far.
     pub(crate) fn log(&mut self) -> String {
         self.log.extend(self.stderr.try_iter());

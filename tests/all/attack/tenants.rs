@@ -3,12 +3,14 @@
 //! names it, and another tenant is served meanwhile: narrowed sessions and
 //! their size and idle time, pending approvals, approval event streams, MCP
 //! sessions, background output, a line written to a shell, webhook
-//! answers; terminal sessions share one inotify instance, and a server
-//! that cannot watch starts anyway.
+//! answers, batch answers not yet read; terminal sessions share one
+//! inotify instance, and a server that cannot watch starts anyway.
 
 pub(crate) mod served;
 
+mod answers;
 mod bounded;
+mod cpu_share;
 mod flood;
 mod watching;
 

@@ -83,16 +83,21 @@ async fn commands_reach_allowed_hosts_only_through_the_proxy() {
         ))
         .await;
 
-    // Plain HTTP (absolute-form requests) and a CONNECT tunnel.
+    // Plain HTTP (absolute-form requests); a CONNECT tunnel carries only
+    // TLS, not plain HTTP.
     let url = format!("http://127.0.0.2:{allowed}/hello");
     assert_eq!(
         succeeds(&host, &format!("curl -sS {url}")).await,
         "hello from the host"
     );
-    assert_eq!(
-        succeeds(&host, &format!("curl -sS --proxytunnel {url}")).await,
-        "hello from the host"
+    let tunnelled = ran(&host, &format!("curl -sS --proxytunnel {url}")).await;
+    assert!(
+        printed(&tunnelled).contains("carries only TLS"),
+        "{tunnelled}"
     );
+    // The tunnel's connection was made (its destination is allowed), and
+    // nothing was sent on it.
+    assert!(!printed(&tunnelled).contains("hello from"), "{tunnelled}");
     assert_eq!(reached.load(Ordering::SeqCst), 2);
 
     // Another host, another port, the metadata address: refused with the

@@ -59,10 +59,11 @@ pub(crate) enum Raw {
 }
 
 impl GuestOutput {
-    /// Its size as clients receive it (binary data as base64).
+    /// Its size as clients receive it: JSON text as the JSON string it is
+    /// sent in (escaped), binary data as base64.
     pub(crate) fn encoded_size(&self) -> usize {
         match &self.0 {
-            Raw::Text(text) => text.len(),
+            Raw::Text(text) => super::content::json_len(text),
             Raw::Content(result) => super::content::encoded_size(result),
         }
     }

@@ -291,8 +291,12 @@ pub(crate) struct Launched {
 impl Launched {
     /// Starts `launcher`, which joins the pids cgroup whose `cgroup.procs`
     /// is `pids` (if any) at once and then waits for its spec.
-    pub(crate) fn spawn(launcher: &Path, pids: Option<&Path>) -> io::Result<Self> {
-        let (mut command, control) = crate::confine::command(launcher, pids)?;
+    pub(crate) fn spawn(
+        launcher: &Path,
+        pids: Option<&Path>,
+        cpu: Option<&Path>,
+    ) -> io::Result<Self> {
+        let (mut command, control) = crate::confine::command(launcher, pids, cpu)?;
         command.process_group(0);
         let group = ProcessGroup::spawn(&mut command)?;
         Ok(Self {

@@ -391,7 +391,7 @@ impl PluginVersion {
                     let counted = if output.is_content() {
                         " (binary data counted as base64, text as JSON)"
                     } else {
-                        ""
+                        " (as sent inside a JSON string, escaped)"
                     };
                     return Err(CallError::new(
                         ErrorKind::OutputTooLarge,

@@ -49,6 +49,9 @@ pub(crate) struct Setup<'a> {
     pub(crate) inotify_instances: Option<u32>,
     /// More arguments of `serve`.
     pub(crate) args: &'a [&'a str],
+    /// A command the server runs under (its arguments, the server's
+    /// binary and arguments after them), as `unshare -m sh -c '...'`.
+    pub(crate) under: &'a [&'a str],
 }
 
 impl Served {
@@ -77,6 +80,11 @@ impl Served {
         std::fs::write(root.join("toolhost.toml"), config).unwrap();
         let binary = env!("CARGO_BIN_EXE_toolhost-cli");
         let mut command = match setup.inotify_instances {
+            None if !setup.under.is_empty() => {
+                let mut command = Command::new(setup.under[0]);
+                command.args(&setup.under[1..]).arg(binary);
+                command
+            }
             None => Command::new(binary),
             Some(most) => {
                 let mut command = Command::new("unshare");

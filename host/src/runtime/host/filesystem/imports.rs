@@ -241,16 +241,7 @@ impl HostDescriptor for PolicedFs<'_> {
             flags
         };
         let pinned = self.pin(&fd, &real, "open")?;
-        let opened = self
-            .inner
-            .open_at(
-                pinned.dir(),
-                types::PathFlags::empty(),
-                pinned.name.clone(),
-                oflags,
-                flags,
-            )
-            .await;
+        let opened = self.open_pinned(&pinned, &target, oflags, flags);
         self.unpin(pinned);
         let opened = opened?;
         // Judge what was opened, not the name: a symlink swapped in between

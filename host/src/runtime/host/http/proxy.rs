@@ -1,21 +1,24 @@
 //! The network of sandboxed terminal commands under `terminal.network =
 //! "proxy"`: an HTTP proxy the host runs for one command, on a Unix socket
 //! the command's sandbox forwards its loopback port to. Every request
-//! (`CONNECT host:port` for TLS and other tunnels, absolute-form
-//! `GET http://...` for plain HTTP) is checked as `http_request` checks its
+//! (`CONNECT host:port` for TLS, absolute-form `GET http://...` for plain
+//! HTTP) is checked as `http_request` checks its
 //! requests: the host against `network.allow_hosts`, every address it
 //! resolves to (private, loopback, metadata and the host's own interface
 //! addresses only when listed), one lookup whose checked addresses are the
 //! ones connected to. A plain request goes upstream with a `Host` built from
 //! the checked URL (a client `Host` naming another is refused) and only its
-//! own body: nothing pipelined behind it is relayed. A refused request gets
-//! `403` with the reason; nothing else leaves the sandbox.
+//! own body: nothing pipelined behind it is relayed. A tunnel carries only
+//! TLS whose ClientHello names the tunnel's host ([`tunnel`]). A refused
+//! request gets `403` with the reason; nothing else leaves the sandbox.
 //!
 //! The proxy serves only while its [`Gate`] is open: while the effective
 //! permissions of the call that runs the command (the global layer, the
 //! session's narrowing, the terminal tool's rules) allow `network:fetch`,
 //! which the terminal tool need not declare, and the terminal session
 //! that holds it has not ended. Closing the gate cuts every open tunnel.
+
+mod tunnel;
 
 use std::io;
 use std::path::PathBuf;
@@ -240,7 +243,8 @@ async fn handle(
     let checked = match (gate.refused(), &asked.foreign_host) {
         (Some(reason), _) => Err(Unreachable::Refused(reason)),
         (None, Some(named)) => Err(Unreachable::Refused(format!(
-            "the Host header {named:?} names another host than the request's URL              ({}:{}); leave it out or make it name the URL's host",
+            "the Host header {named:?} names another host than the request's URL \
+             ({}:{}); leave it out or make it name the URL's host",
             asked.host, asked.port
         ))),
         (None, None) => Destination::check_host(rules, &asked.host, asked.port).await,
@@ -270,21 +274,17 @@ async fn handle(
         }
     };
     tracing::debug!(request = %asked.described, "terminal proxy connected");
-    record(CapabilityUse::allowed("network", asked.described));
     if asked.tunnel {
         let started = client
             .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
             .await;
-        if started.is_err() || upstream.write_all(&rest).await.is_err() {
-            return;
-        }
-        // A gate closed meanwhile (a session ended or narrowed) cuts the tunnel.
-        tokio::select! {
-            _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
-            () = gate.closed() => {}
+        if started.is_ok() {
+            let host = asked.host.clone();
+            relay(client, upstream, rest, &host, gate, record, asked.described).await;
         }
         return;
     }
+    record(CapabilityUse::allowed("network", asked.described));
     // A plain request: its head and its own body go up, nothing after them
     // (a request pipelined behind it was not checked); the answer comes back
     // until the server closes.
@@ -308,6 +308,64 @@ async fn handle(
         _ = tokio::io::copy(&mut upstream_read, &mut client_write) => {}
         () = gate.closed() => {}
     }
+}
+
+/// Serves a tunnel to `host` once the proxy said `200`: the client's
+/// ClientHello (`rest`: what it sent after its `CONNECT`) is judged (see
+/// [`tunnel`]), then sent upstream, and bytes are copied both ways until
+/// either side closes or `gate` closes.
+async fn relay(
+    mut client: UnixStream,
+    mut upstream: TcpStream,
+    rest: Vec<u8>,
+    host: &str,
+    gate: &Gate,
+    record: impl Fn(CapabilityUse),
+    described: String,
+) {
+    let hello = tunnel::first_flight(&mut client, rest, host);
+    let judged = tokio::select! {
+        judged = tokio::time::timeout(HEAD_TIMEOUT, hello) => judged,
+        () = gate.closed() => return,
+    };
+    let refusal = match judged {
+        Ok(Ok(Some(hello))) => {
+            record(CapabilityUse::allowed("network", described));
+            if upstream.write_all(&hello).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+                () = gate.closed() => {}
+            }
+            return;
+        }
+        // Closed before a whole ClientHello.
+        Ok(Ok(None)) => return,
+        Ok(Err(refusal)) => refusal,
+        Err(_) => tunnel::Refusal::NotTls(format!(
+            "no TLS ClientHello came within {}s: {}",
+            HEAD_TIMEOUT.as_secs(),
+            tunnel::not_tls(host)
+        )),
+    };
+    let reason = match refusal {
+        tunnel::Refusal::NotTls(reason) => {
+            let _ = reply(&mut client, 403, &reason).await;
+            reason
+        }
+        tunnel::Refusal::Tls(reason, alert) => {
+            let _ = client.write_all(&tunnel::Refusal::alert(alert)).await;
+            let _ = client.shutdown().await;
+            reason
+        }
+    };
+    tracing::debug!(request = %described, reason, "terminal proxy refused a tunnel");
+    record(CapabilityUse::refused(
+        "network",
+        described,
+        reason.as_str(),
+    ));
 }
 
 /// Reads up to the end of the request head: the head and whatever followed
@@ -494,78 +552,4 @@ async fn reply(client: &mut UnixStream, status: u16, reason: &str) -> io::Result
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tunnels_name_host_and_port() {
-        let asked =
-            parse(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n").unwrap();
-        assert!(asked.tunnel);
-        assert_eq!((asked.host.as_str(), asked.port), ("example.com", 443));
-        let v6 = parse(b"CONNECT [::1]:8443 HTTP/1.1\r\n\r\n").unwrap();
-        assert_eq!((v6.host.as_str(), v6.port), ("[::1]", 8443));
-        for bad in [
-            &b"CONNECT example.com HTTP/1.1\r\n\r\n"[..],
-            b"CONNECT ::1:80 HTTP/1.1\r\n\r\n",
-            b"CONNECT :80 HTTP/1.1\r\n\r\n",
-            b"CONNECT example.com:99999 HTTP/1.1\r\n\r\n",
-        ] {
-            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
-        }
-    }
-
-    #[test]
-    fn plain_requests_are_rewritten_to_origin_form() {
-        let asked = parse(
-            b"GET http://example.com:8080/a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\n\
-              Proxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\n\
-              Connection: keep-alive\r\nAccept: */*\r\n\r\n",
-        )
-        .unwrap();
-        assert!(!asked.tunnel);
-        assert_eq!((asked.host.as_str(), asked.port), ("example.com", 8080));
-        assert_eq!(
-            String::from_utf8(asked.upstream_head).unwrap(),
-            "GET /a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\n\
-             Connection: close\r\n\r\n"
-        );
-        assert_eq!(asked.foreign_host, None);
-    }
-
-    #[test]
-    fn the_host_header_must_name_the_checked_host() {
-        for same in ["example.com", "EXAMPLE.com.", "example.com:80"] {
-            let head = format!("GET http://example.com/ HTTP/1.1\r\nHost: {same}\r\n\r\n");
-            let asked = parse(head.as_bytes()).unwrap();
-            assert_eq!(asked.foreign_host, None, "{same}");
-        }
-        for other in [
-            "admin.internal",
-            "example.com:81",
-            "x@example.com",
-            "example.com/x",
-        ] {
-            let head = format!("GET http://example.com/ HTTP/1.1\r\nHost: {other}\r\n\r\n");
-            let asked = parse(head.as_bytes()).unwrap();
-            assert!(asked.foreign_host.is_some(), "{other}");
-        }
-        let chunked = b"POST http://example.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
-        assert!(parse(chunked).is_err());
-        let sized =
-            parse(b"POST http://example.com/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n").unwrap();
-        assert_eq!(sized.body, 5);
-    }
-
-    #[test]
-    fn only_absolute_http_urls_are_forwarded() {
-        for bad in [
-            &b"GET /relative HTTP/1.1\r\nHost: x\r\n\r\n"[..],
-            b"GET https://example.com/ HTTP/1.1\r\n\r\n",
-            b"GET file:///etc/passwd HTTP/1.1\r\n\r\n",
-            b"garbage\r\n\r\n",
-        ] {
-            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
-        }
-    }
-}
+mod tests;

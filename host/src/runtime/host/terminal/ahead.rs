@@ -19,10 +19,11 @@ use std::time::Duration;
 
 use super::super::http::proxy::{Gate, Proxy};
 use super::super::process_group::Launched;
+pub(super) use super::spare::Groups;
 use super::spare::Spare;
 use crate::confine::guard::{Guard, Watched};
 use crate::confine::plan::Planned;
-use crate::confine::{self, pids::PidsGroup, watch::Watch};
+use crate::confine::{self, watch::Watch};
 use crate::policy::{Profile, TerminalNetwork};
 
 /// Most times a sandbox is planned and built again because the grants
@@ -40,8 +41,9 @@ pub(super) struct Built {
     pub(super) launched: Launched,
     /// The command's network proxy (`terminal.network = "proxy"`).
     pub(super) proxy: Option<Proxy>,
-    /// The command's pids cgroup, removed once the sandbox is dropped.
-    pub(super) pids: Option<PidsGroup>,
+    /// The command's pids cgroup and its tenant's cpu cgroup, removed once
+    /// the sandbox is dropped (the cpu group with its tenant's last).
+    pub(super) pids: Groups,
     /// What the sandbox was planned from, when built ahead.
     watch: Option<Watch>,
     /// A session's sandbox: its mounts and their watch.
@@ -158,7 +160,7 @@ pub(super) fn build_next(profile: &Arc<Profile>, launcher: PathBuf) {
         let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.is_none() {
             let (limit, relay) = limits(&profile);
-            *spare = Spare::start(&launcher, limit, relay)
+            *spare = Spare::start(&launcher, limit, relay, profile.terminal.sandbox_id)
                 .inspect_err(|reason| {
                     tracing::debug!(profile = %profile.name, %reason, "no spare launcher");
                 })
@@ -177,24 +179,26 @@ fn limits(profile: &Profile) -> (u64, bool) {
     )
 }
 
-/// The launcher of a sandbox for `profile` in its pids cgroup: the spare
-/// one started ahead if it fits, else one started now.
+/// The launcher of a sandbox for `profile` in its pids cgroup and its
+/// tenant's cpu cgroup: the spare one started ahead if it fits, else one
+/// started now.
 fn launch(
     profile: &Arc<Profile>,
     launcher: &Path,
     limit: u64,
     relay: bool,
-) -> Result<(Launched, Option<PidsGroup>), String> {
+) -> Result<(Launched, Groups), String> {
+    let tenant = profile.terminal.sandbox_id;
     let spare = entry(profile)
         .1
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    if let Some(ready) = spare.and_then(|spare| spare.take(launcher, limit, relay)) {
+    if let Some(ready) = spare.and_then(|spare| spare.take(launcher, limit, relay, tenant)) {
         return Ok(ready);
     }
-    Spare::start(launcher, limit, relay)?
-        .take(launcher, limit, relay)
+    Spare::start(launcher, limit, relay, tenant)?
+        .take(launcher, limit, relay, tenant)
         .ok_or_else(|| format!("the sandbox launcher {} ended at once", launcher.display()))
 }
 
@@ -307,12 +311,14 @@ async fn build_once(
         })?;
     }
     let relay = proxy.is_some() && !spec.host_network;
-    // Its launcher joined its pids cgroup when it started.
+    // Its launcher joined its pids cgroup and its tenant's cpu cgroup when
+    // it started.
     let (mut launched, pids) =
         launch(profile, launcher, spec.limits.processes, relay).map_err(Attempt::Failed)?;
     let spec = confine::Spec {
         proxy: proxy.as_ref().map(Proxy::socket),
         pids: None,
+        cpu: None,
         session,
         ..spec
     };

@@ -78,7 +78,7 @@ impl Host for Room<'_, Terminal> {
         } else {
             (None, None)
         };
-        // The pids group and the guard's watch are held until the command
+        // The cgroups and the guard's watch are held until the command
         // has ended.
         let (launched, proxy, pids, guard, watched) = match built {
             Some(built) => (
@@ -88,7 +88,7 @@ impl Host for Room<'_, Terminal> {
                 Some(built.guard),
                 built.watched,
             ),
-            None => (None, None, None, None, None),
+            None => (None, None, (None, None), None, None),
         };
         if proxy.is_some() {
             proxy_env(&mut env, &grants.profile.hosts);

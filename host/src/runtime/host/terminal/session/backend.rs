@@ -27,7 +27,6 @@ use super::pty::Pty;
 use super::ssh::SshBackend;
 use crate::confine::control::{Control, Report};
 use crate::confine::guard::Watched;
-use crate::confine::pids::PidsGroup;
 use crate::confine::plan::{Planned, still_holds};
 use crate::confine::{self, Run};
 use crate::policy::{Profile, TerminalBackend, TerminalSandbox};
@@ -181,9 +180,9 @@ pub(crate) struct SessionSandbox {
     profile: Arc<Profile>,
     /// The repository guard, watched while the sandbox lives.
     watched: Option<Watched>,
-    // Dropped last: the launcher's group, then the pids cgroup.
+    // Dropped last: the launcher's group, then the cgroups.
     _launcher: ProcessGroup,
-    _pids: Option<PidsGroup>,
+    _pids: ahead::Groups,
 }
 
 impl SessionSandbox {

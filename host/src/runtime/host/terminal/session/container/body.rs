@@ -190,6 +190,8 @@ pub(super) fn container_body(
             security_opt: Some(security),
             init: Some(true),
             pids_limit: Some(i64::try_from(terminal.max_processes).unwrap_or(i64::MAX)),
+            // The container's processes together weigh as one thread.
+            cpu_shares: Some(crate::confine::cpu::SHARES as i64),
             memory: Some(memory),
             memory_swap: Some(memory),
             ulimits: Some(vec![
