@@ -98,6 +98,12 @@ async fn commands_reach_allowed_hosts_only_through_the_proxy() {
     // The tunnel's connection was made (its destination is allowed), and
     // nothing was sent on it.
     assert!(!printed(&tunnelled).contains("hello from"), "{tunnelled}");
+    // The listener counts a connection when it accepts it, which may come
+    // after the command has ended.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while reached.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert_eq!(reached.load(Ordering::SeqCst), 2);
 
     // Another host, another port, the metadata address: refused with the
