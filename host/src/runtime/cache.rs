@@ -51,6 +51,9 @@ pub enum Compiled {
     Cached,
     /// Compiled now (and stored, when the cache is writable).
     Fresh,
+    /// Not compiled yet: a bundled plugin listed from the specs captured
+    /// when toolhost was built compiles at its first call.
+    Pending,
 }
 
 impl ArtifactCache {

@@ -43,7 +43,11 @@ impl PluginVersion {
             runtime.engine(),
             Sandbox::new(runtime.capabilities(), identity, limits, no_grants()),
         );
-        instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?;
+        let linked = self
+            .linked(runtime)
+            .await
+            .map_err(|e| wasmtime::Error::msg(e.message().to_string()))?;
+        instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
         Ok(())
     }
 
@@ -64,6 +68,10 @@ impl PluginVersion {
         limits: &Limits,
         grants: Arc<Grants>,
     ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
+        let linked = match self.linked(runtime).await {
+            Ok(linked) => linked,
+            Err(error) => return (Err(error), Vec::new()),
+        };
         let identity = || Identity {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
@@ -87,11 +95,11 @@ impl PluginVersion {
                 // Timed for a lone caller, whose pace decides on making ahead.
                 None if lone => {
                     let began = Instant::now();
-                    let guest = instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?;
+                    let guest = instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
                     self.ready.made_in(began.elapsed());
                     guest
                 }
-                None => instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?,
+                None => instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?,
             };
             let (name, arguments) = self.guest_call(tool, arguments);
             guest.call(&mut store, name, &arguments).await
@@ -112,8 +120,8 @@ impl PluginVersion {
             || Recipe {
                 engine: runtime.engine().clone(),
                 capabilities: runtime.capabilities(),
-                pre: self.pre.clone(),
-                indices: self.tool_exports.clone(),
+                pre: linked.pre.clone(),
+                indices: linked.tool_exports.clone(),
                 identity: identity(),
                 limits: limits.clone(),
                 grants,
@@ -160,6 +168,8 @@ impl PluginVersion {
         memory: &Arc<SessionMemory>,
         (made_under, grants): (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
     ) -> Result<(Result<GuestOutput, CallError>, Vec<CapabilityUse>), CallError> {
+        // Compiled (at a bundled plugin's first call) outside the deadline.
+        self.linked(runtime).await?;
         let unloaded = || {
             CallError::new(
                 ErrorKind::Unavailable,
@@ -251,6 +261,7 @@ impl PluginVersion {
         memory: &Arc<SessionMemory>,
         grants: Arc<Grants>,
     ) -> Result<LiveInstance, CallError> {
+        let linked = self.linked(runtime).await?;
         let identity = Identity {
             plugin: self.name.clone(),
             tool: None,
@@ -266,15 +277,15 @@ impl PluginVersion {
                 store.data(),
             )
         };
-        let instance = match self.pre.instantiate_async(&mut store).await {
+        let instance = match linked.pre.instantiate_async(&mut store).await {
             Ok(instance) => instance,
             Err(e) => return Err(fail(e, &store)),
         };
-        let tool = self
+        let tool = linked
             .tool_exports
             .load(&mut store, &instance)
             .map_err(|e| fail(e, &store))?;
-        let lifecycle = match &self.lifecycle {
+        let lifecycle = match &linked.lifecycle {
             Some(indices) => Some(
                 indices
                     .load(&mut store, &instance)

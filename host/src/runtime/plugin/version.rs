@@ -1,6 +1,7 @@
 //! A loaded plugin version: the compiled component, its `InstancePre`, its
 //! validated tool specs, and the state its calls share (made-ahead
-//! instances, sessions, calls in flight).
+//! instances, sessions, calls in flight). The code of a bundled plugin may
+//! be compiled at its first call (see `captured`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use crate::contract::ContentHash;
 use crate::contract::adapter::{LifecycleExports, ToolExports};
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
-use crate::runtime::cache::Compiled;
+use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::flight::{Drained, Flight, Flights};
 use crate::runtime::ready::ReadyInstances;
 use crate::runtime::sandbox::Sandbox;
@@ -26,20 +27,36 @@ pub struct PluginVersion {
     pub(super) source: PluginSource,
     pub(super) hash: ContentHash,
     pub(super) size: usize,
-    pub(super) pre: InstancePre<Sandbox>,
-    pub(super) tool_exports: ToolExports,
-    pub(super) lifecycle: Option<LifecycleExports>,
+    /// The linked code: set at load, or at the first call of a version
+    /// loaded from its captured specs.
+    pub(super) code: tokio::sync::OnceCell<Result<Linked, String>>,
+    /// The bytes to compile `code` from at the first call, when it is not set.
+    pub(super) deferred: Option<Deferred>,
     pub(super) tools: Vec<Arc<ToolSpec>>,
     pub(super) stateful: bool,
+    pub(super) has_lifecycle: bool,
     pub(super) imports: Vec<String>,
     pub(super) contract: String,
     pub(super) sessions: Sessions,
     /// Fresh instances made ahead of the next call of each tool.
     pub(super) ready: Arc<ReadyInstances>,
-    pub(super) compiled: Compiled,
     pub(super) flights: Arc<Flights>,
     /// For a declarative tool file: runs its tools through the wrapper.
     pub(super) adapter: Option<Arc<Adapter>>,
+}
+
+/// A version's compiled component, linked, and where its exports are.
+pub(super) struct Linked {
+    pub(super) pre: InstancePre<Sandbox>,
+    pub(super) tool_exports: ToolExports,
+    pub(super) lifecycle: Option<LifecycleExports>,
+    pub(super) compiled: Compiled,
+}
+
+/// What a version compiles from at its first call.
+pub(super) struct Deferred {
+    pub(super) bytes: &'static [u8],
+    pub(super) cache: Option<ArtifactCache>,
 }
 
 impl fmt::Debug for PluginVersion {
@@ -79,9 +96,13 @@ impl PluginVersion {
         &self.tools
     }
 
-    /// Whether it was compiled at load or read from the cache.
+    /// Whether it was compiled at load or read from the cache, or is not
+    /// compiled yet.
     pub fn compiled(&self) -> Compiled {
-        self.compiled
+        match self.code.get() {
+            Some(Ok(linked)) => linked.compiled,
+            Some(Err(_)) | None => Compiled::Pending,
+        }
     }
 
     /// Whether calls with a session id share an instance.
@@ -91,7 +112,7 @@ impl PluginVersion {
 
     /// Whether it exports the lifecycle hooks.
     pub fn has_lifecycle(&self) -> bool {
-        self.lifecycle.is_some()
+        self.has_lifecycle
     }
 
     /// The contract version it was built against (`0.2.0`).
