@@ -2,7 +2,9 @@
 //! (`serve_stdio` with pipes as stdin and stdout, as a client starts the
 //! server), for `.ci/speed-guard`, which counts its instructions.
 //!
-//! Usage: `call-path CALLS CACHE_DIR`
+//! Usage: `call-path CALLS CACHE_DIR`: a few calls first, then CALLS calls
+//! between callgrind's zeroing of its counters and a dump of them (no-ops
+//! outside valgrind): the dump counts only those calls.
 
 use std::io::{BufRead as _, BufReader, PipeReader, PipeWriter, Write as _};
 use std::os::fd::AsRawFd as _;
@@ -52,30 +54,80 @@ fn main() {
 /// closes the server's stdin, which ends the session.
 fn client(calls: u64, mut out: PipeWriter, input: PipeReader) {
     let mut input = BufReader::new(input);
-    let mut answer = |id: u64| {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(input.read_line(&mut line).expect("reading") > 0, "no answer to {id}");
-            if line.contains(&format!("\"id\":{id},")) || line.contains(&format!("\"id\":{id}}}")) {
-                return line;
-            }
-        }
-    };
+    let mut line = String::new();
     writeln!(
         out,
         r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"call-path","version":"0"}}}}}}"#
     )
     .expect("writing");
-    answer(0);
-    writeln!(out, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("writing");
-    for id in 1..=calls {
-        writeln!(
-            out,
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
-        )
-        .expect("writing");
-        let line = answer(id);
-        assert!(line.contains(r#"\"text\":\"hi\""#), "the call failed: {line}");
+    assert!(
+        input.read_line(&mut line).expect("reading") > 0,
+        "no answer to initialize"
+    );
+    writeln!(
+        out,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .expect("writing");
+    // Calls go in batches written at once: the server then never waits for
+    // the client between them, which would make the count depend on timing.
+    let mut batch = |ids: std::ops::Range<u64>| {
+        let mut requests = String::new();
+        for id in ids.clone() {
+            requests += &format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
+            );
+            requests.push('\n');
+        }
+        out.write_all(requests.as_bytes()).expect("writing");
+        let mut answered = 0;
+        while answered < ids.end - ids.start {
+            line.clear();
+            assert!(
+                input.read_line(&mut line).expect("reading") > 0,
+                "answers missing"
+            );
+            if line.contains(r#""result""#) {
+                assert!(line.contains(r#"\"text\":\"hi\""#), "a call failed: {line}");
+                answered += 1;
+            }
+        }
+    };
+    batch(1..1 + WARM_UP);
+    callgrind(ZERO_STATS);
+    let first = 1 + WARM_UP;
+    for start in (first..first + calls).step_by(BATCH as usize) {
+        batch(start..(start + BATCH).min(first + calls));
     }
+    callgrind(DUMP_STATS);
+}
+
+/// Calls written at once (the server answers up to 128 at a time).
+const BATCH: u64 = 50;
+
+/// Calls before counting starts (the first compiles or reads the plugin).
+const WARM_UP: u64 = 20;
+
+/// Callgrind's client requests (`valgrind/callgrind.h`).
+const DUMP_STATS: u64 = 0x4354_0000;
+const ZERO_STATS: u64 = 0x4354_0001;
+
+/// A valgrind client request (`valgrind.h`'s special instruction sequence:
+/// rotations of rdi by 128 bits in all and `xchg rbx, rbx`, which change
+/// nothing when not run under valgrind).
+fn callgrind(request: u64) {
+    let args = [request, 0, 0, 0, 0, 0];
+    // SAFETY: the sequence leaves every register as it was (outside
+    // valgrind); valgrind reads `args` through rax and answers in rdx.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::asm!(
+            "rol rdi, 3", "rol rdi, 13", "rol rdi, 61", "rol rdi, 51", "xchg rbx, rbx",
+            in("rax") args.as_ptr(),
+            inout("rdx") 0u64 => _,
+            inout("rdi") 0u64 => _,
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = args;
 }
