@@ -58,18 +58,35 @@ async fn bundled_plugins_are_listed_before_they_compile_and_compile_at_their_fir
     };
     let host = start().await.unwrap();
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
-    let echo = || host.plugins().into_iter().find(|p| &**p.name() == "echo").unwrap();
-    assert!(host.plugins().iter().all(|p| p.compiled() == Compiled::Pending));
+    let echo = || {
+        host.plugins()
+            .into_iter()
+            .find(|p| &**p.name() == "echo")
+            .unwrap()
+    };
+    assert!(
+        host.plugins()
+            .iter()
+            .all(|p| p.compiled() == Compiled::Pending)
+    );
     assert!(host.tools().iter().any(|t| t.name == "word_count"));
     let result = call_ok(&host, "echo", r#"{"text":"hi"}"#).await;
     assert_eq!(result["text"], "hi");
     assert_eq!(echo().compiled(), Compiled::Fresh);
     let others = host.plugins().into_iter().filter(|p| &**p.name() != "echo");
-    assert!(others.into_iter().all(|p| p.compiled() == Compiled::Pending));
+    assert!(
+        others
+            .into_iter()
+            .all(|p| p.compiled() == Compiled::Pending)
+    );
     // The next start takes echo from the cache.
     let host = start().await.unwrap();
     call_ok(&host, "echo", r#"{"text":"hi"}"#).await;
-    let echo = host.plugins().into_iter().find(|p| &**p.name() == "echo").unwrap();
+    let echo = host
+        .plugins()
+        .into_iter()
+        .find(|p| &**p.name() == "echo")
+        .unwrap();
     assert_eq!(echo.compiled(), Compiled::Cached);
 }
 
@@ -83,7 +100,11 @@ async fn deferred(bytes: &'static [u8], captured: &CapturedPlugin) -> Host {
 }
 
 fn echo_bytes() -> &'static [u8] {
-    toolhost::bundled::PLUGINS.iter().find(|p| p.name == "echo").unwrap().wasm
+    toolhost::bundled::PLUGINS
+        .iter()
+        .find(|p| p.name == "echo")
+        .unwrap()
+        .wasm
 }
 
 #[tokio::test]

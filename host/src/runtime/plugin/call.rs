@@ -95,7 +95,8 @@ impl PluginVersion {
                 // Timed for a lone caller, whose pace decides on making ahead.
                 None if lone => {
                     let began = Instant::now();
-                    let guest = instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
+                    let guest =
+                        instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
                     self.ready.made_in(began.elapsed());
                     guest
                 }

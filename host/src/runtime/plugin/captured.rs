@@ -94,7 +94,10 @@ impl CapturedPlugin {
     }
 
     /// Its tools, validated as a plugin's `describe` answer is.
-    fn specs(&self, plugin: &Arc<str>) -> Result<Vec<Arc<crate::contract::spec::ToolSpec>>, Vec<String>> {
+    fn specs(
+        &self,
+        plugin: &Arc<str>,
+    ) -> Result<Vec<Arc<crate::contract::spec::ToolSpec>>, Vec<String>> {
         let mut raw = Vec::with_capacity(self.tools.len());
         for tool in &self.tools {
             let tool: CapturedTool = serde_json::from_value(tool.clone())
@@ -182,7 +185,9 @@ impl PluginVersion {
                 ms = began.elapsed().as_millis() as u64,
                 "plugin compiled at its first call"
             ),
-            Err(problem) => tracing::error!("plugin {:?} ({}): {problem}", &*self.name, self.source),
+            Err(problem) => {
+                tracing::error!("plugin {:?} ({}): {problem}", &*self.name, self.source)
+            }
         }
         compiled
     }
@@ -191,7 +196,8 @@ impl PluginVersion {
         let Some(Deferred { bytes, cache }) = &self.deferred else {
             return Err("has no code to compile".into());
         };
-        let (engine, cache, bytes, hash) = (runtime.engine().clone(), cache.clone(), *bytes, self.hash);
+        let (engine, cache, bytes, hash) =
+            (runtime.engine().clone(), cache.clone(), *bytes, self.hash);
         let (component, compiled) = tokio::task::spawn_blocking(move || match cache {
             Some(cache) => cache.load_or_compile(&engine, &hash, bytes),
             None => Component::new(&engine, bytes).map(|c| (c, Compiled::Fresh)),

@@ -8,9 +8,9 @@ use wasmtime::component::{Component, InstancePre};
 
 use super::source::*;
 use super::version::{Linked, PluginVersion};
-use crate::contract::spec::ToolSpec;
 use crate::contract::ContentHash;
 use crate::contract::adapter::{Described, LifecycleExports, ToolExports};
+use crate::contract::spec::ToolSpec;
 use crate::declarative::Declared;
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
@@ -65,7 +65,16 @@ impl PluginVersion {
             .map_err(|e| fail(format!("compilation was interrupted: {e}")))?
             .map_err(|e| fail(format!("is not a valid WebAssembly component: {e:#}")))?
         };
-        Self::assemble(runtime, name, source, hash, size, (component, compiled), None).await
+        Self::assemble(
+            runtime,
+            name,
+            source,
+            hash,
+            size,
+            (component, compiled),
+            None,
+        )
+        .await
     }
 
     /// A declarative tool file's version: the tools it declares, run by the
@@ -130,13 +139,14 @@ impl PluginVersion {
                 (tools, false, Some(Arc::new(declared.definitions)))
             }
             None => {
-                let (tools, stateful) = described(runtime, &name, &linked)
-                    .await
-                    .map_err(|problems| LoadError {
-                        plugin: name.to_string(),
-                        source: source.clone(),
-                        problems,
-                    })?;
+                let (tools, stateful) =
+                    described(runtime, &name, &linked)
+                        .await
+                        .map_err(|problems| LoadError {
+                            plugin: name.to_string(),
+                            source: source.clone(),
+                            problems,
+                        })?;
                 (tools, stateful, None)
             }
         };
