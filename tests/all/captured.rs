@@ -79,6 +79,14 @@ async fn bundled_plugins_are_listed_before_they_compile_and_compile_at_their_fir
             .into_iter()
             .all(|p| p.compiled() == Compiled::Pending)
     );
+    // The first tier's code serves until the host's engine has compiled it.
+    let began = std::time::Instant::now();
+    while echo().runs_first_tier() {
+        assert!(began.elapsed() < std::time::Duration::from_secs(120));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let result = call_ok(&host, "echo", r#"{"text":"again"}"#).await;
+    assert_eq!(result["text"], "again");
     // The next start takes echo from the cache.
     let host = start().await.unwrap();
     call_ok(&host, "echo", r#"{"text":"hi"}"#).await;
@@ -88,6 +96,7 @@ async fn bundled_plugins_are_listed_before_they_compile_and_compile_at_their_fir
         .find(|p| &**p.name() == "echo")
         .unwrap();
     assert_eq!(echo.compiled(), Compiled::Cached);
+    assert!(!echo.runs_first_tier());
 }
 
 /// A host with one deferred plugin compiled from `bytes` and listed as echo.

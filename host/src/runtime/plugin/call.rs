@@ -39,14 +39,14 @@ impl PluginVersion {
             plugin: self.name.clone(),
             tool: None,
         };
-        let mut store = new_store(
-            runtime.engine(),
-            Sandbox::new(runtime.capabilities(), identity, limits, no_grants()),
-        );
         let linked = self
             .linked(runtime)
             .await
             .map_err(|e| wasmtime::Error::msg(e.message().to_string()))?;
+        let mut store = new_store(
+            linked.engine(runtime),
+            Sandbox::new(runtime.capabilities(), identity, limits, no_grants()),
+        );
         instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
         Ok(())
     }
@@ -86,7 +86,7 @@ impl PluginVersion {
             None => {
                 let sandbox =
                     Sandbox::new(runtime.capabilities(), identity(), limits, grants.clone());
-                (new_store(runtime.engine(), sandbox), None)
+                (new_store(linked.engine(runtime), sandbox), None)
             }
         };
         let run = async {
@@ -119,7 +119,7 @@ impl PluginVersion {
         self.ready.make_next(
             &tool.name,
             || Recipe {
-                engine: runtime.engine().clone(),
+                engine: linked.engine(runtime).clone(),
                 capabilities: runtime.capabilities(),
                 pre: linked.pre.clone(),
                 indices: linked.tool_exports.clone(),
@@ -270,7 +270,7 @@ impl PluginVersion {
         let mut sandbox = Sandbox::new(runtime.capabilities(), identity, limits, grants);
         let tenant = session.split_once('\u{0}').map_or("", |(tenant, _)| tenant);
         sandbox.limiter.session = Some(memory.account(tenant));
-        let mut store = new_store(runtime.engine(), sandbox);
+        let mut store = new_store(linked.engine(runtime), sandbox);
         let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {
             trap_error(
                 &format!("plugin {:?} session start", &*self.name),

@@ -138,6 +138,8 @@ impl PluginVersion {
         cache: Option<ArtifactCache>,
     ) -> Result<PluginVersion, LoadError> {
         let plugin: Arc<str> = name.into();
+        let runtime = Runtime::shared()
+            .map_err(|e| LoadError::new(name, &source, format!("no runtime: {e:#}")))?;
         let tools = captured.specs(&plugin).map_err(|problems| LoadError {
             plugin: name.to_string(),
             source: source.clone(),
@@ -149,7 +151,12 @@ impl PluginVersion {
             hash: ContentHash::of(bytes),
             size: bytes.len(),
             code: tokio::sync::OnceCell::new(),
-            deferred: Some(Deferred { bytes, cache }),
+            upgraded: Arc::default(),
+            deferred: Some(Deferred {
+                bytes,
+                cache,
+                runtime,
+            }),
             tools,
             stateful: captured.stateful,
             has_lifecycle: captured.lifecycle,
@@ -164,6 +171,9 @@ impl PluginVersion {
 
     /// The linked code, compiled now when this is its first call.
     pub(super) async fn linked(&self, runtime: &Runtime) -> Result<&Linked, CallError> {
+        if let Some(linked) = self.upgraded.get() {
+            return Ok(linked);
+        }
         let code = match self.code.get() {
             Some(code) => code,
             None => self.code.get_or_init(|| self.compile(runtime)).await,
@@ -193,20 +203,39 @@ impl PluginVersion {
     }
 
     async fn compile_deferred(&self, runtime: &Runtime) -> Result<Linked, String> {
-        let Some(Deferred { bytes, cache }) = &self.deferred else {
+        let Some(Deferred {
+            bytes,
+            cache,
+            runtime: host,
+        }) = &self.deferred
+        else {
             return Err("has no code to compile".into());
         };
-        let (engine, cache, bytes, hash) =
-            (runtime.engine().clone(), cache.clone(), *bytes, self.hash);
-        let (component, compiled) = tokio::task::spawn_blocking(move || match cache {
-            Some(cache) => cache.load_or_compile(&engine, &hash, bytes),
-            None => Component::new(&engine, bytes).map(|c| (c, Compiled::Fresh)),
-        })
-        .await
-        .map_err(|e| format!("compiling it at its first call was interrupted: {e}"))?
-        .map_err(|e| format!("does not compile at its first call: {e:#}"))?;
-        let (linked, interfaces) = link(runtime, component, compiled)
-            .map_err(|e| format!("does not link at its first call: {e}"))?;
+        let (bytes, hash) = (*bytes, self.hash);
+        // The host engine's code when the cache has it; otherwise the first
+        // tier's, while the host's engine compiles it in the background.
+        let (cached, engine) = (cache.clone(), runtime.engine().clone());
+        let cached = tokio::task::spawn_blocking(move || cached?.load(&engine, &hash))
+            .await
+            .map_err(|e| format!("reading it from the cache was interrupted: {e}"))?;
+        let (linked, interfaces) = match cached {
+            Some(component) => link(runtime, component, Compiled::Cached)
+                .map_err(|e| format!("does not link at its first call: {e}"))?,
+            None => {
+                let tier = runtime
+                    .first_tier()
+                    .map_err(|e| format!("cannot start the first tier's engine: {e:#}"))?;
+                let engine = tier.engine().clone();
+                let component = tokio::task::spawn_blocking(move || Component::new(&engine, bytes))
+                    .await
+                    .map_err(|e| format!("compiling it at its first call was interrupted: {e}"))?
+                    .map_err(|e| format!("does not compile at its first call: {e:#}"))?;
+                let (mut linked, interfaces) = link(&tier, component, Compiled::Fresh)
+                    .map_err(|e| format!("does not link at its first call: {e}"))?;
+                linked.tier = Some(tier);
+                (linked, interfaces)
+            }
+        };
         let (tools, stateful) = described(runtime, &self.name, &linked)
             .await
             .map_err(|problems| format!("does not describe itself: {}", problems.join("; ")))?;
@@ -227,6 +256,42 @@ impl PluginVersion {
                  rebuild"
             ));
         }
+        if linked.tier.is_some() {
+            self.upgrade(host.clone(), cache.clone(), bytes);
+        }
         Ok(linked)
+    }
+
+    /// Compiles the code with the host's engine (through the cache) in the
+    /// background; calls that start after it is done run it.
+    fn upgrade(&self, host: Arc<Runtime>, cache: Option<ArtifactCache>, bytes: &'static [u8]) {
+        let (name, hash, upgraded) = (self.name.clone(), self.hash, self.upgraded.clone());
+        tokio::task::spawn_blocking(move || {
+            let compiled = match cache {
+                Some(cache) => cache.load_or_compile(host.engine(), &hash, bytes),
+                None => Component::new(host.engine(), bytes).map(|c| (c, Compiled::Fresh)),
+            };
+            let linked = compiled
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|(component, compiled)| link(&host, component, compiled));
+            match linked {
+                Ok((linked, _)) => {
+                    let _ = upgraded.set(linked);
+                    // Gives back what the compiler freed on this thread's
+                    // heap (most of it), not kept for a compilation that
+                    // may never come.
+                    #[cfg(target_env = "gnu")]
+                    // SAFETY: malloc_trim only returns free memory to the OS.
+                    unsafe {
+                        libc::malloc_trim(0);
+                    }
+                    tracing::debug!(plugin = %name, "plugin's optimised code serves its calls");
+                }
+                Err(e) => tracing::warn!(
+                    plugin = %name,
+                    "the optimised compilation failed; the first tier's code goes on serving: {e}"
+                ),
+            }
+        });
     }
 }

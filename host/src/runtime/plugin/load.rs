@@ -157,6 +157,7 @@ impl PluginVersion {
             size,
             has_lifecycle: linked.lifecycle.is_some(),
             code: tokio::sync::OnceCell::new_with(Some(Ok(linked))),
+            upgraded: Arc::default(),
             deferred: None,
             tools,
             stateful,
@@ -211,6 +212,7 @@ pub(super) fn link(
         tool_exports,
         lifecycle,
         compiled,
+        tier: None,
     };
     Ok((linked, Interfaces { imports, contract }))
 }
@@ -222,9 +224,15 @@ pub(super) async fn described(
     name: &Arc<str>,
     linked: &Linked,
 ) -> Result<(Vec<Arc<ToolSpec>>, bool), Vec<String>> {
-    let Described { manifest, icons } = describe(runtime, name, &linked.pre, &linked.tool_exports)
-        .await
-        .map_err(|e| vec![format!("`describe` failed: {e}")])?;
+    let Described { manifest, icons } = describe(
+        runtime,
+        linked.engine(runtime),
+        name,
+        &linked.pre,
+        &linked.tool_exports,
+    )
+    .await
+    .map_err(|e| vec![format!("`describe` failed: {e}")])?;
     let (tools, problems) = validate_manifest(name, manifest.tools, icons);
     if problems.is_empty() {
         Ok((tools, manifest.stateful))
@@ -235,6 +243,7 @@ pub(super) async fn described(
 
 async fn describe(
     runtime: &Runtime,
+    engine: &wasmtime::Engine,
     plugin: &Arc<str>,
     pre: &InstancePre<Sandbox>,
     exports: &ToolExports,
@@ -244,7 +253,7 @@ async fn describe(
         tool: None,
     };
     let mut store = new_store(
-        runtime.engine(),
+        engine,
         Sandbox::new(
             runtime.capabilities(),
             identity,

@@ -15,6 +15,7 @@ use crate::contract::adapter::{LifecycleExports, ToolExports};
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
 use crate::runtime::cache::{ArtifactCache, Compiled};
+use crate::runtime::engine::Runtime;
 use crate::runtime::flight::{Drained, Flight, Flights};
 use crate::runtime::ready::ReadyInstances;
 use crate::runtime::sandbox::Sandbox;
@@ -30,6 +31,8 @@ pub struct PluginVersion {
     /// The linked code: set at load, or at the first call of a version
     /// loaded from its captured specs.
     pub(super) code: tokio::sync::OnceCell<Result<Linked, String>>,
+    /// The host engine's code, when `code` is the first tier's.
+    pub(super) upgraded: Arc<std::sync::OnceLock<Linked>>,
     /// The bytes to compile `code` from at the first call, when it is not set.
     pub(super) deferred: Option<Deferred>,
     pub(super) tools: Vec<Arc<ToolSpec>>,
@@ -51,12 +54,27 @@ pub(super) struct Linked {
     pub(super) tool_exports: ToolExports,
     pub(super) lifecycle: Option<LifecycleExports>,
     pub(super) compiled: Compiled,
+    /// The first tier's runtime when the code is compiled by it (see
+    /// [`Runtime::first_tier`]); `None` for the host's.
+    pub(super) tier: Option<Arc<Runtime>>,
+}
+
+impl Linked {
+    /// The engine of the code: stores for it must be made on it.
+    pub(super) fn engine<'a>(&'a self, host: &'a Runtime) -> &'a wasmtime::Engine {
+        self.tier
+            .as_ref()
+            .map_or(host.engine(), |tier| tier.engine())
+    }
 }
 
 /// What a version compiles from at its first call.
 pub(super) struct Deferred {
     pub(super) bytes: &'static [u8],
     pub(super) cache: Option<ArtifactCache>,
+    /// The host's runtime, which compiles the code in the background once
+    /// the first tier's serves.
+    pub(super) runtime: Arc<Runtime>,
 }
 
 impl fmt::Debug for PluginVersion {
@@ -99,10 +117,20 @@ impl PluginVersion {
     /// Whether it was compiled at load or read from the cache, or is not
     /// compiled yet.
     pub fn compiled(&self) -> Compiled {
+        if let Some(linked) = self.upgraded.get() {
+            return linked.compiled;
+        }
         match self.code.get() {
             Some(Ok(linked)) => linked.compiled,
             Some(Err(_)) | None => Compiled::Pending,
         }
+    }
+
+    /// Whether new calls run code of the first tier (compiled fast at the
+    /// first call, while the host's engine compiles it in the background).
+    pub fn runs_first_tier(&self) -> bool {
+        self.upgraded.get().is_none()
+            && matches!(self.code.get(), Some(Ok(linked)) if linked.tier.is_some())
     }
 
     /// Whether calls with a session id share an instance.
