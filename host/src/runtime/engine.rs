@@ -76,7 +76,7 @@ impl Runtime {
         })
     }
 
-    /// A runtime whose engine compiles about three times faster (Cranelift
+    /// A runtime whose engine compiles up to three times faster (Cranelift
     /// without optimisation, single-pass register allocation) and allocates
     /// instances on demand: its code serves a bundled plugin's first calls
     /// while this runtime's engine compiles the plugin in the background.

@@ -1,6 +1,7 @@
 //! Bundled plugins listed before they are compiled: their specs as captured
 //! from the plugins themselves (`host/bundled-specs.json`, embedded in the
-//! binary), and their code compiled at the first call, where the plugin's own
+//! binary), and their code compiled at the first call (by the first tier,
+//! then by the host's engine in the background), where the plugin's own
 //! `describe` must say the same or the call fails.
 
 use std::collections::BTreeMap;
