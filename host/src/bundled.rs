@@ -10,4 +10,8 @@ pub struct BundledPlugin {
     pub wasm: &'static [u8],
 }
 
+/// The bundled plugins' specs, captured from the compiled plugins (see
+/// [`crate::runtime::CapturedPlugin`]): JSON, by plugin name.
+pub static CAPTURED_SPECS: &str = include_str!("../bundled-specs.json");
+
 include!(concat!(env!("OUT_DIR"), "/bundled.rs"));

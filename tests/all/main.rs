@@ -5,6 +5,7 @@ mod attack;
 mod availability;
 mod bundled;
 mod calls;
+mod captured;
 mod check;
 mod cli;
 mod config;

@@ -341,7 +341,7 @@ impl HostBuilder {
                 (
                     name.clone(),
                     source,
-                    tokio::spawn(async move { host.load(&name, task_source).await }),
+                    tokio::spawn(async move { host.load_at_start(&name, task_source).await }),
                 )
             })
             .collect();

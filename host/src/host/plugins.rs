@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Host;
-use crate::runtime::{LoadError, PluginSource, PluginVersion, is_declarative_file};
+use crate::runtime::{CapturedPlugin, LoadError, PluginSource, PluginVersion, is_declarative_file};
 
 impl Host {
     /// Unloads the plugin called `name` now: its tools disappear at once,
@@ -36,6 +36,24 @@ impl Host {
             }
             None => Ok(added.replaced),
         }
+    }
+
+    /// Loads one plugin at start: a bundled plugin whose specs were captured
+    /// when toolhost was built is listed from them and compiled at its first
+    /// call (see [`CapturedPlugin`]); any other is loaded now.
+    pub(crate) async fn load_at_start(
+        &self,
+        name: &str,
+        source: PluginSource,
+    ) -> Result<PluginVersion, LoadError> {
+        if source == PluginSource::Bundled
+            && let Some(captured) = CapturedPlugin::bundled(name)
+            && let Some(plugin) = crate::bundled::PLUGINS.iter().find(|p| p.name == name)
+        {
+            let cache = self.inner.cache.clone();
+            return PluginVersion::deferred(name, source, plugin.wasm, captured, cache);
+        }
+        self.load(name, source).await
     }
 
     /// Loads (compiles, describes, validates) one plugin without registering it.

@@ -51,6 +51,9 @@ pub enum Compiled {
     Cached,
     /// Compiled now (and stored, when the cache is writable).
     Fresh,
+    /// Not compiled yet: a bundled plugin listed from the specs captured
+    /// when toolhost was built compiles at its first call.
+    Pending,
 }
 
 impl ArtifactCache {
@@ -130,22 +133,10 @@ impl ArtifactCache {
         hash: &ContentHash,
         bytes: &[u8],
     ) -> wasmtime::Result<(Component, Compiled)> {
-        let path = self.entry(engine, hash);
-        match self.read(engine, &path) {
-            Ok(Some(component)) => {
-                // Marks the entry used, for pruning.
-                let _ = std::fs::File::options()
-                    .write(true)
-                    .open(&path)
-                    .and_then(|file| file.set_modified(std::time::SystemTime::now()));
-                return Ok((component, Compiled::Cached));
-            }
-            Ok(None) => {}
-            Err(reason) => {
-                tracing::warn!(entry = %path.display(), "discarding cache entry: {reason}");
-                let _ = std::fs::remove_file(&path);
-            }
+        if let Some(component) = self.load(engine, hash) {
+            return Ok((component, Compiled::Cached));
         }
+        let path = self.entry(engine, hash);
         let component = Component::new(engine, bytes)?;
         match component.serialize() {
             Ok(artifact) => match self.write(&path, &artifact) {
@@ -157,6 +148,28 @@ impl ArtifactCache {
             Err(e) => tracing::debug!(error = %e, "cannot serialize compiled plugin"),
         }
         Ok((component, Compiled::Fresh))
+    }
+
+    /// The component for `hash` when a valid entry exists (a bad one is
+    /// removed). Blocking.
+    pub(crate) fn load(&self, engine: &Engine, hash: &ContentHash) -> Option<Component> {
+        let path = self.entry(engine, hash);
+        match self.read(engine, &path) {
+            Ok(Some(component)) => {
+                // Marks the entry used, for pruning.
+                let _ = std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|file| file.set_modified(std::time::SystemTime::now()));
+                Some(component)
+            }
+            Ok(None) => None,
+            Err(reason) => {
+                tracing::warn!(entry = %path.display(), "discarding cache entry: {reason}");
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
     }
 
     /// `Ok(None)` when there is no entry; `Err` when there is a bad one.

@@ -26,8 +26,8 @@ pub use flight::{Drained, Flight};
 pub use grants::{ApprovalScope, Grants, SessionRef};
 pub use memory::{MAX_MEMORY, SessionMemory};
 pub use plugin::{
-    LoadError, PluginSource, PluginVersion, human_bytes, is_declarative_file, is_plugin_file,
-    plugin_files, plugin_name_for,
+    CAPTURED_FILE, CapturedPlugin, LoadError, PluginSource, PluginVersion, human_bytes,
+    is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
 pub use session::{MAX_SESSIONS, SessionState, session_key};

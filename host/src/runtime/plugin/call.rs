@@ -39,11 +39,15 @@ impl PluginVersion {
             plugin: self.name.clone(),
             tool: None,
         };
+        let linked = self
+            .linked(runtime)
+            .await
+            .map_err(|e| wasmtime::Error::msg(e.message().to_string()))?;
         let mut store = new_store(
-            runtime.engine(),
+            linked.engine(runtime),
             Sandbox::new(runtime.capabilities(), identity, limits, no_grants()),
         );
-        instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?;
+        instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
         Ok(())
     }
 
@@ -64,6 +68,10 @@ impl PluginVersion {
         limits: &Limits,
         grants: Arc<Grants>,
     ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
+        let linked = match self.linked(runtime).await {
+            Ok(linked) => linked,
+            Err(error) => return (Err(error), Vec::new()),
+        };
         let identity = || Identity {
             plugin: self.name.clone(),
             tool: Some(tool.name.as_str().into()),
@@ -78,7 +86,7 @@ impl PluginVersion {
             None => {
                 let sandbox =
                     Sandbox::new(runtime.capabilities(), identity(), limits, grants.clone());
-                (new_store(runtime.engine(), sandbox), None)
+                (new_store(linked.engine(runtime), sandbox), None)
             }
         };
         let run = async {
@@ -87,11 +95,12 @@ impl PluginVersion {
                 // Timed for a lone caller, whose pace decides on making ahead.
                 None if lone => {
                     let began = Instant::now();
-                    let guest = instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?;
+                    let guest =
+                        instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
                     self.ready.made_in(began.elapsed());
                     guest
                 }
-                None => instantiate_tool(&self.pre, &self.tool_exports, &mut store).await?,
+                None => instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?,
             };
             let (name, arguments) = self.guest_call(tool, arguments);
             guest.call(&mut store, name, &arguments).await
@@ -110,10 +119,10 @@ impl PluginVersion {
         self.ready.make_next(
             &tool.name,
             || Recipe {
-                engine: runtime.engine().clone(),
+                engine: linked.engine(runtime).clone(),
                 capabilities: runtime.capabilities(),
-                pre: self.pre.clone(),
-                indices: self.tool_exports.clone(),
+                pre: linked.pre.clone(),
+                indices: linked.tool_exports.clone(),
                 identity: identity(),
                 limits: limits.clone(),
                 grants,
@@ -190,6 +199,8 @@ impl PluginVersion {
         (made_under, grants): (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
         resume: bool,
     ) -> Result<(Result<GuestOutput, CallError>, Vec<CapabilityUse>), CallError> {
+        // Compiled (at a bundled plugin's first call) outside the deadline.
+        self.linked(runtime).await?;
         let lost = || {
             CallError::new(
                 ErrorKind::StateLost,
@@ -300,6 +311,7 @@ impl PluginVersion {
         memory: &Arc<SessionMemory>,
         grants: Arc<Grants>,
     ) -> Result<LiveInstance, CallError> {
+        let linked = self.linked(runtime).await?;
         let identity = Identity {
             plugin: self.name.clone(),
             tool: None,
@@ -307,7 +319,7 @@ impl PluginVersion {
         let mut sandbox = Sandbox::new(runtime.capabilities(), identity, limits, grants);
         let tenant = session.split_once('\u{0}').map_or("", |(tenant, _)| tenant);
         sandbox.limiter.session = Some(memory.account(tenant));
-        let mut store = new_store(runtime.engine(), sandbox);
+        let mut store = new_store(linked.engine(runtime), sandbox);
         let fail = |e: wasmtime::Error, store: &Store<Sandbox>| {
             trap_error(
                 &format!("plugin {:?} session start", &*self.name),
@@ -315,15 +327,15 @@ impl PluginVersion {
                 store.data(),
             )
         };
-        let instance = match self.pre.instantiate_async(&mut store).await {
+        let instance = match linked.pre.instantiate_async(&mut store).await {
             Ok(instance) => instance,
             Err(e) => return Err(fail(e, &store)),
         };
-        let tool = self
+        let tool = linked
             .tool_exports
             .load(&mut store, &instance)
             .map_err(|e| fail(e, &store))?;
-        let lifecycle = match &self.lifecycle {
+        let lifecycle = match &linked.lifecycle {
             Some(indices) => Some(
                 indices
                     .load(&mut store, &instance)

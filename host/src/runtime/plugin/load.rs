@@ -7,9 +7,10 @@ use std::time::Duration;
 use wasmtime::component::{Component, InstancePre};
 
 use super::source::*;
-use super::version::PluginVersion;
+use super::version::{Linked, PluginVersion};
 use crate::contract::ContentHash;
 use crate::contract::adapter::{Described, LifecycleExports, ToolExports};
+use crate::contract::spec::ToolSpec;
 use crate::declarative::Declared;
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
@@ -64,22 +65,16 @@ impl PluginVersion {
             .map_err(|e| fail(format!("compilation was interrupted: {e}")))?
             .map_err(|e| fail(format!("is not a valid WebAssembly component: {e:#}")))?
         };
-        let mut version =
-            Self::from_component(runtime, name, source, hash, size, component).await?;
-        version.compiled = compiled;
-        Ok(version)
-    }
-
-    /// Finishes loading an already compiled component.
-    pub(crate) async fn from_component(
-        runtime: &Arc<Runtime>,
-        name: &str,
-        source: PluginSource,
-        hash: ContentHash,
-        size: usize,
-        component: Component,
-    ) -> Result<PluginVersion, LoadError> {
-        Self::assemble(runtime, name, source, hash, size, component, None).await
+        Self::assemble(
+            runtime,
+            name,
+            source,
+            hash,
+            size,
+            (component, compiled),
+            None,
+        )
+        .await
     }
 
     /// A declarative tool file's version: the tools it declares, run by the
@@ -113,7 +108,7 @@ impl PluginVersion {
             source,
             hash,
             text.len(),
-            wrapper,
+            (wrapper, Compiled::Fresh),
             Some(declared),
         )
         .await
@@ -125,82 +120,130 @@ impl PluginVersion {
         source: PluginSource,
         hash: ContentHash,
         size: usize,
-        component: Component,
+        (component, compiled): (Component, Compiled),
         declared: Option<Declared>,
     ) -> Result<PluginVersion, LoadError> {
         let fail = |problem: String| LoadError::new(name, &source, problem);
-        let engine = runtime.engine();
-        let ty = component.component_type();
-        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
-        let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
-        let (contract, series) = contract_version(&exports).map_err(fail)?;
-        let pre = runtime
-            .linker()
-            .instantiate_pre(&component)
-            .map_err(|e| fail(describe_link_error(&e, &imports)))?;
-        let rich = exports.iter().any(|e| e.starts_with(RICH_INTERFACE));
-        let tool_exports = ToolExports::new(&pre, series, rich).map_err(|e| {
-            fail(format!(
-                "exports {} with the wrong signature (built against another contract \
-                 version?): {e:#}",
-                series.tool_interface()
-            ))
-        })?;
-        let lifecycle = if exports.iter().any(|e| e.starts_with(LIFECYCLE_INTERFACE)) {
-            Some(LifecycleExports::new(&pre, series).map_err(|e| {
-                fail(format!(
-                    "exports {LIFECYCLE_INTERFACE} with the wrong signature: {e:#}"
-                ))
-            })?)
-        } else {
-            None
-        };
+        let (linked, interfaces) = link(runtime, component, compiled).map_err(fail)?;
         let name: Arc<str> = name.into();
-        let (specs, icons, stateful, adapter) = match declared {
-            Some(declared) => (
-                declared.specs,
-                Vec::new(),
-                false,
-                Some(Arc::new(declared.definitions)),
-            ),
+        let (tools, stateful, adapter) = match declared {
+            Some(declared) => {
+                let (tools, problems) = validate_manifest(&name, declared.specs, Vec::new());
+                if !problems.is_empty() {
+                    return Err(LoadError {
+                        plugin: name.to_string(),
+                        source,
+                        problems,
+                    });
+                }
+                (tools, false, Some(Arc::new(declared.definitions)))
+            }
             None => {
-                let Described { manifest, icons } = describe(runtime, &name, &pre, &tool_exports)
-                    .await
-                    .map_err(|e| fail(format!("`describe` failed: {e}")))?;
-                (manifest.tools, icons, manifest.stateful, None)
+                let (tools, stateful) =
+                    described(runtime, &name, &linked)
+                        .await
+                        .map_err(|problems| LoadError {
+                            plugin: name.to_string(),
+                            source: source.clone(),
+                            problems,
+                        })?;
+                (tools, stateful, None)
             }
         };
-        let (tools, problems) = validate_manifest(&name, specs, icons);
-        if !problems.is_empty() {
-            return Err(LoadError {
-                plugin: name.to_string(),
-                source,
-                problems,
-            });
-        }
         Ok(PluginVersion {
             name,
             source,
             hash,
             size,
-            pre,
-            tool_exports,
-            lifecycle,
+            has_lifecycle: linked.lifecycle.is_some(),
+            code: tokio::sync::OnceCell::new_with(Some(Ok(linked))),
+            upgraded: Arc::default(),
+            deferred: None,
             tools,
             stateful,
-            imports,
-            contract,
+            imports: interfaces.imports,
+            contract: interfaces.contract,
             sessions: Sessions::default(),
             ready: Arc::default(),
-            compiled: Compiled::Fresh,
             flights: Arc::default(),
             adapter,
         })
     }
 }
 
+/// The interfaces a component imports and the contract it exports.
+pub(super) struct Interfaces {
+    pub(super) imports: Vec<String>,
+    pub(super) contract: String,
+}
+
+/// Links a compiled component with the host's imports and finds its exports.
+pub(super) fn link(
+    runtime: &Runtime,
+    component: Component,
+    compiled: Compiled,
+) -> Result<(Linked, Interfaces), String> {
+    let engine = runtime.engine();
+    let ty = component.component_type();
+    let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+    let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
+    let (contract, series) = contract_version(&exports)?;
+    let pre = runtime
+        .linker()
+        .instantiate_pre(&component)
+        .map_err(|e| describe_link_error(&e, &imports))?;
+    let rich = exports.iter().any(|e| e.starts_with(RICH_INTERFACE));
+    let tool_exports = ToolExports::new(&pre, series, rich).map_err(|e| {
+        format!(
+            "exports {} with the wrong signature (built against another contract \
+             version?): {e:#}",
+            series.tool_interface()
+        )
+    })?;
+    let lifecycle = if exports.iter().any(|e| e.starts_with(LIFECYCLE_INTERFACE)) {
+        Some(LifecycleExports::new(&pre, series).map_err(|e| {
+            format!("exports {LIFECYCLE_INTERFACE} with the wrong signature: {e:#}")
+        })?)
+    } else {
+        None
+    };
+    let linked = Linked {
+        pre,
+        tool_exports,
+        lifecycle,
+        compiled,
+        tier: None,
+    };
+    Ok((linked, Interfaces { imports, contract }))
+}
+
+/// Asks a linked component to describe its tools and validates the answer:
+/// the tools, and whether the plugin is stateful.
+pub(super) async fn described(
+    runtime: &Runtime,
+    name: &Arc<str>,
+    linked: &Linked,
+) -> Result<(Vec<Arc<ToolSpec>>, bool), Vec<String>> {
+    let Described { manifest, icons } = describe(
+        runtime,
+        linked.engine(runtime),
+        name,
+        &linked.pre,
+        &linked.tool_exports,
+    )
+    .await
+    .map_err(|e| vec![format!("`describe` failed: {e}")])?;
+    let (tools, problems) = validate_manifest(name, manifest.tools, icons);
+    if problems.is_empty() {
+        Ok((tools, manifest.stateful))
+    } else {
+        Err(problems)
+    }
+}
+
 async fn describe(
     runtime: &Runtime,
+    engine: &wasmtime::Engine,
     plugin: &Arc<str>,
     pre: &InstancePre<Sandbox>,
     exports: &ToolExports,
@@ -210,7 +253,7 @@ async fn describe(
         tool: None,
     };
     let mut store = new_store(
-        runtime.engine(),
+        engine,
         Sandbox::new(
             runtime.capabilities(),
             identity,

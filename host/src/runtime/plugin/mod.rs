@@ -3,10 +3,12 @@
 //! it (`load`) and calling it (`call`).
 
 mod call;
+mod captured;
 mod load;
 mod source;
 mod version;
 
+pub use captured::{CAPTURED_FILE, CapturedPlugin};
 pub use source::{
     LoadError, PluginSource, human_bytes, is_declarative_file, is_plugin_file, plugin_files,
     plugin_name_for,

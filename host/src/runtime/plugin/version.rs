@@ -1,6 +1,7 @@
 //! A loaded plugin version: the compiled component, its `InstancePre`, its
 //! validated tool specs, and the state its calls share (made-ahead
-//! instances, sessions, calls in flight).
+//! instances, sessions, calls in flight). The code of a bundled plugin may
+//! be compiled at its first call (see `captured`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,7 +14,8 @@ use crate::contract::ContentHash;
 use crate::contract::adapter::{LifecycleExports, ToolExports};
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
-use crate::runtime::cache::Compiled;
+use crate::runtime::cache::{ArtifactCache, Compiled};
+use crate::runtime::engine::Runtime;
 use crate::runtime::flight::{Drained, Flight, Flights};
 use crate::runtime::ready::ReadyInstances;
 use crate::runtime::sandbox::Sandbox;
@@ -26,20 +28,53 @@ pub struct PluginVersion {
     pub(super) source: PluginSource,
     pub(super) hash: ContentHash,
     pub(super) size: usize,
-    pub(super) pre: InstancePre<Sandbox>,
-    pub(super) tool_exports: ToolExports,
-    pub(super) lifecycle: Option<LifecycleExports>,
+    /// The linked code: set at load, or at the first call of a version
+    /// loaded from its captured specs.
+    pub(super) code: tokio::sync::OnceCell<Result<Linked, String>>,
+    /// The host engine's code, when `code` is the first tier's.
+    pub(super) upgraded: Arc<std::sync::OnceLock<Linked>>,
+    /// The bytes to compile `code` from at the first call, when it is not set.
+    pub(super) deferred: Option<Deferred>,
     pub(super) tools: Vec<Arc<ToolSpec>>,
     pub(super) stateful: bool,
+    pub(super) has_lifecycle: bool,
     pub(super) imports: Vec<String>,
     pub(super) contract: String,
     pub(super) sessions: Sessions,
     /// Fresh instances made ahead of the next call of each tool.
     pub(super) ready: Arc<ReadyInstances>,
-    pub(super) compiled: Compiled,
     pub(super) flights: Arc<Flights>,
     /// For a declarative tool file: runs its tools through the wrapper.
     pub(super) adapter: Option<Arc<Adapter>>,
+}
+
+/// A version's compiled component, linked, and where its exports are.
+pub(super) struct Linked {
+    pub(super) pre: InstancePre<Sandbox>,
+    pub(super) tool_exports: ToolExports,
+    pub(super) lifecycle: Option<LifecycleExports>,
+    pub(super) compiled: Compiled,
+    /// The first tier's runtime when the code is compiled by it (see
+    /// [`Runtime::first_tier`]); `None` for the host's.
+    pub(super) tier: Option<Arc<Runtime>>,
+}
+
+impl Linked {
+    /// The engine of the code: stores for it must be made on it.
+    pub(super) fn engine<'a>(&'a self, host: &'a Runtime) -> &'a wasmtime::Engine {
+        self.tier
+            .as_ref()
+            .map_or(host.engine(), |tier| tier.engine())
+    }
+}
+
+/// What a version compiles from at its first call.
+pub(super) struct Deferred {
+    pub(super) bytes: &'static [u8],
+    pub(super) cache: Option<ArtifactCache>,
+    /// The host's runtime, which compiles the code in the background once
+    /// the first tier's serves.
+    pub(super) runtime: Arc<Runtime>,
 }
 
 impl fmt::Debug for PluginVersion {
@@ -79,9 +114,23 @@ impl PluginVersion {
         &self.tools
     }
 
-    /// Whether it was compiled at load or read from the cache.
+    /// Whether it was compiled at load or read from the cache, or is not
+    /// compiled yet.
     pub fn compiled(&self) -> Compiled {
-        self.compiled
+        if let Some(linked) = self.upgraded.get() {
+            return linked.compiled;
+        }
+        match self.code.get() {
+            Some(Ok(linked)) => linked.compiled,
+            Some(Err(_)) | None => Compiled::Pending,
+        }
+    }
+
+    /// Whether new calls run code of the first tier (compiled fast at the
+    /// first call, while the host's engine compiles it in the background).
+    pub fn runs_first_tier(&self) -> bool {
+        self.upgraded.get().is_none()
+            && matches!(self.code.get(), Some(Ok(linked)) if linked.tier.is_some())
     }
 
     /// Whether calls with a session id share an instance.
@@ -91,7 +140,7 @@ impl PluginVersion {
 
     /// Whether it exports the lifecycle hooks.
     pub fn has_lifecycle(&self) -> bool {
-        self.lifecycle.is_some()
+        self.has_lifecycle
     }
 
     /// The contract version it was built against (`0.2.0`).
