@@ -100,9 +100,9 @@ async fn commands_reach_allowed_hosts_only_through_the_proxy() {
     assert!(!printed(&tunnelled).contains("hello from"), "{tunnelled}");
     // The listener counts a connection when it accepts it, which may come
     // after the command has ended.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while reached.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reached.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(reached.load(Ordering::SeqCst), 2);
 
