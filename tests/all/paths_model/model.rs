@@ -40,6 +40,18 @@ pub(super) enum Effect {
     Symlink(PathBuf, String),
 }
 
+/// Why the model leaves an operation on what a denied name reaches unsure
+/// (the file tools refuse it when they open it: reads and writes).
+const REACHED: &str = "reached by a denied name";
+
+/// A read or write opens its path: what a denied name reaches is refused.
+fn opened(expect: Expect) -> Expect {
+    match expect {
+        Expect::Unsure(why) if why.starts_with(REACHED) => Expect::Refused(why),
+        other => other,
+    }
+}
+
 /// A path judged for an operation: where it is opened, and where the kernel
 /// really goes.
 struct Judged {
@@ -71,6 +83,12 @@ impl Model {
         self.policy
             .allows(real.path(), write)
             .map_err(|why| Expect::Refused(format!("really: {why}")))?;
+        if self.reached(&real) {
+            return Err(Expect::Unsure(format!(
+                "{REACHED}: {}",
+                real.path().display()
+            )));
+        }
         self.tree
             .resolve(&preopen.host, &rest, follow, true)
             .map_err(|why| Expect::Fails(format!("cap-std: {why}")))?;
@@ -84,6 +102,73 @@ impl Model {
             real,
             preopen_base: preopen.host.clone(),
         })
+    }
+
+    /// What a name `file.deny` matches reaches under other names, as the
+    /// file tools find it: in the write grants, through directories that are
+    /// not links, what a denied link leads to, and files of more than one
+    /// name that are denied or lie in a denied directory. Dirs by path,
+    /// files by inode.
+    fn reached_set(&self) -> (Vec<PathBuf>, Vec<u64>) {
+        let (mut dirs, mut inodes) = (Vec::new(), Vec::new());
+        let names_of = |ino: u64| {
+            self.tree
+                .nodes
+                .values()
+                .filter(|node| matches!(node, Node::File { ino: other, .. } if *other == ino))
+                .count()
+        };
+        let writable: Vec<&PathBuf> = self
+            .policy
+            .grants
+            .iter()
+            .filter(|(_, write)| *write)
+            .map(|(dir, _)| dir)
+            .collect();
+        let mut stack: Vec<(PathBuf, bool)> = writable
+            .iter()
+            .filter(|dir| !writable.iter().any(|o| o != *dir && dir.starts_with(o)))
+            .map(|dir| ((*dir).clone(), false))
+            .collect();
+        while let Some((dir, inside_denied)) = stack.pop() {
+            for (path, node) in &self.tree.nodes {
+                if path.parent() != Some(dir.as_path()) {
+                    continue;
+                }
+                let denied = inside_denied || self.policy.denied(path);
+                match node {
+                    Node::Dir => stack.push((path.clone(), denied)),
+                    Node::Link(target) if denied => match self.tree.lead(&dir, target) {
+                        Some(Resolved::Found(to, Node::Dir)) => dirs.push(to),
+                        Some(Resolved::Found(_, Node::File { ino, .. })) => inodes.push(ino),
+                        _ => {}
+                    },
+                    Node::File { ino, .. } if denied && names_of(*ino) > 1 => inodes.push(*ino),
+                    _ => {}
+                }
+            }
+        }
+        (dirs, inodes)
+    }
+
+    /// Whether `real`, or a directory it lies in, is reached by a denied
+    /// name (see [`Self::reached_set`]).
+    fn reached(&self, real: &Resolved) -> bool {
+        let (dirs, inodes) = self.reached_set();
+        if dirs.is_empty() && inodes.is_empty() {
+            return false;
+        }
+        let itself = match real {
+            Resolved::Found(path, Node::Dir) => dirs.contains(path),
+            Resolved::Found(_, Node::File { ino, .. }) => inodes.contains(ino),
+            _ => false,
+        };
+        itself
+            || real
+                .path()
+                .ancestors()
+                .skip(1)
+                .any(|dir| dirs.iter().any(|d| d == dir))
     }
 
     /// Why moving (or linking) `path` would carry something denied, or a
@@ -116,7 +201,7 @@ impl Model {
 
     fn expect_inner(&self, op: &Rendered) -> Result<Expect, Expect> {
         Ok(match op {
-            Rendered::Read(path) => match self.judge(path, false, true)?.real {
+            Rendered::Read(path) => match self.judge(path, false, true).map_err(opened)?.real {
                 Resolved::Found(_, Node::File { text, .. }) => {
                     Expect::Ok(Output::Text(text), Effect::None)
                 }
@@ -145,7 +230,8 @@ impl Model {
                 }
                 other => Expect::Fails(format!("not a directory: {other:?}")),
             },
-            Rendered::Write(path, text) => match self.judge(path, true, true)?.real {
+            Rendered::Write(path, text) => match self.judge(path, true, true).map_err(opened)?.real
+            {
                 Resolved::Found(file, Node::File { .. }) | Resolved::Missing(file, false) => {
                     Expect::Ok(Output::Any, Effect::Write(file, text.clone()))
                 }

@@ -224,6 +224,9 @@ impl HostDescriptor for PolicedFs<'_> {
         self.check_open_quota(&target)?;
         if oflags.contains(types::OpenFlags::CREATE) && real.symlink_metadata().is_err() {
             self.check_moves_nothing_own(&[&target, &real], "create")?;
+            // Nothing is made beneath a directory a denied name reaches
+            // (judged again on what is opened, below).
+            self.check_opened_is_not_reached(&target, Some(&real), None)?;
         }
         // Truncated only once what was opened is judged.
         let truncate = oflags.contains(types::OpenFlags::TRUNCATE);
