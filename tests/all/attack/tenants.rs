@@ -12,6 +12,8 @@ mod answers;
 mod bounded;
 mod cpu_share;
 mod flood;
+mod request_memory;
+mod unread;
 mod watching;
 
 use std::time::{Duration, Instant};
