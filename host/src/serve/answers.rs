@@ -1,21 +1,23 @@
-//! The bytes of `/v1/tool_calls` answers each caller's requests hold, being
-//! built or not yet sent, against `tenant_caps.answers_held`. A call whose
-//! answer would pass the cap fails as it finishes (its answer is dropped
-//! there); an answer's bytes are given back as its body is sent.
+//! The bytes of `/v1/tool_calls` and `/mcp` answers each caller's requests
+//! hold, being built or not yet sent, against `tenant_caps.answers_held`. A
+//! call whose answer would pass the cap fails as it finishes (its answer is
+//! dropped there); an answer's bytes are given back when its body is done.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
+use hyper::body::Frame;
 
 use crate::contract::content::json_len;
 use crate::dispatch::{Admit, Outcome};
 use crate::error::{CallError, ErrorKind};
 
-/// Bytes sent to the connection at a time; each is given back once the
-/// server took it.
+/// Bytes handed to the connection at a time, so that it takes an answer no
+/// faster than the client reads it.
 const CHUNK: usize = 64 * 1024;
 
 /// What each caller's answers hold, by tenant (`""`: the local caller).
@@ -52,92 +54,152 @@ impl Answers {
     }
 
     /// The bytes of one request's answer, held by `who` (a tenant's name)
-    /// within `cap` until they are sent.
+    /// within `cap` until its body is done or dropped.
     pub(crate) fn hold(&self, who: Option<&str>, cap: usize) -> Held {
-        Held {
+        Held(Arc::new(Share {
             answers: self.clone(),
             who: who.unwrap_or_default().to_string(),
             cap,
-            bytes: Arc::new(AtomicUsize::new(0)),
-        }
+            bytes: AtomicUsize::new(0),
+        }))
     }
 }
 
-/// One request's share of what its caller holds; given back when dropped.
+/// One request's share of what its caller holds; given back when the last
+/// clone is dropped (the request's handler and its response body each keep
+/// one).
+#[derive(Debug, Clone)]
+pub(crate) struct Held(Arc<Share>);
+
 #[derive(Debug)]
-pub(crate) struct Held {
+struct Share {
     answers: Answers,
     who: String,
     cap: usize,
-    bytes: Arc<AtomicUsize>,
+    bytes: AtomicUsize,
 }
 
 impl Held {
     /// Passes each call's outcome through, or fails it when its answer
     /// would pass the cap.
     pub(crate) fn admit(&self) -> Admit {
-        let (answers, who, cap, mine) = (
-            self.answers.clone(),
-            self.who.clone(),
-            self.cap,
-            self.bytes.clone(),
-        );
+        let held = self.clone();
         Arc::new(move |outcome: Outcome| {
             let Ok(output) = &outcome else {
                 return outcome;
             };
-            let size = json_len(output.to_json().get());
-            match answers.reserve(&who, size, cap) {
-                Ok(()) => {
-                    mine.fetch_add(size, Ordering::SeqCst);
-                    outcome
-                }
-                Err(held) => Err(refusal(&who, held, mine.load(Ordering::SeqCst), size, cap)),
+            match held.keep(json_len(output.to_json().get())) {
+                Ok(()) => outcome,
+                Err(refused) => Err(refused),
             }
         })
     }
 
-    /// `answer` as a response body: what it holds beyond what the calls
-    /// reserved is held too, and each chunk is given back as it is sent.
+    /// Adds an answer of `size` bytes to this request's share, or says why
+    /// it would pass the cap.
+    pub(crate) fn keep(&self, size: usize) -> Result<(), CallError> {
+        let share = &self.0;
+        match share.answers.reserve(&share.who, size, share.cap) {
+            Ok(()) => {
+                share.bytes.fetch_add(size, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(held) => Err(refusal(
+                &share.who,
+                held,
+                share.bytes.load(Ordering::SeqCst),
+                size,
+                share.cap,
+            )),
+        }
+    }
+
+    /// [`Held::keep`] for `value` as JSON.
+    pub(crate) fn keep_serialized(&self, value: &impl serde::Serialize) -> Result<(), CallError> {
+        let mut size = Counted(0);
+        // Writing to a counter fails only for a value JSON cannot hold,
+        // which is then not sent either.
+        let _ = serde_json::to_writer(&mut size, value);
+        self.keep(size.0)
+    }
+
+    /// `answer` as a response body, held whole (what it holds beyond what
+    /// the calls reserved is held too) until the body is done or dropped.
     pub(crate) fn body(self, answer: Vec<u8>) -> Body {
-        let reserved = self.bytes.swap(0, Ordering::SeqCst);
+        let share = &self.0;
+        let reserved = share.bytes.swap(answer.len(), Ordering::SeqCst);
         // Kept whole: the framing beyond the results is small.
-        self.answers.with(|held| {
-            let now = held.entry(self.who.clone()).or_insert(0);
+        share.answers.with(|held| {
+            let now = held.entry(share.who.clone()).or_insert(0);
             *now = now.saturating_sub(reserved).saturating_add(answer.len());
         });
-        self.bytes.store(answer.len(), Ordering::SeqCst);
-        let answer = Bytes::from(answer);
-        let chunks = (0..answer.len())
-            .step_by(CHUNK)
-            .map(move |at| answer.slice(at..(at + CHUNK).min(answer.len())));
-        let sent = Sending { held: self, chunks };
-        Body::from_stream(futures::stream::iter(sent))
+        self.keep_with(Body::from(answer))
+    }
+
+    /// `body`, keeping this share until it is done or dropped; its data goes
+    /// to the connection in pieces of 64 KiB.
+    pub(crate) fn keep_with(self, body: Body) -> Body {
+        Body::new(Holding {
+            body,
+            rest: Bytes::new(),
+            _held: self,
+        })
     }
 }
 
-impl Drop for Held {
+impl Drop for Share {
     fn drop(&mut self) {
         self.answers
             .release(&self.who, self.bytes.swap(0, Ordering::SeqCst));
     }
 }
 
-/// An answer's chunks, each given back as the server takes it.
-struct Sending<I> {
-    held: Held,
-    chunks: I,
+/// Counts the bytes written to it.
+struct Counted(usize);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
-impl<I: Iterator<Item = Bytes>> Iterator for Sending<I> {
-    type Item = Result<Bytes, Infallible>;
+/// A response body that keeps its answer's share until it is done.
+struct Holding {
+    body: Body,
+    /// What is left of the data frame being handed on.
+    rest: Bytes,
+    _held: Held,
+}
 
-    fn next(&mut self) -> Option<Self::Item> {
-        let chunk = self.chunks.next()?;
-        let given = chunk.len().min(self.held.bytes.load(Ordering::SeqCst));
-        self.held.bytes.fetch_sub(given, Ordering::SeqCst);
-        self.held.answers.release(&self.held.who, given);
-        Some(Ok(chunk))
+impl hyper::body::Body for Holding {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        if self.rest.is_empty() {
+            let frame = match Pin::new(&mut self.body).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => frame,
+                other => return other,
+            };
+            match frame.into_data() {
+                Ok(data) => self.rest = data,
+                Err(frame) => return Poll::Ready(Some(Ok(frame))),
+            }
+        }
+        let take = self.rest.len().min(CHUNK);
+        Poll::Ready(Some(Ok(Frame::data(self.rest.split_to(take)))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty() && self.body.is_end_stream()
     }
 }
 
@@ -176,7 +238,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn held_bytes_come_back_as_the_answer_is_sent_or_dropped() {
+    fn held_bytes_come_back_when_the_whole_answer_is_sent_or_dropped() {
         let answers = Answers::default();
         let held = answers.hold(Some("a"), 100);
         assert!(answers.reserve("a", 60, 100).is_ok());
@@ -185,6 +247,24 @@ mod tests {
         let body = held.body(vec![b'x'; 3 * CHUNK]);
         assert_eq!(answers.with(|h| h.get("a").copied()), Some(3 * CHUNK));
         drop(body);
+        assert_eq!(answers.with(|h| h.get("a").copied()), None);
+    }
+
+    #[tokio::test]
+    async fn an_answer_is_held_whole_until_its_last_piece_is_taken() {
+        use futures::StreamExt as _;
+        let answers = Answers::default();
+        let body = answers
+            .hold(Some("a"), usize::MAX)
+            .body(vec![b'x'; 3 * CHUNK]);
+        let mut pieces = body.into_data_stream();
+        for _ in 0..3 {
+            let piece = pieces.next().await.unwrap().unwrap();
+            assert_eq!(piece.len(), CHUNK);
+            assert_eq!(answers.with(|h| h.get("a").copied()), Some(3 * CHUNK));
+        }
+        assert!(pieces.next().await.is_none());
+        drop(pieces);
         assert_eq!(answers.with(|h| h.get("a").copied()), None);
     }
 }

@@ -191,7 +191,11 @@ async fn tool_calls(
             );
         }
     };
-    let batch: Value = match serde_json::from_slice(&bytes) {
+    // Only what a batch uses is built; the body's bytes go before the calls
+    // run.
+    let batch = super::batch_body::parse(&bytes);
+    drop(bytes);
+    let batch: Value = match batch {
         Ok(batch) => batch,
         Err(e) => {
             return error_response(

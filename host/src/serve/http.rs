@@ -175,6 +175,7 @@ impl HttpServer {
 
     /// The routes, with the front door in front of them.
     fn app(&self) -> Router {
+        let answers = super::answers::Answers::default();
         let endpoint = Arc::new(McpEndpoint::new(
             self.host.clone(),
             McpHttp {
@@ -184,6 +185,7 @@ impl HttpServer {
                 abandon: self.abandon.clone(),
                 max_body: self.options.max_body,
             },
+            answers.clone(),
         ));
         let owners = Arc::new(SessionOwners::new(self.host.clone(), endpoint.clone()));
         let mcp = mcp::streamable::route_to(endpoint).layer(
@@ -199,7 +201,7 @@ impl HttpServer {
             abandon: self.abandon.clone(),
             pending: self.tenants.pending().clone(),
             narrowings: Default::default(),
-            answers: Default::default(),
+            answers,
         };
         let mcp = Router::new()
             .route("/mcp", mcp)
@@ -257,6 +259,7 @@ impl HttpServer {
                 slot = connections.slot() => slot,
             };
             let _ = stream.set_nodelay(true);
+            cap_send_buffer(&stream);
             let activity = slot.activity.clone();
             let app = app.clone();
             let service = TowerToHyperService::new(tower::service_fn(
@@ -332,6 +335,33 @@ impl HttpServer {
         drop(late);
         tracing::info!("HTTP server stopped");
         Ok(())
+    }
+}
+
+/// What the kernel may hold of one connection's unsent answer: setting it
+/// stops the send buffer's growth (to 4 MiB by default), so an answer a
+/// client does not read stays in the server, counted against its tenant's
+/// `answers_held`, rather than in the kernel's socket memory uncounted.
+const SEND_BUFFER: libc::c_int = 64 * 1024;
+
+fn cap_send_buffer(stream: &tokio::net::TcpStream) {
+    use std::os::fd::AsRawFd as _;
+    let size = SEND_BUFFER;
+    // SAFETY: an option of an open socket, set with a plain value.
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&raw const size).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if set != 0 {
+        tracing::debug!(
+            error = %std::io::Error::last_os_error(),
+            "cannot cap a connection's send buffer"
+        );
     }
 }
 

@@ -78,6 +78,21 @@ impl Refusal {
 /// is ignored (notifications are never answered).
 pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refusal> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if let Err(e) = values::within(bytes, MAX_VALUES) {
+        return Err(match e {
+            values::Counted::Over => Refusal::new(
+                Value::Null,
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: the message holds more than {MAX_VALUES} JSON values \
+                     (numbers, strings, arrays, objects, ...); send fewer"
+                ),
+            ),
+            values::Counted::Invalid(e) => {
+                Refusal::new(Value::Null, PARSE_ERROR, format!("Parse error: {e}"))
+            }
+        });
+    }
     match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
         Ok(JsonRpcMessage::Request(request)) => match &request.request {
             ClientRequest::CustomRequest(custom)
@@ -96,6 +111,83 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
             let value: Value = serde_json::from_slice(bytes)
                 .map_err(|e| Refusal::new(Value::Null, PARSE_ERROR, format!("Parse error: {e}")))?;
             classify(&value, &typed)
+        }
+    }
+}
+
+/// The most JSON values a message may hold: each is built into a tree
+/// whose nodes cost far more than the bytes that spell them, and rmcp keeps
+/// the tree while the request runs.
+pub(crate) const MAX_VALUES: usize = 65_536;
+
+mod values {
+    //! Counts the values of a JSON text without building them.
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    pub(super) enum Counted {
+        Over,
+        Invalid(serde_json::Error),
+    }
+
+    /// Whether `bytes` hold at most `max` JSON values.
+    pub(super) fn within(bytes: &[u8], max: usize) -> Result<(), Counted> {
+        let mut left = max;
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        match (Count(&mut left))
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+        {
+            Ok(()) => Ok(()),
+            Err(_) if left == 0 => Err(Counted::Over),
+            Err(e) => Err(Counted::Invalid(e)),
+        }
+    }
+
+    struct Count<'a>(&'a mut usize);
+
+    impl<'de> DeserializeSeed<'de> for Count<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+            if *self.0 == 0 {
+                return Err(serde::de::Error::custom("too many values"));
+            }
+            *self.0 -= 1;
+            de.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Count<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(Count(&mut *self.0))?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+                map.next_value_seed(Count(&mut *self.0))?;
+            }
+            Ok(())
         }
     }
 }
@@ -161,6 +253,22 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
         assert_eq!(refusal(deep.as_bytes()).code, PARSE_ERROR);
+    }
+
+    #[test]
+    fn a_message_of_too_many_values_is_refused_before_it_is_built() {
+        let many = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"_meta":{{"x":[{}0]}}}}}}"#,
+            "0,".repeat(MAX_VALUES)
+        );
+        let r = refusal(many.as_bytes());
+        assert_eq!(r.code, INVALID_REQUEST, "{}", r.message);
+        assert!(r.message.contains("65536 JSON values"), "{}", r.message);
+        let fewer = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"_meta":{{"x":[{}0]}}}}}}"#,
+            "0,".repeat(1000)
+        );
+        assert!(decode(fewer.as_bytes()).is_ok());
     }
 
     #[test]

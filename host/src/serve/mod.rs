@@ -17,9 +17,10 @@
 //! - [`tenants`]: bearer tokens to callers, each with its profile, workspace
 //!   and limits.
 
-mod answers;
+pub(crate) mod answers;
 pub mod api;
 mod approvals;
+mod batch_body;
 mod connections;
 pub mod content;
 pub mod http;

@@ -3,7 +3,7 @@
 //! names it, and another tenant is served meanwhile: narrowed sessions and
 //! their size and idle time, pending approvals, approval event streams, MCP
 //! sessions, background output, a line written to a shell, webhook
-//! answers, batch answers not yet read; terminal sessions share one
+//! answers, batch and MCP answers not yet sent; terminal sessions share one
 //! inotify instance, and a server that cannot watch starts anyway.
 
 pub(crate) mod served;
@@ -12,6 +12,8 @@ mod answers;
 mod bounded;
 mod cpu_share;
 mod flood;
+mod request_memory;
+mod unread;
 mod watching;
 
 use std::time::{Duration, Instant};

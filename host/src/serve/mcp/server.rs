@@ -34,6 +34,7 @@ use crate::dispatch::CallRequest;
 use crate::error::ErrorKind;
 use crate::hooks::BoxFuture;
 use crate::host::Host;
+use crate::serve::answers::Held;
 use crate::serve::progress::ProgressForward;
 use crate::toolsets::Selection;
 
@@ -434,7 +435,19 @@ impl ServerHandler for McpServer {
             )
             .await;
         }
-        self.clone().run(caller, request, cx).await.map(Into::into)
+        let held = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Held>().cloned());
+        let result = self.clone().run(caller, request, cx).await?;
+        // Over HTTP the result is held against the caller's answers_held
+        // until it is sent.
+        match held.map(|held| held.keep_serialized(&result)) {
+            Some(Err(refused)) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(refused.model_text())]).into())
+            }
+            _ => Ok(result.into()),
+        }
     }
 
     async fn set_level(

@@ -27,9 +27,11 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::super::answers::Answers;
 use super::super::api::{BodyError, is_json, read_body};
 use super::super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal};
 use super::server::McpServer;
+use crate::caller::Caller;
 use crate::host::Host;
 
 /// Settings of the Streamable HTTP transport.
@@ -73,10 +75,13 @@ pub(crate) struct McpEndpoint {
     plain: Service,
     plain_sessions: Arc<LocalSessionManager>,
     max_body: usize,
+    host: Host,
+    /// What each caller's answers hold (`tools/call` results count).
+    answers: Answers,
 }
 
 impl McpEndpoint {
-    pub(crate) fn new(host: Host, settings: McpHttp) -> Self {
+    pub(crate) fn new(host: Host, settings: McpHttp, answers: Answers) -> Self {
         let parked = Arc::new(super::ask::ParkedCalls::default());
         let service = |priming: bool| {
             let mut sessions = LocalSessionManager::default();
@@ -111,6 +116,8 @@ impl McpEndpoint {
             plain,
             plain_sessions,
             max_body: settings.max_body,
+            host,
+            answers,
         }
     }
 
@@ -140,7 +147,11 @@ impl McpEndpoint {
 
 /// The endpoint as a route (any method) with its state.
 pub(crate) fn route(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
-    route_to(Arc::new(McpEndpoint::new(host, settings)))
+    route_to(Arc::new(McpEndpoint::new(
+        host,
+        settings,
+        Answers::default(),
+    )))
 }
 
 /// `mcp` as a route (any method).
@@ -174,7 +185,7 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
         }
         return into_axum(response);
     }
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let bytes = match read_body(body, mcp.max_body).await {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge) => return too_large(mcp.max_body),
@@ -210,8 +221,17 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
         (None, Some(version)) => primes(version.as_str()),
         (None, None) => version_header_primes(&parts.headers),
     };
+    // The answer's results are held against the caller's answers_held
+    // (`tools/call` keeps its result's size) until its body is done.
+    let caller = parts.extensions.get::<Caller>().cloned();
+    let tenant = caller.as_ref().and_then(Caller::tenant_name);
+    let held = mcp
+        .answers
+        .hold(tenant, mcp.host.tenant_caps().answers_held);
+    parts.extensions.insert(held.clone());
     let request = Request::from_parts(parts, Body::from(bytes));
-    into_axum(mcp.service(primed).handle(request).await)
+    let response = into_axum(mcp.service(primed).handle(request).await);
+    response.map(|body| held.keep_with(body))
 }
 
 /// Whether a session of `version` gets priming events: those that define

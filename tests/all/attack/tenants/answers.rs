@@ -14,7 +14,7 @@ use super::served::{Served, resident};
 use super::{A, B, start};
 
 /// An echo call answering about 1 MB (under `limits.max_output`).
-fn big_echo(index: usize) -> Value {
+pub(super) fn big_echo(index: usize) -> Value {
     let arguments = json!({ "text": "A".repeat(4000), "repeat": 250 });
     json!({
         "id": format!("call_{index}"),
@@ -23,7 +23,7 @@ fn big_echo(index: usize) -> Value {
     })
 }
 
-fn big_batch(calls: usize) -> Value {
+pub(super) fn big_batch(calls: usize) -> Value {
     json!({ "tool_calls": (0..calls).map(big_echo).collect::<Vec<_>>() })
 }
 
@@ -41,7 +41,7 @@ fn split(body: &Value) -> (usize, usize) {
     (refused, results.len() - refused)
 }
 
-async fn b_is_served(served: &Served) {
+pub(super) async fn b_is_served(served: &Served) {
     let started = Instant::now();
     let answer = served.call(B, None, "echo", json!({ "text": "b" })).await;
     assert_eq!(answer["text"], "b", "{answer}");
@@ -66,9 +66,21 @@ async fn one_batchs_answer_stops_at_the_cap() {
     b_is_served(&served).await;
 }
 
-/// Posts `body` as `token` on a connection whose receive buffer is tiny,
-/// and never reads the answer.
-fn post_unread(base: &str, token: &str, body: &Value) -> TcpStream {
+/// Posts `body` to `/v1/tool_calls` as `token` on a connection whose
+/// receive buffer is tiny, and never reads the answer.
+pub(super) fn post_unread(base: &str, token: &str, body: &Value) -> TcpStream {
+    post_raw(base, "/v1/tool_calls", token, &[], &body.to_string())
+}
+
+/// Posts JSON `body` to `path` as `token` with `headers` on a connection
+/// whose receive buffer is tiny; the answer is left to the caller to read.
+pub(super) fn post_raw(
+    base: &str,
+    path: &str,
+    token: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> TcpStream {
     let addr: std::net::SocketAddrV4 = base.trim_start_matches("http://").parse().unwrap();
     // SAFETY: a new socket, its option set and connected with plain values.
     let stream = unsafe {
@@ -98,10 +110,13 @@ fn post_unread(base: &str, token: &str, body: &Value) -> TcpStream {
         assert_eq!(connected, 0);
         TcpStream::from_raw_fd(fd)
     };
-    let body = body.to_string();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let head = format!(
-        "POST /v1/tool_calls HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
+         content-type: application/json\r\n{extra}content-length: {}\r\n\r\n",
         body.len()
     );
     let mut writer = &stream;

@@ -1,0 +1,109 @@
+//! What a request body becomes in the server while its calls run: a
+//! `/v1/tool_calls` body padded with millions of tiny JSON values (in a
+//! field no batch has) is not built into a value tree, and an MCP message
+//! of more values than the limit is refused before it is; so a tenant's
+//! slow calls hold about their bodies' size, not sixteen times it.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::served::{Served, resident};
+use super::unread::{mcp, mcp_session};
+use super::{A, start};
+
+/// A batch of one `sleep` call and `zeros` JSON zeros in an unknown field,
+/// as text (about 2 bytes per zero).
+fn padded(zeros: usize) -> String {
+    let call = json!({"id": "1", "type": "function", "function": {
+        "name": "run_command", "arguments": {"command": "sleep 4"}}});
+    let mut body = format!("{{\"tool_calls\":[{call}],\"junk\":[");
+    body.push_str(&"0,".repeat(zeros));
+    body.push_str("0]}");
+    body
+}
+
+#[tokio::test]
+async fn padded_bodies_are_not_built_while_their_calls_run() {
+    let served = start("");
+    let body = padded(2_000_000);
+    assert!(body.len() < 4 << 20);
+    let grown = peak_growth(&served, "/v1/tool_calls", &[], &body).await;
+    for status in grown.1 {
+        assert!(status.is_success(), "{status}");
+    }
+    // Eight bodies of 4 MB: built as values they held over 500 MB.
+    assert!(
+        grown.0 < 160 << 20,
+        "the server grew by {} MiB",
+        grown.0 >> 20
+    );
+}
+
+/// Posts `body` to `path` eight times at once as tenant `a` with
+/// `headers`: how much the server grew at most while they ran, and their
+/// statuses.
+async fn peak_growth(
+    served: &Served,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u64, Vec<reqwest::StatusCode>) {
+    let before = resident(served.pid());
+    let posts: Vec<_> = (0..8)
+        .map(|_| {
+            let mut request = served
+                .client
+                .post(format!("{}{path}", served.base))
+                .bearer_auth(A)
+                .header("content-type", "application/json")
+                .body(body.to_string());
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            tokio::spawn(async move { request.send().await.unwrap().status() })
+        })
+        .collect();
+    // The most the server holds while the calls sleep.
+    let mut peak = 0;
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until && posts.iter().any(|p| !p.is_finished()) {
+        peak = peak.max(resident(served.pid()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut statuses = Vec::new();
+    for post in posts {
+        statuses.push(post.await.unwrap());
+    }
+    (peak.saturating_sub(before), statuses)
+}
+
+#[tokio::test]
+async fn mcp_messages_of_many_tiny_values_are_refused_before_they_are_built() {
+    let served = start("");
+    let session = mcp_session(&served).await;
+    let mut body = String::from(
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 4"},"_meta":{"x":["#,
+    );
+    body.push_str(&"0,".repeat(2_000_000));
+    body.push_str("0]}}}");
+    assert!(body.len() < 4 << 20);
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-06-18"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let (grown, statuses) = peak_growth(&served, "/mcp", &headers, &body).await;
+    assert!(grown < 160 << 20, "the server grew by {} MiB", grown >> 20);
+    assert!(
+        statuses
+            .iter()
+            .all(|s| *s == reqwest::StatusCode::BAD_REQUEST),
+        "{statuses:?}"
+    );
+    // A message within the limit is served.
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"x": [0, 0, 0]}}});
+    let (_, answer) = mcp(&served, Some(&session), &call).await;
+    assert!(answer.to_string().contains("hi"), "{answer}");
+}

@@ -1,0 +1,220 @@
+//! Answers a tenant reads in part or not at all, over `/v1` and `/mcp`: each
+//! stays counted against `tenant_caps.answers_held` whole until its last
+//! byte is sent, so the server holds no more than the cap of them, and the
+//! kernel holds little of them in the server's socket buffers.
+
+use std::io::Read as _;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::answers::{b_is_served, big_batch, post_raw, post_unread};
+use super::served::{Served, resident};
+use super::{A, start};
+
+/// Reads `stream` until `want` bytes came or its chunked answer ended.
+fn read_up_to(stream: &mut TcpStream, want: usize) -> usize {
+    let mut read = 0;
+    let mut buffer = vec![0; 64 << 10];
+    let mut tail = Vec::new();
+    while read < want {
+        let n = stream.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        read += n;
+        tail.extend_from_slice(&buffer[..n]);
+        let keep = tail.len().saturating_sub(5);
+        tail.drain(..keep);
+        if tail == b"0\r\n\r\n" {
+            break;
+        }
+    }
+    read
+}
+
+/// Polls a batch of tenant `a` until calls of it are refused for answers
+/// not yet sent.
+async fn until_refused_for_unsent(served: &Served, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = served.post("/v1/tool_calls", A, &big_batch(8)).await;
+        if body.to_string().contains("answers not yet sent") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: a's answers were never capped"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_answer_read_all_but_its_tail_stays_counted_whole() {
+    let served = start("answers_held = \"16MiB\"");
+    let before = resident(served.pid());
+    // Ten ~15 MB answers, each read but its last ~6 MB, the connections
+    // kept open: one fits the cap.
+    let mut pinned = Vec::new();
+    for _ in 0..10 {
+        let mut stream = post_unread(&served.base, A, &big_batch(15));
+        read_up_to(&mut stream, 9 << 20);
+        pinned.push(stream);
+    }
+    until_refused_for_unsent(&served, "tails unread").await;
+    b_is_served(&served).await;
+    let grown = resident(served.pid()).saturating_sub(before);
+    // Held whole they would be 150 MB.
+    assert!(grown < 128 << 20, "the server grew by {} MiB", grown >> 20);
+    drop(pinned);
+}
+
+/// What the server's sockets on `port` have not sent yet (their send
+/// queues), in bytes.
+fn unsent(port: u16) -> u64 {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let local = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let queues = fields.get(4)?;
+            fields[1].ends_with(&local).then_some(*queues)
+        })
+        .map(|queues| u64::from_str_radix(queues.split(':').next().unwrap(), 16).unwrap())
+        .sum()
+}
+
+fn port(served: &Served) -> u16 {
+    served.base.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+/// Waits until `n` of the server's sockets hold answers not yet sent (so
+/// that the answers unread are built before tenant `a` asks for more).
+async fn until_parked(served: &Served, n: usize) {
+    let local = format!(":{:04X}", port(served));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+        let parked = table
+            .lines()
+            .skip(1)
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.len() > 4 && f[1].ends_with(&local) && !f[4].starts_with("00000000:"))
+            .count();
+        if parked >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "only {parked} answers parked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn unread_v1_answers_wait_counted_in_the_server_not_in_socket_buffers() {
+    let served = start("answers_held = \"16MiB\"");
+    b_is_served(&served).await;
+    // Twelve ~2 MB answers nobody reads.
+    let unread: Vec<TcpStream> = (0..12)
+        .map(|_| post_unread(&served.base, A, &big_batch(2)))
+        .collect();
+    until_parked(&served, 8).await;
+    until_refused_for_unsent(&served, "/v1").await;
+    let parked = unsent(port(&served));
+    assert!(
+        parked < 12 * (512 << 10),
+        "the kernel holds {parked} bytes of unread answers"
+    );
+    b_is_served(&served).await;
+    drop(unread);
+}
+
+/// Posts `message` to `/mcp` in `session` with `reqwest`; the body's JSON.
+pub(super) async fn mcp(
+    served: &Served,
+    session: Option<&str>,
+    message: &Value,
+) -> (Option<String>, Value) {
+    let mut request = served
+        .client
+        .post(format!("{}/mcp", served.base))
+        .bearer_auth(A)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.send().await.unwrap();
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    let text = response.text().await.unwrap();
+    let json = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(&text);
+    (id, serde_json::from_str(json.trim()).unwrap_or(Value::Null))
+}
+
+fn echo_call(id: usize) -> Value {
+    let arguments = json!({ "text": "A".repeat(4000), "repeat": 250 });
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "echo", "arguments": arguments}})
+}
+
+/// A new MCP session of tenant `a`, initialized; its id.
+pub(super) async fn mcp_session(served: &Served) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let (session, _) = mcp(served, None, &init).await;
+    let session = session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    mcp(served, Some(&session), &initialized).await;
+    session
+}
+
+#[tokio::test]
+async fn unread_mcp_answers_count_against_the_tenants_cap() {
+    let served = start("answers_held = \"8MiB\"");
+    let session = mcp_session(&served).await;
+    // Twelve ~1 MB results nobody reads, each on a connection of its own.
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-06-18"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let unread: Vec<TcpStream> = (1..=12)
+        .map(|id| {
+            let body = echo_call(id).to_string();
+            post_raw(&served.base, "/mcp", A, &headers, &body)
+        })
+        .collect();
+    until_parked(&served, 7).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, answer) = mcp(&served, Some(&session), &echo_call(100)).await;
+        if answer.to_string().contains("tenant_caps.answers_held") {
+            assert_eq!(answer["result"]["isError"], true, "{answer}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a's MCP answers were never capped: {}",
+            &answer.to_string()[..200.min(answer.to_string().len())]
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let parked = unsent(port(&served));
+    assert!(
+        parked < 12 * (512 << 10),
+        "the kernel holds {parked} bytes of unread answers"
+    );
+    b_is_served(&served).await;
+    drop(unread);
+}
