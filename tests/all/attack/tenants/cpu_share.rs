@@ -14,9 +14,10 @@ use super::served::{Served, Setup};
 use super::{A, B, config};
 
 /// Starts a command of `token` that sleeps, and returns the host pids of
-/// its processes (found by a marker on their command line).
-async fn sleeping(served: &std::sync::Arc<Served>, token: &'static str) -> Vec<u32> {
-    let marker = format!("cpu-share-{token}-{}", std::process::id());
+/// its processes (found by a marker on their command line, `test` telling
+/// apart the tests this process runs at once).
+async fn sleeping(served: &std::sync::Arc<Served>, token: &'static str, test: &str) -> Vec<u32> {
+    let marker = format!("cpu-share-{test}-{token}-{}", std::process::id());
     let line = format!("sh -c 'sleep 20; : {marker}'");
     let caller = served.clone();
     tokio::spawn(async move {
@@ -81,7 +82,7 @@ async fn each_tenants_commands_share_one_cpu_group_weighted_as_one_thread() {
     let served = std::sync::Arc::new(Served::start(&config("", ""), &["a", "b"]));
     let mut groups = Vec::new();
     for token in [A, B] {
-        let pids = sleeping(&served, token).await;
+        let pids = sleeping(&served, token, "grouped").await;
         let group = cpu_group(pids[0]).unwrap_or_else(|| panic!("{token}: in no cpu group"));
         for pid in &pids {
             assert_eq!(cpu_group(*pid).as_ref(), Some(&group), "{token}: {pid}");
@@ -115,7 +116,7 @@ async fn without_a_cpu_group_commands_run_at_the_lowest_priority() {
         ..Setup::default()
     }));
     for token in [A, B] {
-        for pid in sleeping(&served, token).await {
+        for pid in sleeping(&served, token, "ungrouped").await {
             // SCHED_IDLE is policy 5.
             assert_eq!(priority(pid), (19, 5), "{token}: {pid}");
             let group = cpu_group(pid);
