@@ -79,9 +79,9 @@ enum Found {
     At(OwnedFd, PathBuf),
     /// A directory on the way is missing (or not a directory).
     Missing,
-    /// A directory on the way is a link, which is removed: `Err` if that
-    /// failed.
-    LinkRemoved(Result<(), String>),
+    /// A directory on the way is a link, which is set aside: where to, or
+    /// `Err` if that failed.
+    LinkRemoved(Result<PathBuf, String>),
     /// Not to be checked: why.
     Unknown(String),
 }
@@ -151,8 +151,10 @@ impl Guard {
         match beneath::parent(fd, rel) {
             Ok(Parent::Dir(dir)) => Found::At(dir, PathBuf::from(name)),
             Ok(Parent::Missing) => Found::Missing,
-            Ok(Parent::Link(dir, link)) => Found::LinkRemoved(
-                beneath::remove(dir.as_raw_fd(), &link).map_err(|e| e.to_string()),
+            Ok(Parent::Link(dir, link, way)) => Found::LinkRemoved(
+                beneath::set_aside(dir.as_raw_fd(), &link)
+                    .map(|aside| root.join(way).with_file_name(aside))
+                    .map_err(|e| e.to_string()),
             ),
             Err(e) => Found::Unknown(e.to_string()),
         }
@@ -162,10 +164,13 @@ impl Guard {
     /// replaced from outside (which ends the sandbox).
     fn check(&self) -> (Result<(), String>, Option<String>) {
         let mut changed = Vec::new();
+        let mut aside = Vec::new();
         let mut replaced = None;
         for (path, kept) in &self.kept {
             let found = self.find(path);
-            let what = match (kept, found) {
+            // Changed: `Ok` with where what was there was set aside, or why
+            // it could not be put back.
+            let what: Option<Result<Option<PathBuf>, String>> = match (kept, found) {
                 (Kept::Mounted(dev, ino), found) => {
                     let same = match &found {
                         Found::At(dir, name) => beneath::lstat(dir.as_raw_fd(), name.as_os_str())
@@ -180,18 +185,18 @@ impl Guard {
                     }
                     None
                 }
-                (_, Found::LinkRemoved(removed)) => Some(removed.err()),
-                (_, Found::Unknown(why)) => Some(Some(format!("could not be checked: {why}"))),
+                (_, Found::LinkRemoved(moved)) => Some(moved.map(Some)),
+                (_, Found::Unknown(why)) => Some(Err(format!("could not be checked: {why}"))),
                 (Kept::Absent, Found::Missing) => None,
-                (Kept::Link(_), Found::Missing) => Some(Some("its directory is gone".into())),
+                (Kept::Link(_), Found::Missing) => Some(Err("its directory is gone".into())),
                 (Kept::Absent, Found::At(dir, name)) => {
                     match beneath::lstat(dir.as_raw_fd(), name.as_os_str()) {
                         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
-                        Err(e) => Some(Some(format!("could not be checked: {e}"))),
+                        Err(e) => Some(Err(format!("could not be checked: {e}"))),
                         Ok(_) => Some(
-                            beneath::remove(dir.as_raw_fd(), name.as_os_str())
-                                .err()
-                                .map(|e| e.to_string()),
+                            beneath::set_aside(dir.as_raw_fd(), name.as_os_str())
+                                .map(|to| Some(path.with_file_name(to)))
+                                .map_err(|e| e.to_string()),
                         ),
                     }
                 }
@@ -200,34 +205,49 @@ impl Guard {
                     if beneath::readlink(dir, name).ok().as_ref() == Some(text) {
                         None
                     } else {
-                        Some(relink(dir, name, text))
+                        Some(relink(dir, name, text).map(|to| to.map(|to| path.with_file_name(to))))
                     }
                 }
             };
             let mut unsettled = UNSETTLED.lock().unwrap_or_else(|e| e.into_inner());
             match &what {
-                Some(Some(_)) if *kept != Kept::Absent || self.is_there(path) => {
+                Some(Err(_)) if *kept != Kept::Absent || self.is_there(path) => {
                     unsettled.insert(path.clone());
                 }
-                Some(Some(_)) => {}
+                Some(Err(_)) => {}
                 _ => {
                     unsettled.remove(path);
                 }
             }
             drop(unsettled);
-            if let Some(failed) = what {
-                if let Some(error) = &failed {
+            match what {
+                None => continue,
+                Some(Err(error)) => {
                     tracing::warn!(path = %path.display(), %error, "could not put back repository metadata");
                 }
-                changed.push(path.display().to_string());
+                Some(Ok(Some(to))) => {
+                    tracing::warn!(path = %path.display(), to = %to.display(), "set aside what a command planted at repository metadata");
+                    aside.push(format!("{} is now {}", path.display(), to.display()));
+                }
+                Some(Ok(None)) => {}
             }
+            changed.push(path.display().to_string());
         }
         if changed.is_empty() {
             return (Ok(()), replaced);
         }
+        let aside = if aside.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; what it left there was moved aside whole, nothing in it removed ({}): look \
+                 through it, then remove it",
+                aside.join(", ")
+            )
+        };
         let undone = format!(
             "the command made or changed repository metadata that git outside the sandbox would \
-             read ({}); toolhost put it back as it was, since a command may change a \
+             read ({}); toolhost put it back as it was{aside}, since a command may change a \
              repository's work and history but not what makes git run programs or read its \
              metadata elsewhere",
             changed.join(", ")
@@ -298,17 +318,15 @@ impl Guard {
     }
 }
 
-/// Makes `name` in `dir` the link `text` again, after removing what is
-/// there; the error, if that failed.
-fn relink(dir: i32, name: &OsStr, text: &Path) -> Option<String> {
-    if beneath::lstat(dir, name).is_ok()
-        && let Err(e) = beneath::remove(dir, name)
-    {
-        return Some(e.to_string());
-    }
-    beneath::symlink(text, dir, name)
-        .err()
-        .map(|e| e.to_string())
+/// Makes `name` in `dir` the link `text` again, after setting aside what
+/// is there; the name it was set aside to, if any.
+fn relink(dir: i32, name: &OsStr, text: &Path) -> Result<Option<std::ffi::OsString>, String> {
+    let aside = match beneath::lstat(dir, name) {
+        Ok(_) => Some(beneath::set_aside(dir, name).map_err(|e| e.to_string())?),
+        Err(_) => None,
+    };
+    beneath::symlink(text, dir, name).map_err(|e| e.to_string())?;
+    Ok(aside)
 }
 
 /// Changes in a guarded path's directory.

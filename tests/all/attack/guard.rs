@@ -489,3 +489,93 @@ fn the_planner_opens_no_device_a_repository_includes() {
         "the host opened the device a repository includes"
     );
 }
+
+/// Every file beneath `dir` named `name`, with its content.
+fn found(dir: &Path, name: &str) -> Vec<(std::path::PathBuf, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(self::found(&path, name));
+        } else if entry.file_name() == name {
+            found.push((
+                path.clone(),
+                std::fs::read_to_string(&path).unwrap_or_default(),
+            ));
+        }
+    }
+    found
+}
+
+/// A command moves the owner's directory, holding a `.env` that
+/// `file.deny` masks and (as root) another user's files, into a name the
+/// guard keeps absent or a link: the guard takes it out of the kept name
+/// without destroying what the command could neither read nor remove.
+#[tokio::test]
+async fn the_guard_destroys_nothing_a_command_moved_into_a_kept_name() {
+    let outside = tempfile::tempdir().unwrap();
+    for linked in [false, true] {
+        let ws = Workspace::new(bundled);
+        let proj = ws.join("proj");
+        let proj_s = proj.to_str().unwrap();
+        owner_git(outside.path(), &["init", "-q", proj_s]);
+        owner_git(
+            outside.path(),
+            &["-C", proj_s, "config", "core.hooksPath", ".githooks"],
+        );
+        ws.write("proj/app/.env", "API_KEY=owner\n");
+        ws.write("proj/app/shared/bob.txt", "bob's\n");
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(proj.join("app/shared"), Some(3000), Some(3000)).unwrap();
+            std::os::unix::fs::chown(proj.join("app/shared/bob.txt"), Some(3000), Some(3000))
+                .unwrap();
+        }
+        let plant = if linked {
+            ws.mkdir("proj/tools/hooks");
+            std::os::unix::fs::symlink("tools/hooks", proj.join(".githooks")).unwrap();
+            "rm proj/.githooks && mv proj/app proj/.githooks"
+        } else {
+            "mkdir proj/stage && mv proj/app proj/stage/ && mv proj/stage proj/.githooks"
+        };
+        let host = ws.host(WRITABLE).await;
+        let masked = run(&host, "cat proj/app/.env; echo read").await;
+        assert!(!masked.contains("API_KEY"), "{masked}");
+        let result = run(&host, &format!("{plant} && echo moved")).await;
+        let env = found(&proj, ".env");
+        let bob = found(&proj, "bob.txt");
+        assert_eq!(
+            env.iter()
+                .map(|(_, text)| text.as_str())
+                .collect::<Vec<_>>(),
+            ["API_KEY=owner\n"],
+            "linked: {linked}: the guard destroyed the owner's masked .env ({result})"
+        );
+        assert_eq!(
+            bob.len(),
+            1,
+            "linked: {linked}: the guard destroyed bob.txt ({result})"
+        );
+        let githooks = proj.join(".githooks").symlink_metadata();
+        if linked {
+            assert_eq!(
+                std::fs::read_link(proj.join(".githooks")).ok(),
+                Some("tools/hooks".into())
+            );
+        } else {
+            assert!(githooks.is_err(), "the planted .githooks stayed ({result})");
+        }
+        let aside = env[0]
+            .0
+            .strip_prefix(&proj)
+            .unwrap()
+            .components()
+            .next()
+            .unwrap();
+        let aside = aside.as_os_str().to_string_lossy().into_owned();
+        assert!(
+            result.contains(&aside),
+            "linked: {linked}: the refusal does not say the planted tree is now {aside}: {result}"
+        );
+    }
+}
