@@ -579,3 +579,58 @@ async fn the_guard_destroys_nothing_a_command_moved_into_a_kept_name() {
         );
     }
 }
+
+/// A command learns where the guard moves a planted directory (through a
+/// descriptor it holds of it) and takes, ahead, the names the guard would
+/// choose next: the next plant is taken away all the same.
+#[tokio::test]
+async fn a_name_taken_ahead_leaves_no_planted_hook_in_place() {
+    let outside = tempfile::tempdir().unwrap();
+    let mark = outside.path().join("ran");
+    let ws = Workspace::new(bundled);
+    let r2 = ws.join("r2");
+    let r2_s = r2.to_str().unwrap();
+    owner_git(outside.path(), &["init", "-q", r2_s]);
+    std::fs::remove_dir_all(r2.join(".git/hooks")).unwrap();
+    let host = ws.host(WRITABLE).await;
+    run(
+        &host,
+        "mkdir r2/.git/st && touch r2/.git/st/f$(seq -s ' r2/.git/st/f' 20000) && \
+         { (exec 3<r2/.git/st; while :; do readlink /proc/self/fd/3; done > seen.txt) & } \
+         && sleep 0.3 && mv r2/.git/st r2/.git/hooks; sleep 2",
+    )
+    .await;
+    let learned = std::fs::read_to_string(ws.join("seen.txt")).unwrap_or_default();
+    let seen = learned
+        .split(['\n', ' '])
+        .filter_map(|word| Path::new(word).file_name()?.to_str())
+        .find(|name| name.starts_with(".toolhost") || name.starts_with("hooks."))
+        .map(str::to_string);
+    // The names that follow the one seen, where it counts up.
+    let taken = seen.as_deref().map_or(String::new(), |seen| {
+        let (stem, last) = seen.rsplit_once('.').unwrap_or((seen, ""));
+        let next: u64 = last.parse().unwrap_or(0);
+        (next..next + 500)
+            .map(|n| format!("touch r2/.git/'{stem}.{n}'; "))
+            .collect()
+    });
+    run(&host, &taken).await;
+    let planted = run(
+        &host,
+        &format!(
+            "mkdir r2/p && printf '#!/bin/sh\\ntouch {}\\n' > r2/p/pre-commit && chmod +x \
+             r2/p/pre-commit && mv r2/p r2/.git/hooks && echo planted",
+            mark.display()
+        ),
+    )
+    .await;
+    owner_git(
+        outside.path(),
+        &["-C", r2_s, "commit", "-q", "--allow-empty", "-m", "x"],
+    );
+    assert!(
+        !mark.exists(),
+        "the owner's commit ran a hook planted after taking {seen:?} and what follows: {planted}"
+    );
+    assert!(!r2.join(".git/hooks").exists(), "{planted}");
+}
