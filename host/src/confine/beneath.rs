@@ -9,9 +9,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 
-/// Most entries removed under one guarded name (a command's planted tree).
-const MOST_REMOVED: usize = 10_000_000;
-
 fn c(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
@@ -37,29 +34,21 @@ pub(super) fn open_root(path: &Path) -> io::Result<OwnedFd> {
     })
 }
 
-/// The directory `name` of `at`, not following a link.
-/// Where the search permission of `at`, or the read permission of a
-/// directory opened to be read, was taken away, they are given back first
+/// The directory `name` of `at` (`O_PATH`), not following a link. Where
+/// the search permission of `at` was taken away, it is given back first
 /// (see [`permitted`]).
-fn open_dir(at: RawFd, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+fn open_dir(at: RawFd, name: &OsStr) -> io::Result<OwnedFd> {
     let cname = c(name)?;
-    let open = |flags: libc::c_int| {
+    permitted(at, || {
         // SAFETY: a NUL-terminated name relative to a descriptor of ours.
         fd_or_error(unsafe {
             libc::openat(
                 at,
                 cname.as_ptr(),
-                flags | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             )
         })
-    };
-    match permitted(at, || open(flags)) {
-        Err(e) if e.raw_os_error() == Some(libc::EACCES) && flags & libc::O_PATH == 0 => {
-            give_back(open(libc::O_PATH)?.as_raw_fd())?;
-            open(flags)
-        }
-        done => done,
-    }
+    })
 }
 
 /// The status of `name` in `at`, a last link not followed.
@@ -88,8 +77,9 @@ pub(super) enum Parent {
     /// A directory on the way is missing or is not one: nothing can be at
     /// the path.
     Missing,
-    /// A directory on the way is a symbolic link: `name` in `dir`.
-    Link(OwnedFd, OsString),
+    /// A directory on the way is a symbolic link: `name` in `dir`, and its
+    /// path beneath the root.
+    Link(OwnedFd, OsString, PathBuf),
 }
 
 /// The parent directory of `rel` beneath `root`, through directories
@@ -98,17 +88,19 @@ pub(super) fn parent(root: &OwnedFd, rel: &Path) -> io::Result<Parent> {
     let Some(dirs) = rel.parent() else {
         return Err(io::ErrorKind::InvalidInput.into());
     };
-    let mut at = open_dir(root.as_raw_fd(), OsStr::new("."), libc::O_PATH)?;
+    let mut at = open_dir(root.as_raw_fd(), OsStr::new("."))?;
+    let mut way = PathBuf::new();
     for component in dirs.components() {
         let Component::Normal(name) = component else {
             return Err(io::ErrorKind::InvalidInput.into());
         };
-        match open_dir(at.as_raw_fd(), name, libc::O_PATH) {
+        way.push(name);
+        match open_dir(at.as_raw_fd(), name) {
             Ok(next) => at = next,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Parent::Missing),
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
                 return Ok(match lstat(at.as_raw_fd(), name) {
-                    Ok(stat) if is(&stat, libc::S_IFLNK) => Parent::Link(at, name.to_owned()),
+                    Ok(stat) if is(&stat, libc::S_IFLNK) => Parent::Link(at, name.to_owned(), way),
                     _ => Parent::Missing,
                 });
             }
@@ -147,85 +139,39 @@ pub(super) fn symlink(text: &Path, at: RawFd, name: &OsStr) -> io::Result<()> {
     })
 }
 
-/// Removes `name` in `at` and, for a directory, all it holds, never
-/// following a link. A directory is first renamed out of its name (one
-/// step, whatever it holds), then emptied without recursion: what lies
-/// deeper is moved up, so no depth or breadth stops it. A directory of
-/// toolhost's user that a command made unsearchable or read-only is given
-/// back its owner's permissions first.
-pub(super) fn remove(at: RawFd, name: &OsStr) -> io::Result<()> {
-    let stat = lstat(at, name)?;
-    if !is(&stat, libc::S_IFDIR) {
-        return unlink(at, name, 0);
-    }
-    let aside = aside_name();
+/// Moves `name` of `at`, whatever it is, out of its name to a new name
+/// beside it (one step, never following a link, never over what is
+/// there) and returns that name. Nothing is removed: what a command moved
+/// to a kept name may be the owner's (a directory holding files the
+/// command could neither read nor remove), so it is set aside whole for
+/// the owner to look through.
+pub(super) fn set_aside(at: RawFd, name: &OsStr) -> io::Result<OsString> {
+    let aside = aside_name(name)?;
     rename(at, name, at, &aside)?;
-    purge(at, &aside)
+    Ok(aside)
 }
 
-/// A name no command chose, for a directory being removed.
-fn aside_name() -> OsString {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let next = NEXT.fetch_add(1, Ordering::Relaxed);
-    OsString::from(format!(".toolhost-removed.{}.{next}", std::process::id()))
-}
+/// What a set-aside entry's name adds to the name it had.
+pub(super) const ASIDE: &str = ".toolhost-planted-";
 
-/// Removes the directory `name` of `at`, which toolhost just named.
-fn purge(at: RawFd, name: &OsStr) -> io::Result<()> {
-    let top = open_dir(at, name, libc::O_RDONLY)?;
-    let top_fd = top.as_raw_fd();
-    let mut removed = 0usize;
-    loop {
-        let names = entries(top_fd)?;
-        if names.is_empty() {
-            break;
-        }
-        for entry in names {
-            removed += 1;
-            if removed > MOST_REMOVED {
-                return Err(io::Error::other(format!(
-                    "more than {MOST_REMOVED} entries to remove"
-                )));
-            }
-            let stat = match lstat(top_fd, &entry) {
-                Ok(stat) => stat,
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
-                Err(e) => return Err(e),
-            };
-            if !is(&stat, libc::S_IFDIR) {
-                unlink(top_fd, &entry, 0)?;
-                continue;
-            }
-            if unlink(top_fd, &entry, libc::AT_REMOVEDIR).is_ok() {
-                continue;
-            }
-            // What it holds moves up beside it: files removed, directories
-            // renamed into the top, each emptied in a later round.
-            let dir = open_dir(top_fd, &entry, libc::O_RDONLY)?;
-            for inner in entries(dir.as_raw_fd())? {
-                let stat = lstat(dir.as_raw_fd(), &inner)?;
-                if is(&stat, libc::S_IFDIR) {
-                    rename(dir.as_raw_fd(), &inner, top_fd, &aside_name())?;
-                } else {
-                    unlink(dir.as_raw_fd(), &inner, 0)?;
-                }
-            }
-        }
+/// `name` (cut to fit `NAME_MAX`), [`ASIDE`] and 64 random bits: a name
+/// no command can have made ahead to stop the move.
+fn aside_name(name: &OsStr) -> io::Result<OsString> {
+    let mut random = [0u8; 8];
+    // SAFETY: fills a local buffer of its length.
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    if got != random.len() as isize {
+        return Err(io::Error::other(format!(
+            "getrandom failed: {}; no name to set a planted entry aside to",
+            io::Error::last_os_error()
+        )));
     }
-    unlink(at, name, libc::AT_REMOVEDIR)
-}
-
-/// `unlinkat(at, name, flags)`, given back permission to once.
-fn unlink(at: RawFd, name: &OsStr, flags: libc::c_int) -> io::Result<()> {
-    let cname = c(name)?;
-    permitted(at, || {
-        // SAFETY: a NUL-terminated name relative to a descriptor of ours.
-        match unsafe { libc::unlinkat(at, cname.as_ptr(), flags) } {
-            0 => Ok(()),
-            _ => Err(io::Error::last_os_error()),
-        }
-    })
+    let suffix = format!("{ASIDE}{:016x}", u64::from_ne_bytes(random));
+    // NAME_MAX, the longest name of an entry.
+    let keep = 255 - suffix.len();
+    let mut bytes = name.as_bytes()[..name.len().min(keep)].to_vec();
+    bytes.extend_from_slice(suffix.as_bytes());
+    Ok(OsString::from_vec(bytes))
 }
 
 /// Renames `name` of `at` to `to` of `into`, never over what is there.
@@ -304,40 +250,6 @@ fn give_back(dir: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// The names in the open directory `fd` (but `.` and `..`).
-fn entries(fd: RawFd) -> io::Result<Vec<OsString>> {
-    // A descriptor of its own for the stream, which closes it.
-    // SAFETY: duplicates a descriptor of ours.
-    let copy = fd_or_error(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })?;
-    // SAFETY: the stream takes the copy over; closed below.
-    let stream = unsafe { libc::fdopendir(copy.as_raw_fd()) };
-    if stream.is_null() {
-        return Err(io::Error::last_os_error());
-    }
-    std::mem::forget(copy);
-    // The copy shares its position with `fd`, which may have been read
-    // before: from the start.
-    // SAFETY: the stream opened above.
-    unsafe { libc::rewinddir(stream) };
-    let mut names = Vec::new();
-    loop {
-        // SAFETY: reads the stream opened above.
-        let entry = unsafe { libc::readdir(stream) };
-        if entry.is_null() {
-            break;
-        }
-        // SAFETY: d_name is NUL-terminated within the entry.
-        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
-        let name = OsStr::from_bytes(name.to_bytes());
-        if name != "." && name != ".." {
-            names.push(name.to_owned());
-        }
-    }
-    // SAFETY: closes the stream (and the copy) once.
-    unsafe { libc::closedir(stream) };
-    Ok(names)
-}
-
 /// The text of `path` if it is a regular file (a last link resolved first,
 /// then opened without following one, without waiting on a FIFO) of at
 /// most `cap` bytes; `Ok(None)` where it is missing or not a regular file;
@@ -404,6 +316,24 @@ fn open_regular(path: &Path) -> Option<std::fs::File> {
 mod tests {
     use super::*;
 
+    /// The one entry of `dir` whose name starts with `name` and
+    /// [`ASIDE`].
+    fn set_aside_in(dir: &Path, name: &str) -> PathBuf {
+        let prefix = format!("{name}{ASIDE}");
+        let found: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&prefix)
+            })
+            .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        found[0].clone()
+    }
+
     #[test]
     fn nothing_is_reached_through_a_link_on_the_way() {
         let root = tempfile::tempdir().unwrap();
@@ -411,20 +341,22 @@ mod tests {
         std::fs::write(away.path().join("precious"), "x").unwrap();
         std::os::unix::fs::symlink(away.path(), root.path().join("lnk")).unwrap();
         let fd = open_root(root.path()).unwrap();
-        let Parent::Link(dir, name) = parent(&fd, Path::new("lnk/precious")).unwrap() else {
+        let Parent::Link(dir, name, way) = parent(&fd, Path::new("lnk/precious")).unwrap() else {
             panic!("a link on the way was followed");
         };
-        remove(dir.as_raw_fd(), &name).unwrap();
+        assert_eq!(way, Path::new("lnk"));
+        let aside = set_aside(dir.as_raw_fd(), &name).unwrap();
         assert!(away.path().join("precious").exists());
         assert!(!root.path().join("lnk").exists());
-        // A directory holding a link to elsewhere is removed, not what it
+        assert!(root.path().join(aside).is_symlink());
+        // A directory holding a link to elsewhere is set aside, not what it
         // leads to.
         std::fs::create_dir(root.path().join("d")).unwrap();
         std::os::unix::fs::symlink(away.path(), root.path().join("d/in")).unwrap();
         let Parent::Dir(dir) = parent(&fd, Path::new("d/x")).unwrap() else {
             panic!("a directory not reached");
         };
-        remove(dir.as_raw_fd(), OsStr::new("in")).unwrap();
+        set_aside(dir.as_raw_fd(), OsStr::new("in")).unwrap();
         assert!(away.path().join("precious").exists());
         assert!(matches!(
             parent(&fd, Path::new("none/x")),
@@ -434,46 +366,41 @@ mod tests {
     }
 
     #[test]
-    fn a_tree_of_any_depth_and_breadth_is_removed_whole() {
-        use proptest::prelude::*;
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("precious"), "x").unwrap();
-        proptest!(ProptestConfig::with_cases(6), |(
-            chains in proptest::collection::vec(0usize..400, 1..4),
-            files in 0usize..4,
-            link_at in 0usize..400,
-        )| {
-            let root = tempfile::tempdir().unwrap();
-            let top = root.path().join("hooks");
-            std::fs::create_dir(&top).unwrap();
-            for (n, depth) in chains.iter().enumerate() {
-                let mut dir = top.join(format!("d{n}"));
-                std::fs::create_dir(&dir).unwrap();
-                for level in 0..*depth {
-                    // Relative steps: the paths grow past PATH_MAX.
-                    std::fs::create_dir(dir.join("d")).unwrap();
-                    dir = dir.join("d");
-                    if level == link_at {
-                        std::os::unix::fs::symlink(outside.path(), dir.join("out")).unwrap();
-                    }
-                    if dir.as_os_str().len() > 3000 {
-                        break;
-                    }
-                }
-                for f in 0..files {
-                    std::fs::write(dir.join(format!("f{f}")), "x").unwrap();
-                }
+    fn a_tree_is_set_aside_whole_in_one_step_beside_its_name() {
+        let root = tempfile::tempdir().unwrap();
+        let top = root.path().join("hooks");
+        // Relative steps: the path grows past PATH_MAX.
+        std::fs::create_dir(&top).unwrap();
+        let mut dir = top.clone();
+        for _ in 0..300 {
+            std::fs::create_dir(dir.join("d")).unwrap();
+            dir = dir.join("d");
+            if dir.as_os_str().len() > 3000 {
+                break;
             }
-            std::fs::write(top.join("pre-commit"), "x").unwrap();
-            let fd = open_root(root.path()).unwrap();
-            remove(fd.as_raw_fd(), OsStr::new("hooks")).unwrap();
-            prop_assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
-            prop_assert!(outside.path().join("precious").exists());
-        });
+        }
+        std::fs::write(dir.join("kept"), "x").unwrap();
+        std::fs::write(top.join("pre-commit"), "x").unwrap();
+        let fd = open_root(root.path()).unwrap();
+        let aside = set_aside(fd.as_raw_fd(), OsStr::new("hooks")).unwrap();
+        assert!(!top.exists());
+        let moved = root.path().join(&aside);
+        assert_eq!(moved, set_aside_in(root.path(), "hooks"));
+        assert!(moved.join("pre-commit").exists());
+        let rel = dir.strip_prefix(&top).unwrap();
+        assert!(moved.join(rel).join("kept").exists());
+        // Planted again: another name; a name as long as any still fits.
+        std::fs::create_dir(&top).unwrap();
+        let again = set_aside(fd.as_raw_fd(), OsStr::new("hooks")).unwrap();
+        assert_ne!(again, aside);
+        let long = "l".repeat(255);
+        std::fs::write(root.path().join(&long), "x").unwrap();
+        let cut = set_aside(fd.as_raw_fd(), OsStr::new(&long)).unwrap();
+        assert!(cut.len() <= 255 && root.path().join(cut).exists());
     }
 
     #[test]
-    fn what_a_command_made_unsearchable_is_removed_all_the_same() {
+    fn what_a_command_made_unsearchable_is_set_aside_all_the_same() {
         use std::os::unix::fs::PermissionsExt;
         // SAFETY: geteuid cannot fail.
         if unsafe { libc::geteuid() } == 0 {
@@ -495,8 +422,9 @@ mod tests {
         let Parent::Dir(git) = parent(&fd, Path::new("proj/.git/hooks")).unwrap() else {
             panic!("the directory made unsearchable was not reached");
         };
-        remove(git.as_raw_fd(), OsStr::new("hooks")).unwrap();
+        set_aside(git.as_raw_fd(), OsStr::new("hooks")).unwrap();
         assert!(!root.path().join("proj/.git/hooks").exists());
+        set_aside_in(&root.path().join("proj/.git"), "hooks");
     }
 
     #[test]

@@ -6,12 +6,10 @@
 //! what changed when each command ends and, while a sandbox lives, as soon
 //! as inotify sees a change, and then ends the sandbox.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use super::beneath::{self, Parent};
 
@@ -73,15 +71,25 @@ enum Kept {
     Mounted(u64, u64),
 }
 
+/// What a check of a guard found.
+struct Checked {
+    /// `Err` names what changed and was put back.
+    undone: Result<(), String>,
+    /// Why a read-only mount was replaced from outside, if it was.
+    replaced: Option<String>,
+    /// The kept paths that changed.
+    changed: Vec<PathBuf>,
+}
+
 /// Where a guarded path's directory was found, beneath its grant.
 enum Found {
     /// Its directory, and its last name.
     At(OwnedFd, PathBuf),
     /// A directory on the way is missing (or not a directory).
     Missing,
-    /// A directory on the way is a link, which is removed: `Err` if that
-    /// failed.
-    LinkRemoved(Result<(), String>),
+    /// A directory on the way is a link, which is set aside: where to, or
+    /// `Err` if that failed.
+    LinkRemoved(Result<PathBuf, String>),
     /// Not to be checked: why.
     Unknown(String),
 }
@@ -125,7 +133,7 @@ impl Guard {
     /// Puts back every guarded path that changed: removes what appeared,
     /// makes a link again; `Err` names what the sandbox had changed.
     pub(crate) fn undo(&self) -> Result<(), String> {
-        self.check().0
+        self.check().undone
     }
 
     /// The directory of `path` beneath its grant's descriptor.
@@ -151,8 +159,10 @@ impl Guard {
         match beneath::parent(fd, rel) {
             Ok(Parent::Dir(dir)) => Found::At(dir, PathBuf::from(name)),
             Ok(Parent::Missing) => Found::Missing,
-            Ok(Parent::Link(dir, link)) => Found::LinkRemoved(
-                beneath::remove(dir.as_raw_fd(), &link).map_err(|e| e.to_string()),
+            Ok(Parent::Link(dir, link, way)) => Found::LinkRemoved(
+                beneath::set_aside(dir.as_raw_fd(), &link)
+                    .map(|aside| root.join(way).with_file_name(aside))
+                    .map_err(|e| e.to_string()),
             ),
             Err(e) => Found::Unknown(e.to_string()),
         }
@@ -160,12 +170,16 @@ impl Guard {
 
     /// [`Self::undo`], and whether a read-only mount of the sandbox was
     /// replaced from outside (which ends the sandbox).
-    fn check(&self) -> (Result<(), String>, Option<String>) {
+    fn check(&self) -> Checked {
         let mut changed = Vec::new();
+        let mut aside = Vec::new();
+        let mut failed = Vec::new();
         let mut replaced = None;
         for (path, kept) in &self.kept {
             let found = self.find(path);
-            let what = match (kept, found) {
+            // Changed: `Ok` with where what was there was set aside, or why
+            // it could not be put back.
+            let what: Option<Result<Option<PathBuf>, String>> = match (kept, found) {
                 (Kept::Mounted(dev, ino), found) => {
                     let same = match &found {
                         Found::At(dir, name) => beneath::lstat(dir.as_raw_fd(), name.as_os_str())
@@ -180,18 +194,18 @@ impl Guard {
                     }
                     None
                 }
-                (_, Found::LinkRemoved(removed)) => Some(removed.err()),
-                (_, Found::Unknown(why)) => Some(Some(format!("could not be checked: {why}"))),
+                (_, Found::LinkRemoved(moved)) => Some(moved.map(Some)),
+                (_, Found::Unknown(why)) => Some(Err(format!("could not be checked: {why}"))),
                 (Kept::Absent, Found::Missing) => None,
-                (Kept::Link(_), Found::Missing) => Some(Some("its directory is gone".into())),
+                (Kept::Link(_), Found::Missing) => Some(Err("its directory is gone".into())),
                 (Kept::Absent, Found::At(dir, name)) => {
                     match beneath::lstat(dir.as_raw_fd(), name.as_os_str()) {
                         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
-                        Err(e) => Some(Some(format!("could not be checked: {e}"))),
+                        Err(e) => Some(Err(format!("could not be checked: {e}"))),
                         Ok(_) => Some(
-                            beneath::remove(dir.as_raw_fd(), name.as_os_str())
-                                .err()
-                                .map(|e| e.to_string()),
+                            beneath::set_aside(dir.as_raw_fd(), name.as_os_str())
+                                .map(|to| Some(path.with_file_name(to)))
+                                .map_err(|e| e.to_string()),
                         ),
                     }
                 }
@@ -200,39 +214,79 @@ impl Guard {
                     if beneath::readlink(dir, name).ok().as_ref() == Some(text) {
                         None
                     } else {
-                        Some(relink(dir, name, text))
+                        Some(relink(dir, name, text).map(|to| to.map(|to| path.with_file_name(to))))
                     }
                 }
             };
             let mut unsettled = UNSETTLED.lock().unwrap_or_else(|e| e.into_inner());
             match &what {
-                Some(Some(_)) if *kept != Kept::Absent || self.is_there(path) => {
+                Some(Err(_)) if *kept != Kept::Absent || self.is_there(path) => {
                     unsettled.insert(path.clone());
                 }
-                Some(Some(_)) => {}
+                Some(Err(_)) => {}
                 _ => {
                     unsettled.remove(path);
                 }
             }
             drop(unsettled);
-            if let Some(failed) = what {
-                if let Some(error) = &failed {
+            match what {
+                None => continue,
+                Some(Err(error)) => {
                     tracing::warn!(path = %path.display(), %error, "could not put back repository metadata");
+                    failed.push(path.clone());
                 }
-                changed.push(path.display().to_string());
+                Some(Ok(Some(to))) => {
+                    tracing::warn!(path = %path.display(), to = %to.display(), "set aside what a command planted at repository metadata");
+                    aside.push(format!("{} is now {}", path.display(), to.display()));
+                }
+                Some(Ok(None)) => {}
             }
+            changed.push(path.clone());
         }
         if changed.is_empty() {
-            return (Ok(()), replaced);
+            return Checked {
+                undone: Ok(()),
+                replaced,
+                changed: Vec::new(),
+            };
         }
-        let undone = format!(
+        let list = |paths: &[PathBuf]| {
+            let paths: Vec<_> = paths.iter().map(|p| p.display().to_string()).collect();
+            paths.join(", ")
+        };
+        let mut undone = format!(
             "the command made or changed repository metadata that git outside the sandbox would \
-             read ({}); toolhost put it back as it was, since a command may change a \
-             repository's work and history but not what makes git run programs or read its \
-             metadata elsewhere",
-            changed.join(", ")
+             read ({}), which a command may not: it may change a repository's work and history \
+             but not what makes git run programs or read its metadata elsewhere",
+            list(&changed)
         );
-        (Err(undone), replaced)
+        if failed.len() < changed.len() {
+            undone.push_str("; toolhost put it back as it was");
+        }
+        if !aside.is_empty() {
+            undone.push_str(&format!(
+                "; what it left there was moved aside whole, nothing in it removed ({}): look \
+                 through it, then remove it",
+                aside.join(", ")
+            ));
+        }
+        if !failed.is_empty() {
+            undone.push_str(&format!(
+                "; toolhost could not put back {} (see the log): remove what is there before \
+                 running git in that repository",
+                list(&failed)
+            ));
+        }
+        Checked {
+            undone: Err(undone),
+            replaced,
+            changed,
+        }
+    }
+
+    /// Whether `path` is one this guard keeps.
+    fn keeps(&self, path: &Path) -> bool {
+        self.known.contains(path)
     }
 
     /// Whether something is at `path` (or it cannot be told).
@@ -257,332 +311,22 @@ impl Guard {
                 .find(|dir| dir.symlink_metadata().is_ok_and(|m| m.is_dir()))
         })
     }
-
-    /// Watches the guard while a sandbox lives: any change is put back at
-    /// once and `end` is called with why (it ends the sandbox). After the
-    /// returned registration is dropped, the watch goes on until `gone`
-    /// (the sandbox's PID 1) has exited, then checks one last time.
-    pub(crate) fn watch(self, end: End, gone: Option<OwnedFd>) -> Option<Watched> {
-        if self.is_empty() {
-            return None;
-        }
-        let watcher = watcher()?;
-        let mut state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.next += 1;
-        let id = state.next;
-        let mut wds = Vec::new();
-        for dir in self.dirs() {
-            let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-                continue;
-            };
-            // SAFETY: a NUL-terminated path and the watcher's descriptor.
-            let wd = unsafe { libc::inotify_add_watch(watcher.fd.as_raw_fd(), c.as_ptr(), EVENTS) };
-            if wd >= 0 && !wds.contains(&wd) {
-                wds.push(wd);
-                state.by_wd.entry(wd).or_default().push(id);
-            }
-        }
-        let undone = Arc::new(Mutex::new(None));
-        state.guards.insert(
-            id,
-            Entry {
-                guard: Arc::new(self),
-                end,
-                wds,
-                gone,
-                ending: false,
-                undone: undone.clone(),
-            },
-        );
-        Some(Watched { id, undone })
-    }
 }
 
-/// Makes `name` in `dir` the link `text` again, after removing what is
-/// there; the error, if that failed.
-fn relink(dir: i32, name: &OsStr, text: &Path) -> Option<String> {
-    if beneath::lstat(dir, name).is_ok()
-        && let Err(e) = beneath::remove(dir, name)
-    {
-        return Some(e.to_string());
-    }
-    beneath::symlink(text, dir, name)
-        .err()
-        .map(|e| e.to_string())
+/// Makes `name` in `dir` the link `text` again, after setting aside what
+/// is there; the name it was set aside to, if any.
+fn relink(dir: i32, name: &OsStr, text: &Path) -> Result<Option<std::ffi::OsString>, String> {
+    let aside = match beneath::lstat(dir, name) {
+        Ok(_) => Some(beneath::set_aside(dir, name).map_err(|e| e.to_string())?),
+        Err(_) => None,
+    };
+    beneath::symlink(text, dir, name).map_err(|e| e.to_string())?;
+    Ok(aside)
 }
 
-/// Changes in a guarded path's directory.
-const EVENTS: u32 = libc::IN_CREATE
-    | libc::IN_ATTRIB
-    | libc::IN_MOVED_TO
-    | libc::IN_MOVED_FROM
-    | libc::IN_DELETE
-    | libc::IN_ONLYDIR
-    | libc::IN_DONT_FOLLOW;
+mod watcher;
 
-/// A guard watched while its sandbox lives; dropping it ends the watch
-/// once the sandbox is gone.
-pub(crate) struct Watched {
-    id: u64,
-    /// What the watcher put back, until taken.
-    undone: Arc<Mutex<Option<String>>>,
-}
-
-impl Watched {
-    /// Puts back what changed now, under the watcher's lock (so that what
-    /// its thread is putting back meanwhile is not missed); `Err` names
-    /// what was put back since last asked, by either.
-    pub(crate) fn settle(&self) -> Result<(), String> {
-        let now = watcher().and_then(|watcher| {
-            let state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.guards.get(&self.id).map(|entry| entry.guard.undo())
-        });
-        let before = self.undone.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match (now, before) {
-            (Some(Err(reason)), _) | (_, Some(reason)) => Err(reason),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl Drop for Watched {
-    fn drop(&mut self) {
-        let Some(watcher) = watcher() else {
-            return;
-        };
-        let mut state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
-        let done = match state.guards.get_mut(&self.id) {
-            Some(entry) if entry.gone.is_some() => {
-                entry.ending = true;
-                false
-            }
-            Some(_) => true,
-            None => false,
-        };
-        if done {
-            state.remove(self.id, watcher.fd.as_raw_fd());
-        }
-        drop(state);
-        // The watcher's thread polls the ending sandbox's PID 1 from now.
-        wake(watcher.wake.as_raw_fd());
-    }
-}
-
-struct Entry {
-    guard: Arc<Guard>,
-    end: End,
-    wds: Vec<i32>,
-    /// A pidfd of the sandbox's PID 1.
-    gone: Option<OwnedFd>,
-    /// Its registration was dropped: removed once `gone` is readable.
-    ending: bool,
-    undone: Arc<Mutex<Option<String>>>,
-}
-
-#[derive(Default)]
-struct State {
-    next: u64,
-    guards: HashMap<u64, Entry>,
-    by_wd: HashMap<i32, Vec<u64>>,
-}
-
-impl State {
-    fn remove(&mut self, id: u64, inotify: i32) {
-        let Some(entry) = self.guards.remove(&id) else {
-            return;
-        };
-        for wd in entry.wds {
-            let ids = self.by_wd.entry(wd).or_default();
-            ids.retain(|other| *other != id);
-            if ids.is_empty() {
-                self.by_wd.remove(&wd);
-                // SAFETY: removes a watch of the watcher's own descriptor.
-                unsafe {
-                    libc::inotify_rm_watch(inotify, wd);
-                }
-            }
-        }
-    }
-}
-
-/// One inotify descriptor and one thread for every guard of the process.
-struct Watcher {
-    fd: OwnedFd,
-    /// Written to wake the thread (a registration ending).
-    wake: OwnedFd,
-    state: Mutex<State>,
-}
-
-/// The process's watcher, started at first use; `None` where inotify or a
-/// thread is not to be had (then guards are checked when commands end).
-fn watcher() -> Option<&'static Watcher> {
-    static WATCHER: OnceLock<Option<Watcher>> = OnceLock::new();
-    WATCHER
-        .get_or_init(|| {
-            // SAFETY: new descriptors owned here, or -1.
-            let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
-            let mut pipe = [0; 2];
-            // SAFETY: pipe2 fills two descriptors.
-            let piped = unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) };
-            if fd < 0 || piped < 0 {
-                tracing::warn!("no inotify for the repository guard: checked when commands end");
-                return None;
-            }
-            // SAFETY: each descriptor was just created and is owned here.
-            let (fd, read, write) = unsafe {
-                (
-                    OwnedFd::from_raw_fd(fd),
-                    OwnedFd::from_raw_fd(pipe[0]),
-                    OwnedFd::from_raw_fd(pipe[1]),
-                )
-            };
-            let watcher = Watcher {
-                fd,
-                wake: write,
-                state: Mutex::new(State::default()),
-            };
-            let inotify = watcher.fd.as_raw_fd();
-            std::thread::Builder::new()
-                .name("toolhost-guard".into())
-                .spawn(move || run(inotify, read))
-                .ok()?;
-            Some(watcher)
-        })
-        .as_ref()
-}
-
-/// Wakes the watcher's thread through its pipe.
-fn wake(fd: i32) {
-    // SAFETY: writes one byte from a local to a pipe this process owns.
-    unsafe {
-        libc::write(fd, [0u8].as_ptr().cast(), 1);
-    }
-}
-
-/// The watcher's thread: waits for changes in guarded directories, for the
-/// end of sandboxes whose registration ended, and for wake-ups.
-fn run(inotify: i32, wake: OwnedFd) {
-    let mut buffer = vec![0u64; 4096 / 8];
-    loop {
-        let mut polls = vec![
-            libc::pollfd {
-                fd: inotify,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        let Some(watcher) = watcher() else { return };
-        let ending: Vec<(u64, i32)> = {
-            let state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
-            state
-                .guards
-                .iter()
-                .filter(|(_, entry)| entry.ending)
-                .filter_map(|(id, entry)| Some((*id, entry.gone.as_ref()?.as_raw_fd())))
-                .collect()
-        };
-        polls.extend(ending.iter().map(|(_, fd)| libc::pollfd {
-            fd: *fd,
-            events: libc::POLLIN,
-            revents: 0,
-        }));
-        // SAFETY: polls descriptors owned by the watcher's entries, which
-        // stay registered (and open) until this thread removes them.
-        let ready = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, -1) };
-        if ready < 0 {
-            continue;
-        }
-        if polls[1].revents != 0 {
-            let mut byte = [0u8; 64];
-            // SAFETY: reads into a local buffer.
-            unsafe {
-                libc::read(wake.as_raw_fd(), byte.as_mut_ptr().cast(), byte.len());
-            }
-        }
-        let mut touched: Vec<i32> = Vec::new();
-        let mut overflow = false;
-        if polls[0].revents != 0 {
-            // SAFETY: reads whole events into an aligned buffer.
-            let read = unsafe { libc::read(inotify, buffer.as_mut_ptr().cast(), buffer.len() * 8) };
-            // SAFETY: the kernel wrote `read` bytes of whole events.
-            let bytes = unsafe {
-                std::slice::from_raw_parts(buffer.as_ptr().cast::<u8>(), read.max(0) as usize)
-            };
-            let mut rest = bytes;
-            const HEADER: usize = size_of::<libc::inotify_event>();
-            while rest.len() >= HEADER {
-                // SAFETY: a whole event header lies at the start of `rest`.
-                let event: libc::inotify_event =
-                    unsafe { std::ptr::read_unaligned(rest.as_ptr().cast()) };
-                overflow |= event.mask & libc::IN_Q_OVERFLOW != 0;
-                touched.push(event.wd);
-                rest = &rest[(HEADER + event.len as usize).min(rest.len())..];
-            }
-        }
-        let mut state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut ids: Vec<u64> = if overflow {
-            state.guards.keys().copied().collect()
-        } else {
-            touched
-                .iter()
-                .flat_map(|wd| state.by_wd.get(wd).into_iter().flatten().copied())
-                .collect()
-        };
-        let gone: Vec<u64> = ending
-            .iter()
-            .zip(&polls[2..])
-            .filter(|(_, poll)| poll.revents != 0)
-            .map(|((id, _), _)| *id)
-            .collect();
-        ids.extend(&gone);
-        ids.sort_unstable();
-        ids.dedup();
-        for id in ids {
-            let Some(entry) = state.guards.get(&id) else {
-                continue;
-            };
-            match entry.guard.check() {
-                (Err(reason), _) => {
-                    tracing::warn!(%reason, "a sandbox planted repository metadata; ending it");
-                    *entry.undone.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
-                    (entry.end)(&reason);
-                }
-                (Ok(()), Some(reason)) => (entry.end)(&reason),
-                (Ok(()), None) => {}
-            }
-        }
-        for id in gone {
-            state.remove(id, inotify);
-        }
-    }
-}
-
-/// A pidfd of process `pid`, to learn when it has exited.
-pub(crate) fn pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open returns a new descriptor owned here, or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    // SAFETY: as above.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-/// Sends SIGKILL to the process of `pidfd`.
-pub(crate) fn kill(pidfd: &OwnedFd) {
-    // SAFETY: a signal to the process the descriptor refers to.
-    unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            libc::SIGKILL,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        );
-    }
-}
+pub(crate) use watcher::{Watched, kill, pidfd};
 
 #[cfg(test)]
 mod tests;

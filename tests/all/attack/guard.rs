@@ -13,12 +13,12 @@ use toolhost::{Host, HostBuilder};
 
 use crate::Workspace;
 
-fn bundled(builder: HostBuilder) -> HostBuilder {
+pub(super) fn bundled(builder: HostBuilder) -> HostBuilder {
     builder.bundled(true)
 }
 
 /// Commands may read and write the whole workspace.
-const WRITABLE: &str = r#"
+pub(super) const WRITABLE: &str = r#"
 allow = ["terminal:*", "file:read", "file:write"]
 file.read = ["."]
 file.write = ["."]
@@ -28,7 +28,7 @@ terminal.dangerous = "allow"
 
 /// Runs `line` alone in a sandbox of its own; whatever it printed, or the
 /// error.
-async fn run(host: &Host, line: &str) -> String {
+pub(super) async fn run(host: &Host, line: &str) -> String {
     match host.call("run_command", json!({ "command": line })).await {
         Ok(result) => result.get().to_string(),
         Err(e) => e.to_string(),
@@ -200,7 +200,7 @@ fn the_planner_reads_no_device_nor_fifo_a_repository_includes() {
 }
 
 /// Host git as the owner, with no configuration of the test's user.
-fn owner_git(home: &Path, args: &[&str]) -> std::process::Output {
+pub(super) fn owner_git(home: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new("git")
         .args([
             "-c",

@@ -1,4 +1,4 @@
-//! The guard puts back what appeared at a kept name and makes a replaced
+//! The guard sets aside what appeared at a kept name and makes a replaced
 //! link again, at once while watched.
 
 use super::*;
@@ -26,6 +26,19 @@ fn what_appeared_is_removed_and_a_replaced_link_made_again() {
         "{reason}"
     );
     assert!(!git.join("commondir").exists() && !git.join("info").exists());
+    // Set aside beside their names, nothing in them removed; the reason
+    // says where.
+    let aside: Vec<_> = std::fs::read_dir(&git)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(beneath::ASIDE))
+        .collect();
+    assert_eq!(aside.len(), 3, "{aside:?}");
+    for name in &aside {
+        assert!(reason.contains(name.as_str()), "{reason}");
+    }
+    let info = aside.iter().find(|name| name.starts_with("info")).unwrap();
+    assert!(git.join(info).join("deep").is_dir());
     assert_eq!(
         std::fs::read_link(git.join("hooks")).unwrap(),
         Path::new("../hooks")
