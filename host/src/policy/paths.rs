@@ -13,7 +13,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 pub use confinement::Confinement;
 pub(crate) use confinement::value_allowed;
 pub use lexical::{Access, normalize};
-pub use reached::Identities;
+pub use reached::{Identities, Unsearched};
 
 use super::own::{OwnPath, OwnPaths, Protection};
 

@@ -12,12 +12,31 @@ use super::PathRules;
 /// Device and inode of files and directories a denied name reaches.
 pub type Identities = HashSet<(u64, u64)>;
 
+/// Why the write grants could not be searched whole.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unsearched {
+    /// More entries than the budget.
+    TooMany(usize),
+    /// A directory that can be entered (by name) but not listed.
+    Unlistable(PathBuf, String),
+}
+
+/// Whether toolhost's user can enter `dir` (search permission).
+fn searchable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `path` is a valid NUL-terminated string.
+    unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
+}
+
 impl PathRules {
     /// The files and directories that a name `file.deny` matches inside
     /// the write grants (where links can be made) reaches (see the module),
     /// looking at no more than `max_entries` (`Err` past it). Symbolic
     /// links are followed only from denied names.
-    pub fn reached_by_denied(&self, max_entries: usize) -> Result<Identities, usize> {
+    pub fn reached_by_denied(&self, max_entries: usize) -> Result<Identities, Unsearched> {
         let mut found = Identities::new();
         if self.deny_patterns.is_empty() {
             return Ok(found);
@@ -40,13 +59,16 @@ impl PathRules {
             .collect();
         let mut seen = 0;
         while let Some((dir, inside_denied)) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                // What cannot be entered either hides nothing reachable.
+                Err(_) if !searchable(&dir) => continue,
+                Err(e) => return Err(Unsearched::Unlistable(dir, e.to_string())),
             };
             for entry in entries.flatten() {
                 seen += 1;
                 if seen > max_entries {
-                    return Err(max_entries);
+                    return Err(Unsearched::TooMany(max_entries));
                 }
                 let Ok(kind) = entry.file_type() else {
                     continue;
@@ -104,7 +126,7 @@ mod tests {
             assert!(reached.contains(&identity(&w.join(path))), "{path}");
         }
         assert!(!reached.contains(&identity(&w.join("plain"))));
-        assert_eq!(rules.reached_by_denied(3), Err(3));
+        assert_eq!(rules.reached_by_denied(3), Err(Unsearched::TooMany(3)));
         let read_only = PathRules::new([&w], Vec::<&Path>::new(), deny).unwrap();
         assert_eq!(read_only.reached_by_denied(1000), Ok(Identities::new()));
     }

@@ -259,10 +259,16 @@ impl PolicedFs<'_> {
         use std::os::unix::fs::MetadataExt;
         let refusal = match self.files.reached() {
             None => None,
-            Some(Err(max)) => Some(format!(
+            Some(Err(paths::Unsearched::TooMany(max))) => Some(format!(
                 "the write grants hold more than {max} entries, too many to find what the \
                  names file.deny matches reach under other names; grant a narrower directory in \
                  file.write (or move large trees such as dependencies out of it)"
+            )),
+            Some(Err(paths::Unsearched::Unlistable(dir, why))) => Some(format!(
+                "{} can be entered but not listed ({why}), so what the names file.deny matches \
+                 reach under other names cannot be found; give it back its owner's read \
+                 permission (chmod u+r)",
+                dir.display()
             )),
             Some(Ok(reached)) if reached.is_empty() => None,
             Some(Ok(reached)) => {

@@ -64,7 +64,7 @@ pub(crate) struct FileState {
     pub(crate) streams: HashMap<u32, PathBuf>,
     /// What denied names reach under other names, found at the first
     /// open of the call (`Err` with the most entries looked at).
-    reached: Option<Result<paths::Identities, usize>>,
+    reached: Option<Result<paths::Identities, paths::Unsearched>>,
 }
 
 impl FileState {
@@ -106,7 +106,7 @@ impl FileState {
 
     /// What names `file.deny` matches reach under other names (see
     /// [`PathRules::reached_by_denied`]), looked for once per call.
-    pub(crate) fn reached(&mut self) -> Option<&Result<paths::Identities, usize>> {
+    pub(crate) fn reached(&mut self) -> Option<&Result<paths::Identities, paths::Unsearched>> {
         if self.reached.is_none() {
             let rules = &self.profile.as_ref()?.paths;
             self.reached = Some(rules.reached_by_denied(super::MAX_REACHED_ENTRIES));
