@@ -117,7 +117,7 @@ impl Handles {
         profile: &Arc<Profile>,
     ) -> Result<Claimed<'_>, HandleError> {
         let nonce: Nonce = random();
-        let expires = unix_now().saturating_add(self.settings.max_age.as_secs()) as u32;
+        let expires = expiry(self.settings.max_age);
         let claims = Claims {
             replica: self.settings.replica,
             expires,
@@ -226,7 +226,7 @@ impl Handles {
         profile: &Profile,
         bound: &[u8; 32],
     ) -> String {
-        let expires = unix_now().saturating_add(ttl.as_secs().max(1)) as u32;
+        let expires = expiry(ttl.max(Duration::from_secs(1)));
         self.codec()
             .seal_state(id, expires, owner(tenant, profile), bound)
     }
@@ -395,3 +395,9 @@ fn random<const N: usize>() -> [u8; N] {
 
 #[cfg(test)]
 mod tests;
+
+/// The expiry `ttl` from now, in seconds since 1970, capped to the 4-byte
+/// field rather than wrapped.
+fn expiry(ttl: Duration) -> u32 {
+    u32::try_from(unix_now().saturating_add(ttl.as_secs())).unwrap_or(u32::MAX)
+}
