@@ -185,7 +185,11 @@ impl HttpServer {
                 max_body: self.options.max_body,
             },
         ));
-        let owners = Arc::new(SessionOwners::new(self.host.clone(), endpoint.clone()));
+        let owners = Arc::new(SessionOwners::new(
+            self.host.clone(),
+            endpoint.clone(),
+            self.options.max_connections,
+        ));
         let mcp = mcp::streamable::route_to(endpoint).layer(
             tower_http::timeout::RequestBodyTimeoutLayer::new(self.options.body_timeout),
         );

@@ -9,6 +9,7 @@ mod approval;
 mod escapes;
 mod git;
 mod guard;
+mod handles;
 mod identity;
 mod masks;
 mod namespaces;
