@@ -1,6 +1,7 @@
 //! Handles, `input_required` and `subscriptions/listen` (MCP 2026-07-28)
-//! against other tenants: one tenant's open streams never take the
-//! connections another needs.
+//! against other tenants and conversations: one tenant's open streams never
+//! take the connections another needs; a handle dropped past the cap gives
+//! back its plugin instance, so new conversations still get state.
 
 use std::time::Duration;
 
@@ -147,8 +148,6 @@ async fn new_conversation(url: &str, token: &str, n: usize) -> serde_json::Value
 }
 
 #[tokio::test]
-#[ignore = "an evicted handle keeps its plugin instance: eviction ends only its terminal, \
-            so past 64 conversations new ones fail busy; not fixed yet"]
 async fn a_tenants_new_conversations_past_its_handle_cap_still_get_state() {
     let served = crate::mcp_handles::serve("", "").await;
     for n in 0..70 {
