@@ -150,3 +150,63 @@ async fn a_dangerous_command_asked_from_inside_the_guest_is_asked_the_same_way()
     let text = error_of(&refused);
     assert!(text.contains("declined"), "{refused}");
 }
+
+#[tokio::test]
+async fn a_call_parked_before_a_reload_that_tightens_its_profile_does_not_run() {
+    let careful = "[profiles.careful]\nallow = [\"terminal:*\"]\nfile.read = [\".\"]\n\
+                   file.write = [\".\"]\nterminal.dangerous = \"approve\"\n[tenants.gamma]\n\
+                   profile = \"careful\"\nworkspace = \"alpha\"\ntoken_sha256 = \"GAMMA\"\n";
+    let served = serve(careful, "").await;
+    let victim = served.root.join("alpha/victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    let command = "rm -rf victim; echo gone";
+    let first = raw_call(&served, GAMMA, command, json!({})).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let key = first["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    // The profile tightened: dangerous commands refused, the workspace
+    // read-only. The tenants follow the reload a moment later.
+    let tightened = served.config.replace(
+        "file.write = [\".\"]\nterminal.dangerous = \"approve\"",
+        "terminal.dangerous = \"deny\"",
+    );
+    assert_ne!(tightened, served.config);
+    let file = served.root.join("toolhost.toml");
+    std::fs::write(&file, &tightened).unwrap();
+    served.host.reload_config(&file).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let fresh = raw_call(&served, GAMMA, "rm -rf elsewhere", json!({})).await;
+        if fresh["result"]["resultType"] != "input_required" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{fresh}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let once = json!({key: {"action": "accept", "content": {"decision": "once"}}});
+    let answered = raw_call(
+        &served,
+        GAMMA,
+        command,
+        json!({"requestState": state, "inputResponses": once}),
+    )
+    .await;
+    assert!(
+        victim.exists(),
+        "the parked call ran after the reload: {answered}"
+    );
+    let message = answered["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("configuration changed") && message.contains("call the tool again"),
+        "{answered}"
+    );
+}

@@ -16,7 +16,7 @@ use toolhost::serve::http::{HttpServer, ServeOptions};
 
 use crate::http_api::sha256_hex;
 
-const ALPHA: &str = "alpha-token";
+pub(crate) const ALPHA: &str = "alpha-token";
 const BETA: &str = "beta-token";
 pub(crate) const GAMMA: &str = "gamma-token";
 pub(crate) const DELTA: &str = "delta-token";
@@ -25,10 +25,10 @@ pub(crate) const DELTA: &str = "delta-token";
 /// the bundled plugins (`todo` keeps state, `run_command` a terminal).
 pub(crate) struct Served {
     pub(crate) url: String,
-    host: Host,
+    pub(crate) host: Host,
     /// The configuration's text.
-    config: String,
-    root: PathBuf,
+    pub(crate) config: String,
+    pub(crate) root: PathBuf,
     _dir: tempfile::TempDir,
     _task: tokio::task::JoinHandle<()>,
 }

@@ -1,6 +1,6 @@
 //! `[tenant_caps]`: how much each tenant (and the local caller, counted as
 //! one more) may make a server hold: narrowed sessions and how long an idle
-//! one is kept, pending approvals, approval event streams, MCP sessions,
+//! one is kept, pending approvals, approval event streams, MCP sessions and open `/mcp` responses,
 //! unread background output, audit log bytes a minute, and its share of
 //! `sessions_memory`. Each is at least 1.
 
@@ -29,6 +29,9 @@ pub struct TenantCapsConfig {
     /// MCP sessions (`/mcp`) one tenant may hold open.
     #[serde(default)]
     pub mcp_sessions: Option<usize>,
+    /// `/mcp` responses one tenant may have open at once, streams included.
+    #[serde(default)]
+    pub mcp_streams: Option<usize>,
     /// Unread output of one tenant's background processes, all together.
     #[serde(default)]
     pub background_output: Option<ByteSize>,
@@ -57,6 +60,9 @@ pub struct TenantCaps {
     pub event_streams: usize,
     /// MCP sessions one tenant may hold open (default 64).
     pub mcp_sessions: usize,
+    /// `/mcp` responses one tenant may have open at once, a stream
+    /// (`subscriptions/listen`, a session's GET) until it ends (default 32).
+    pub mcp_streams: usize,
     /// Unread background output of one tenant, in bytes (default 16 MiB).
     pub background_output: usize,
     /// Audit log bytes one tenant may add a minute (default 8 MiB).
@@ -77,6 +83,7 @@ impl Default for TenantCaps {
             pending_approvals: 64,
             event_streams: 8,
             mcp_sessions: 64,
+            mcp_streams: 32,
             background_output: 16 << 20,
             audit_per_minute: 8 << 20,
             sessions_memory: None,
@@ -119,6 +126,7 @@ impl TenantCaps {
             defaults.event_streams,
         );
         let mcp_sessions = count("mcp_sessions", written.mcp_sessions, defaults.mcp_sessions);
+        let mcp_streams = count("mcp_streams", written.mcp_streams, defaults.mcp_streams);
         let bytes =
             |size: Option<ByteSize>| size.map(|s| usize::try_from(s.0).unwrap_or(usize::MAX));
         let background_output = count(
@@ -160,6 +168,7 @@ impl TenantCaps {
             pending_approvals,
             event_streams,
             mcp_sessions,
+            mcp_streams,
             background_output,
             audit_per_minute,
             sessions_memory,

@@ -14,6 +14,10 @@ use super::units::Span;
 /// How long a handle lives at most, however busy (`[state] handle_max_age`).
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
+/// The longest `handle_max_age`: ten years, so that the expiry (seconds
+/// since 1970 in the handle's 4-byte field) fits until the year 2096.
+const MAX_MAX_AGE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
 /// Most live handles per tenant (`[state] max_handles_per_tenant`): as many
 /// sessions as one tenant may hold of one stateful plugin.
 pub const DEFAULT_MAX_PER_TENANT: usize = 64;
@@ -87,6 +91,12 @@ pub(super) fn settings(
     if max_age.as_secs() == 0 {
         problems.push(("state.handle_max_age".into(), "must be at least 1s".into()));
     }
+    if max_age > MAX_MAX_AGE {
+        problems.push((
+            "state.handle_max_age".into(),
+            "must be at most 87600h (ten years): a handle's expiry is kept in 32 bits".into(),
+        ));
+    }
     let max_per_tenant = written
         .max_handles_per_tenant
         .unwrap_or(DEFAULT_MAX_PER_TENANT);
@@ -98,7 +108,7 @@ pub(super) fn settings(
     }
     HandleSettings {
         key: key_source(written, base, problems),
-        max_age,
+        max_age: max_age.min(MAX_MAX_AGE),
         max_per_tenant: max_per_tenant.max(1),
         replica: written.replica.unwrap_or(0),
     }

@@ -299,4 +299,16 @@ fn state_settings_are_checked_and_the_key_file_is_toolhosts_own() {
             "state.max_handles_per_tenant: must be at least 1"
         ]
     );
+    let found =
+        problems("default_profile = \"p\"\n[profiles.p]\n[state]\nhandle_max_age = \"1000000h\"\n");
+    assert_eq!(
+        found,
+        [
+            "state.handle_max_age: must be at most 87600h (ten years): a handle's expiry is kept in 32 bits"
+        ]
+    );
+    assert!(
+        problems("default_profile = \"p\"\n[profiles.p]\n[state]\nhandle_max_age = \"87600h\"\n")
+            .is_empty()
+    );
 }

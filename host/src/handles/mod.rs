@@ -42,7 +42,12 @@ pub struct Handles {
     /// `session_idle`: a handle unused this long is dropped with its state.
     idle: Duration,
     terminals: Arc<Terminals>,
+    /// Ends a lost handle's sessions in the stateful plugins, by session key.
+    plugins: OnceLock<SessionEnder>,
 }
+
+/// What ends a session of every stateful plugin, by its session key.
+pub type SessionEnder = Box<dyn Fn(&str) + Send + Sync>;
 
 impl std::fmt::Debug for Handles {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -101,7 +106,13 @@ impl Handles {
             held: Mutex::default(),
             idle,
             terminals,
+            plugins: OnceLock::new(),
         }
+    }
+
+    /// Sets what ends a lost handle's plugin sessions (once).
+    pub fn end_plugin_sessions_with(&self, ender: SessionEnder) {
+        let _ = self.plugins.set(ender);
     }
 
     /// The settings.
@@ -117,7 +128,7 @@ impl Handles {
         profile: &Arc<Profile>,
     ) -> Result<Claimed<'_>, HandleError> {
         let nonce: Nonce = random();
-        let expires = unix_now().saturating_add(self.settings.max_age.as_secs()) as u32;
+        let expires = expiry(self.settings.max_age);
         let claims = Claims {
             replica: self.settings.replica,
             expires,
@@ -226,7 +237,7 @@ impl Handles {
         profile: &Profile,
         bound: &[u8; 32],
     ) -> String {
-        let expires = unix_now().saturating_add(ttl.as_secs().max(1)) as u32;
+        let expires = expiry(ttl.max(Duration::from_secs(1)));
         self.codec()
             .seal_state(id, expires, owner(tenant, profile), bound)
     }
@@ -300,10 +311,15 @@ impl Handles {
         self.end_terminal(tenant, nonce);
     }
 
+    /// Ends everything of a lost handle: its terminal and its instance in
+    /// every stateful plugin, so their slots are free at once.
     fn end_terminal(&self, tenant: &str, nonce: &Nonce) {
         let tenant = Some(tenant).filter(|t| !t.is_empty());
-        self.terminals
-            .end(&crate::runtime::session_key(tenant, &session_of(nonce)));
+        let key = crate::runtime::session_key(tenant, &session_of(nonce));
+        self.terminals.end(&key);
+        if let Some(end) = self.plugins.get() {
+            end(&key);
+        }
     }
 }
 
@@ -395,3 +411,9 @@ fn random<const N: usize>() -> [u8; N] {
 
 #[cfg(test)]
 mod tests;
+
+/// The expiry `ttl` from now, in seconds since 1970, capped to the 4-byte
+/// field rather than wrapped.
+fn expiry(ttl: Duration) -> u32 {
+    u32::try_from(unix_now().saturating_add(ttl.as_secs())).unwrap_or(u32::MAX)
+}

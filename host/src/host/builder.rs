@@ -313,6 +313,16 @@ impl HostBuilder {
             }),
         };
         host.bind_hooks(&auto);
+        let weak = Arc::downgrade(&host.inner);
+        host.inner
+            .handles
+            .end_plugin_sessions_with(Box::new(move |key: &str| {
+                if let Some(inner) = weak.upgrade() {
+                    for plugin in inner.registry.snapshot().plugins() {
+                        plugin.end_session(key);
+                    }
+                }
+            }));
         spawn_session_sweeper(Arc::downgrade(&host.inner), self.session_idle);
         let mut sources: Vec<(String, PluginSource)> = Vec::new();
         if self.bundled {

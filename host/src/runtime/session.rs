@@ -197,6 +197,28 @@ impl Sessions {
         count
     }
 
+    /// Removes session `key` unless a call is in progress in it, so its slot
+    /// is free at once; tears its instance down in the background.
+    pub(crate) fn end(&self, key: &str) {
+        let live = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(slot) = slots.get(key) else {
+                return;
+            };
+            let Ok(mut guard) = slot.try_lock() else {
+                return;
+            };
+            guard.closed = true;
+            let live = guard.live.take();
+            drop(guard);
+            slots.remove(key);
+            live
+        };
+        if let (Some(live), Ok(runtime)) = (live, tokio::runtime::Handle::try_current()) {
+            runtime.spawn(async move { live.teardown().await });
+        }
+    }
+
     /// Closes every session (their next call is refused) and tears down
     /// their instances, waiting for calls in progress to finish first.
     pub(crate) async fn close_all(&self) -> usize {

@@ -53,22 +53,31 @@ impl Serving {
     /// `response`, its body keeping this request counted as served until
     /// it is done or dropped (a stream is served while it is open).
     pub(super) fn keep_with(self, response: axum::response::Response) -> axum::response::Response {
-        response.map(|body| {
-            axum::body::Body::new(Guarded {
-                body,
-                _serving: self,
-            })
-        })
+        held_with_body(response, self)
     }
 }
 
-/// A response body with the request it answers counted as served.
-struct Guarded {
-    body: axum::body::Body,
-    _serving: Serving,
+/// `response`, its body holding `guard` until the body is done or dropped
+/// (a stream's for as long as it is open).
+pub(super) fn held_with_body<G: Send + Unpin + 'static>(
+    response: axum::response::Response,
+    guard: G,
+) -> axum::response::Response {
+    response.map(|body| {
+        axum::body::Body::new(Guarded {
+            body,
+            _guard: guard,
+        })
+    })
 }
 
-impl hyper::body::Body for Guarded {
+/// A response body holding a guard.
+struct Guarded<G> {
+    body: axum::body::Body,
+    _guard: G,
+}
+
+impl<G: Unpin> hyper::body::Body for Guarded<G> {
     type Data = bytes::Bytes;
     type Error = axum::Error;
 

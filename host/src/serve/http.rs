@@ -187,7 +187,11 @@ impl HttpServer {
             },
             answers.clone(),
         ));
-        let owners = Arc::new(SessionOwners::new(self.host.clone(), endpoint.clone()));
+        let owners = Arc::new(SessionOwners::new(
+            self.host.clone(),
+            endpoint.clone(),
+            self.options.max_connections,
+        ));
         let mcp = mcp::streamable::route_to(endpoint).layer(
             tower_http::timeout::RequestBodyTimeoutLayer::new(self.options.body_timeout),
         );

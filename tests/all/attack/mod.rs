@@ -10,6 +10,7 @@ mod escapes;
 mod git;
 mod guard;
 mod guard_planted;
+mod handles;
 mod identity;
 mod masks;
 mod namespaces;

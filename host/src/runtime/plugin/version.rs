@@ -202,6 +202,12 @@ impl PluginVersion {
         self.sessions.keep(key)
     }
 
+    /// Ends session `key` (its slot is free at once) unless a call is in
+    /// progress in it.
+    pub fn end_session(&self, key: &str) {
+        self.sessions.end(key);
+    }
+
     /// Tears down the sessions idle for longer than `idle`; returns how many.
     pub async fn expire_idle_sessions(&self, idle: Duration) -> usize {
         self.sessions.expire_idle(idle).await

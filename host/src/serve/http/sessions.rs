@@ -1,5 +1,7 @@
 //! MCP sessions kept to the tenant that opened them, each tenant holding at
-//! most `tenant_caps.mcp_sessions` of them.
+//! most `tenant_caps.mcp_sessions` of them, and at most `tenant_caps.mcp_streams`
+//! `/mcp` responses open (streams until they end), within its share of the
+//! server's connections.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,6 +14,7 @@ use serde_json::Value;
 
 use crate::host::Host;
 use crate::serve::api::error_response;
+use crate::serve::connections::held_with_body;
 use crate::serve::jsonrpc::{INVALID_REQUEST, Refusal};
 use crate::serve::mcp::streamable::{MCP_SESSION, McpEndpoint, refusal_response};
 
@@ -19,6 +22,8 @@ use crate::serve::mcp::streamable::{MCP_SESSION, McpEndpoint, refusal_response};
 pub(in crate::serve) struct SessionOwners {
     host: Host,
     mcp: Arc<McpEndpoint>,
+    /// The server's `--max-connections`, shared by the tenants.
+    max_connections: usize,
     table: Mutex<Owners>,
 }
 
@@ -28,6 +33,8 @@ struct Owners {
     opened: HashMap<String, Option<String>>,
     /// Requests that may open a session, by tenant, still running.
     opening: HashMap<Option<String>, usize>,
+    /// `/mcp` responses open, by tenant, until their body ends.
+    open: HashMap<Option<String>, usize>,
 }
 
 impl Owners {
@@ -56,13 +63,69 @@ impl Drop for Opening<'_> {
     }
 }
 
+/// One open `/mcp` response of a tenant, counted until its body is done
+/// or dropped.
+struct Responding {
+    owners: Arc<SessionOwners>,
+    tenant: Option<String>,
+}
+
+impl Drop for Responding {
+    fn drop(&mut self) {
+        let mut table = self.owners.lock();
+        if let Some(open) = table.open.get_mut(&self.tenant) {
+            *open -= 1;
+            if *open == 0 {
+                table.open.remove(&self.tenant);
+            }
+        }
+    }
+}
+
 impl SessionOwners {
-    pub(in crate::serve) fn new(host: Host, mcp: Arc<McpEndpoint>) -> Self {
+    pub(in crate::serve) fn new(host: Host, mcp: Arc<McpEndpoint>, max_connections: usize) -> Self {
         Self {
             host,
             mcp,
+            max_connections,
             table: Mutex::default(),
         }
+    }
+
+    /// A place for one more open `/mcp` response of `tenant`, or why there
+    /// is none: at most `tenant_caps.mcp_streams`, and at most an even share
+    /// of the connections with the local caller counted as one more tenant,
+    /// so that no tenant's open streams can hold the slots another needs.
+    fn respond(self: &Arc<Self>, tenant: &Option<String>) -> Result<Responding, String> {
+        let tenants = self.host.config().map_or(0, |config| config.tenants.len());
+        let cap = self.host.tenant_caps().mcp_streams;
+        let share = (self.max_connections / (tenants + 1)).max(1);
+        let max = cap.min(share);
+        let mut table = self.lock();
+        let open = table.open.entry(tenant.clone()).or_default();
+        if *open >= max {
+            let whose = match tenant {
+                Some(tenant) => format!("tenant {tenant:?}"),
+                None => "the local caller".into(),
+            };
+            let limit = if cap <= share {
+                format!("its cap of tenant_caps.mcp_streams = {cap}")
+            } else {
+                format!(
+                    "its share of --max-connections = {} among {} tenants and the local caller",
+                    self.max_connections, tenants
+                )
+            };
+            return Err(format!(
+                "{whose} holds {max} /mcp responses open (streams such as subscriptions/listen \
+                 included), {limit}; close one of its streams first"
+            ));
+        }
+        *open += 1;
+        Ok(Responding {
+            owners: self.clone(),
+            tenant: tenant.clone(),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Owners> {
@@ -148,6 +211,13 @@ pub(in crate::serve) async fn keep_sessions_to_their_tenant(
     } else {
         None
     };
+    let responding = match owners.respond(&tenant) {
+        Ok(responding) => responding,
+        Err(message) => {
+            let refusal = Refusal::new(Value::Null, INVALID_REQUEST, message);
+            return refusal_response(StatusCode::TOO_MANY_REQUESTS, &refusal);
+        }
+    };
     let closing = request.method() == Method::DELETE;
     let response = next.run(request).await;
     {
@@ -167,5 +237,5 @@ pub(in crate::serve) async fn keep_sessions_to_their_tenant(
         }
     }
     drop(opening);
-    response
+    held_with_body(response, responding)
 }

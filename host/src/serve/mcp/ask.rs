@@ -56,6 +56,10 @@ struct Parked {
     key: String,
     question: Value,
     tenant: String,
+    /// The profile the call runs under: an answer that comes when the
+    /// caller's profile is another (the configuration was reloaded) does
+    /// not let it go on.
+    profile: Arc<crate::policy::Profile>,
     expires: Instant,
 }
 
@@ -154,6 +158,17 @@ where
                 .open_request(state, tenant, caller.profile(), &bound)
                 .ok_or_else(invalid)?;
             let call = parked.take(&id).ok_or_else(invalid)?;
+            if !Arc::ptr_eq(&call.profile, caller.profile()) {
+                // Dropping the call aborts it: what it was allowed to do
+                // was judged under a profile that is no longer this caller's.
+                drop(call);
+                return Err(ErrorData::invalid_params(
+                    "the configuration changed while the call waited for its answer, so it did \
+                     not run; call the tool again without requestState, it is judged under the \
+                     new configuration",
+                    None,
+                ));
+            }
             let answer = request
                 .input_responses
                 .as_ref()
@@ -203,6 +218,7 @@ where
                 key: key.clone(),
                 question: form.clone(),
                 tenant: tenant.unwrap_or_default().to_string(),
+                profile: caller.profile().clone(),
                 expires: Instant::now() + timeout,
             };
             park_again(parked, host, caller, &bound, timeout, call, key, form)
