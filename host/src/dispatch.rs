@@ -280,34 +280,18 @@ impl Host {
                 let plugin = &entry.plugin;
                 let (spec, memory) = (&entry.spec, self.sessions_memory());
                 let made_under = (caller.profile(), grants);
-                match request.resume {
-                    true => {
-                        plugin
-                            .resume_session(
-                                self.runtime(),
-                                spec,
-                                &text,
-                                limits,
-                                &key,
-                                memory,
-                                made_under,
-                            )
-                            .await
-                    }
-                    false => {
-                        plugin
-                            .call_in_session(
-                                self.runtime(),
-                                spec,
-                                &text,
-                                limits,
-                                &key,
-                                memory,
-                                made_under,
-                            )
-                            .await
-                    }
-                }
+                plugin
+                    .call_or_resume_session(
+                        self.runtime(),
+                        spec,
+                        &text,
+                        limits,
+                        &key,
+                        memory,
+                        made_under,
+                        request.resume,
+                    )
+                    .await
             }
             None => {
                 let mut grants = Grants::for_tools(

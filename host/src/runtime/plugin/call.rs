@@ -149,24 +149,19 @@ impl PluginVersion {
         memory: &Arc<SessionMemory>,
         grants: (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
     ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
-        match self
-            .session_call(
-                runtime, tool, arguments, limits, session, memory, grants, false,
-            )
-            .await
-        {
-            Ok(done) => done,
-            Err(error) => (Err(error), Vec::new()),
-        }
+        self.call_or_resume_session(
+            runtime, tool, arguments, limits, session, memory, grants, false,
+        )
+        .await
     }
 
-    /// [`PluginVersion::call_in_session`] in a session that must hold a live
-    /// instance made under this profile already: one that does not (never
-    /// made, torn down, discarded after a trap, made under another profile,
-    /// of another version) fails the call with `state_lost` instead of
-    /// starting afresh, and nothing runs.
+    /// [`PluginVersion::call_in_session`], or with `resume` in a session
+    /// that must hold a live instance made under this profile already: one
+    /// that does not (never made, torn down, discarded after a trap, made
+    /// under another profile, of another version) fails the call with
+    /// `state_lost` instead of starting afresh, and nothing runs.
     #[allow(clippy::too_many_arguments)]
-    pub async fn resume_session(
+    pub async fn call_or_resume_session(
         &self,
         runtime: &Runtime,
         tool: &Arc<ToolSpec>,
@@ -175,10 +170,11 @@ impl PluginVersion {
         session: &str,
         memory: &Arc<SessionMemory>,
         grants: (&Arc<Profile>, impl FnOnce() -> Arc<Grants>),
+        resume: bool,
     ) -> (Result<GuestOutput, CallError>, Vec<CapabilityUse>) {
         match self
             .session_call(
-                runtime, tool, arguments, limits, session, memory, grants, true,
+                runtime, tool, arguments, limits, session, memory, grants, resume,
             )
             .await
         {
