@@ -130,7 +130,7 @@ impl Guard {
         self.kept.len()
     }
 
-    /// Puts back every guarded path that changed: removes what appeared,
+    /// Puts back every guarded path that changed: moves aside what appeared,
     /// makes a link again; `Err` names what the sandbox had changed.
     pub(crate) fn undo(&self) -> Result<(), String> {
         self.check().undone
