@@ -18,10 +18,10 @@ when the call failed.
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
+
+from stdio_server import answer, cold, memory_mib, send
 
 RUNS = int(os.environ.get("COLD_RUNS", "9"))
 SETTLE = float(os.environ.get("COLD_SETTLE", "3"))
@@ -29,69 +29,20 @@ TOOL = os.environ.get("COLD_TOOL", "echo")
 ARGS = json.loads(os.environ.get("COLD_ARGS", '{"text": "hi"}'))
 
 
-def memory_mib(pid, field):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def send(proc, message):
-    proc.stdin.write((json.dumps(message) + "\n").encode())
-    proc.stdin.flush()
-
-
-def answer(proc, id):
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the server closed its output before answering {id}")
-        message = json.loads(line)
-        if message.get("id") == id:
-            return message
-
-
 def run_once(binary):
-    with tempfile.TemporaryDirectory() as work:
-        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"), HOME=work)
-        env.pop("TOOLHOST_CACHE_DIR", None)
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            [os.path.abspath(binary), "serve"],
-            cwd=work,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            send(proc, {
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "cold-start", "version": "0"}},
-            })
-            answer(proc, 0)
-            initialized = time.monotonic() - started
-            send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-            send(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-            tools = len(answer(proc, 1)["result"]["tools"])
-            listed = time.monotonic() - started
-            send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                        "params": {"name": TOOL, "arguments": ARGS}})
-            result = answer(proc, 2)
-            called = time.monotonic() - started
-            if "error" in result or result["result"].get("isError"):
-                raise RuntimeError(f"{binary}: the call failed: {result}")
-            rss = memory_mib(proc.pid, "VmRSS")
-            peak = memory_mib(proc.pid, "VmHWM")
-            time.sleep(SETTLE)
-            settled = memory_mib(proc.pid, "VmRSS")
-            settled_peak = memory_mib(proc.pid, "VmHWM")
-            return initialized, listed, called, rss, peak, tools, settled, settled_peak
-        finally:
-            proc.kill()
-            proc.wait()
+    with cold(binary, "cold-start") as (proc, started, initialized, listed, tools):
+        send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": TOOL, "arguments": ARGS}})
+        result = answer(proc, 2)
+        called = time.monotonic() - started
+        if "error" in result or result["result"].get("isError"):
+            raise RuntimeError(f"{binary}: the call failed: {result}")
+        rss = memory_mib(proc.pid, "VmRSS")
+        peak = memory_mib(proc.pid, "VmHWM")
+        time.sleep(SETTLE)
+        settled = memory_mib(proc.pid, "VmRSS")
+        settled_peak = memory_mib(proc.pid, "VmHWM")
+        return initialized, listed, called, rss, peak, tools, settled, settled_peak
 
 
 def main():

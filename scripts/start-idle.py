@@ -15,13 +15,12 @@ For each binary, interleaved, RUNS times (env START_RUNS, default 11):
 Prints the median of each figure per binary.
 """
 
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
+
+from stdio_server import cold, memory_mib
 
 RUNS = int(os.environ.get("START_RUNS", "11"))
 IDLE_SECONDS = float(os.environ.get("IDLE_SECONDS", "10"))
@@ -54,60 +53,17 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def send(proc, message):
-    proc.stdin.write((json.dumps(message) + "\n").encode())
-    proc.stdin.flush()
-
-
 def run_once(binary, measure_idle):
-    with tempfile.TemporaryDirectory() as work:
-        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"), HOME=work)
-        env.pop("TOOLHOST_CACHE_DIR", None)
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            [os.path.abspath(binary), "serve"],
-            cwd=work,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            send(proc, {
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "start-idle", "version": "0"}},
-            })
-            assert json.loads(proc.stdout.readline())["id"] == 0
-            initialized = time.monotonic() - started
-            send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-            send(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-            while True:
-                answer = json.loads(proc.stdout.readline())
-                if answer.get("id") == 1:
-                    break
-            listed = time.monotonic() - started
-            tools = len(answer["result"]["tools"])
-            rss = rss_mib(proc.pid)
-            idle = None
-            if measure_idle:
-                time.sleep(2)
-                w0, c0 = wakeups(proc.pid), cpu_seconds(proc.pid)
-                time.sleep(IDLE_SECONDS)
-                w1, c1 = wakeups(proc.pid), cpu_seconds(proc.pid)
-                idle = (woken(w0, w1) / IDLE_SECONDS, (c1 - c0) / IDLE_SECONDS * 100)
-            return initialized, listed, tools, rss, idle
-        finally:
-            proc.kill()
-            proc.wait()
+    with cold(binary, "start-idle") as (proc, _, initialized, listed, tools):
+        rss = memory_mib(proc.pid)
+        idle = None
+        if measure_idle:
+            time.sleep(2)
+            w0, c0 = wakeups(proc.pid), cpu_seconds(proc.pid)
+            time.sleep(IDLE_SECONDS)
+            w1, c1 = wakeups(proc.pid), cpu_seconds(proc.pid)
+            idle = (woken(w0, w1) / IDLE_SECONDS, (c1 - c0) / IDLE_SECONDS * 100)
+        return initialized, listed, tools, rss, idle
 
 
 def main():
