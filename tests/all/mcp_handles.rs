@@ -151,6 +151,12 @@ impl Sdk {
         serde_json::from_str(&answer).unwrap()
     }
 
+    /// `todo list` as `token`, under `handle`; the result.
+    async fn todo_list(&mut self, token: &str, handle: &str) -> Value {
+        self.call(token, "todo", json!({"action": "list", "handle": handle}))
+            .await
+    }
+
     /// Calls `tool` as `token`; the result.
     pub(crate) async fn call(&mut self, token: &str, tool: &str, arguments: Value) -> Value {
         self.send(json!({"token": token, "tool": tool, "arguments": arguments}))
@@ -249,9 +255,7 @@ async fn the_python_sdk_keeps_a_conversations_todo_items_and_terminal_under_its_
         .await;
     assert_ne!(added["isError"], json!(true), "{added}");
     let handle = handle_of(&added);
-    let listed = sdk
-        .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
-        .await;
+    let listed = sdk.todo_list(ALPHA, &handle).await;
     assert_eq!(todo_texts(&listed), ["ship it"]);
     assert_eq!(handle_of(&listed), handle);
 
@@ -291,9 +295,7 @@ async fn the_python_sdk_keeps_a_conversations_todo_items_and_terminal_under_its_
         format!("{}\n[]\n", served.root.join("alpha").display())
     );
     // The to-do list is still there after the terminal calls.
-    let again = sdk
-        .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
-        .await;
+    let again = sdk.todo_list(ALPHA, &handle).await;
     assert_eq!(todo_texts(&again), ["ship it"]);
 }
 
@@ -363,9 +365,7 @@ async fn a_handle_idle_past_session_idle_says_its_state_was_dropped() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let after = sdk
-        .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
-        .await;
+    let after = sdk.todo_list(ALPHA, &handle).await;
     let lost = error_of(&after);
     assert!(
         lost.starts_with("state_lost: ") && lost.contains("idle"),
@@ -383,9 +383,7 @@ async fn handles_of_another_tenant_forged_or_of_a_reloaded_plugin_are_refused() 
     let handle = handle_of(&added);
 
     // Another tenant: refused as not issued to it, and its state untouched.
-    let stolen = sdk
-        .call(BETA, "todo", json!({"action": "list", "handle": handle}))
-        .await;
+    let stolen = sdk.todo_list(BETA, &handle).await;
     let refused = error_of(&stolen);
     assert!(refused.starts_with("invalid_handle: "), "{refused}");
     // One altered character: the same error, nothing to tell them apart.
@@ -406,9 +404,7 @@ async fn handles_of_another_tenant_forged_or_of_a_reloaded_plugin_are_refused() 
         .call(ALPHA, "todo", json!({"action": "list", "handle": 7}))
         .await;
     assert!(error_of(&number).starts_with("invalid_handle: "));
-    let kept = sdk
-        .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
-        .await;
+    let kept = sdk.todo_list(ALPHA, &handle).await;
     assert_eq!(todo_texts(&kept), ["mine"]);
 
     // The plugin reloads: its instance is gone, and the handle says so
@@ -425,9 +421,7 @@ async fn handles_of_another_tenant_forged_or_of_a_reloaded_plugin_are_refused() 
         .await
         .unwrap();
     for _ in 0..2 {
-        let after = sdk
-            .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
-            .await;
+        let after = sdk.todo_list(ALPHA, &handle).await;
         let lost = error_of(&after);
         assert!(
             lost.starts_with("state_lost: ") && lost.contains("reloaded"),
@@ -451,9 +445,7 @@ async fn a_reloaded_configuration_drops_the_state_of_its_handles() {
     served.host.reload_config(&file).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let after = loop {
-        let after = sdk
-            .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
-            .await;
+        let after = sdk.todo_list(ALPHA, &handle).await;
         if after["isError"] == json!(true) {
             break after;
         }
@@ -478,9 +470,7 @@ async fn an_expired_handle_is_refused_as_expired() {
     let handle = handle_of(&added);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let answer = sdk
-            .call(ALPHA, "todo", json!({"action": "list", "handle": handle}))
-            .await;
+        let answer = sdk.todo_list(ALPHA, &handle).await;
         if answer["isError"] == json!(true) {
             let refused = error_of(&answer);
             assert!(
