@@ -7,6 +7,13 @@ use serde_json::{Value, json};
 
 use crate::mcp_handles::{DELTA, GAMMA, Sdk, Served, error_of, serve, stdout_of};
 
+/// What the SDK driver sends for `run_command` of `command` as tenant
+/// gamma, answering an approval it is asked with `answer`.
+fn asked(answer: &str, command: &str) -> Value {
+    json!({"token": GAMMA, "answer": answer, "tool": "run_command",
+           "arguments": {"command": command}})
+}
+
 #[tokio::test]
 async fn an_approval_is_asked_through_input_required_and_bound_to_its_answer() {
     let served = serve(
@@ -17,10 +24,6 @@ async fn an_approval_is_asked_through_input_required_and_bound_to_its_answer() {
     )
     .await;
     let mut sdk = Sdk::start(&served.url);
-    let asked = |answer: &str, command: &str| {
-        json!({"token": GAMMA, "answer": answer, "tool": "run_command",
-               "arguments": {"command": command}})
-    };
     // Allowed once: the call waits for the answer, then runs.
     let ran = sdk.send(asked("once", "echo approved")).await;
     assert_eq!(stdout_of(&ran), "approved\n", "{ran}");
@@ -133,10 +136,6 @@ async fn a_dangerous_command_asked_from_inside_the_guest_is_asked_the_same_way()
     )
     .await;
     let mut sdk = Sdk::start(&served.url);
-    let asked = |answer: &str, command: &str| {
-        json!({"token": GAMMA, "answer": answer, "tool": "run_command",
-               "arguments": {"command": command}})
-    };
     // Not dangerous: nobody is asked.
     let plain = sdk.send(asked("deny", "echo plain")).await;
     assert_eq!(stdout_of(&plain), "plain\n");
