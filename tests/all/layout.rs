@@ -1,6 +1,8 @@
-//! The layout of `host/src`: no file imports another that imports it back,
-//! directly or around a circle, so the modules read as floors. The circles
-//! not yet taken apart are listed, and the list may only shrink.
+//! The layout of `host/src`: no file, and no top-level module, imports one
+//! that imports it back, directly or around a circle, so the modules read as
+//! floors; no file is longer than 600 lines; the README's module map names
+//! every top-level module. What is not yet taken apart is listed, and the
+//! lists may only shrink.
 //!
 //! A file's imports are the paths it names (`crate::a::b`, `super::x`,
 //! `self::y`, a child module `z::`), each taken to the file of its longest
@@ -31,6 +33,10 @@ fn modules(root: &Path) -> Modules {
                 continue;
             }
             let relative: PathBuf = path.strip_prefix(root).unwrap().with_extension("");
+            // The binary's root is another crate (and would take lib.rs's place).
+            if relative == Path::new("main") {
+                continue;
+            }
             let mut parts: Vec<String> = relative
                 .iter()
                 .map(|p| p.to_string_lossy().into_owned())
@@ -192,6 +198,7 @@ fn imports(modules: &Modules) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
         for path in named_paths(module, source, &children) {
             if let Some(file) = file_of(modules, &path, 0)
                 && &file != module
+                && !file.is_empty()
             {
                 targets.insert(file);
             }
@@ -202,10 +209,10 @@ fn imports(modules: &Modules) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
 }
 
 /// The file that defines what `path` names: the file of its longest module
-/// prefix, or, when that module only re-exports the name, the file the
-/// re-export comes from.
+/// prefix (the crate root's re-exports included), or, when that module only
+/// re-exports the name, the file the re-export comes from.
 fn file_of(modules: &Modules, path: &[String], depth: usize) -> Option<Vec<String>> {
-    let file = (1..=path.len())
+    let file = (0..=path.len())
         .rev()
         .map(|n| path[..n].to_vec())
         .find(|prefix| modules.contains_key(prefix))?;
@@ -310,4 +317,138 @@ fn a_circle_between_files_is_found() {
     assert!(edges[&vec!["d".to_string()]].is_empty(), "{edges:?}");
     let e = &edges[&vec!["e".to_string()]];
     assert_eq!(e, &BTreeSet::from([vec!["f".to_string(), "g".to_string()]]));
+}
+
+/// The top-level modules of `host/src` that import each other around a
+/// circle, each sorted. The list may only shrink.
+const KNOWN_MODULE_CIRCLES: &[&[&str]] = &[&[
+    "approval",
+    "availability",
+    "caller",
+    "config",
+    "confine",
+    "declarative",
+    "dispatch",
+    "handles",
+    "hooks",
+    "host",
+    "registry",
+    "runtime",
+]];
+
+/// Files longer than [`MAX_LINES`]; the list may only shrink.
+const KNOWN_LONG_FILES: &[&str] = &["runtime/host/terminal/session/container.rs"];
+
+/// The most lines a file of `host/src` has.
+const MAX_LINES: usize = 600;
+
+/// Groups of top-level modules that import each other around circles.
+fn module_circles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> BTreeSet<Vec<String>> {
+    let mut top: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (from, targets) in edges {
+        let Some(from) = from.first() else { continue };
+        let entry = top.entry(vec![from.clone()]).or_default();
+        for to in targets {
+            if let Some(to) = to.first()
+                && to != from
+            {
+                entry.insert(vec![to.clone()]);
+            }
+        }
+    }
+    circles(&top)
+}
+
+#[test]
+fn no_top_level_module_imports_one_that_imports_it_back() {
+    let found = module_circles(&imports(&modules(&host_src())));
+    let known: BTreeSet<Vec<String>> = KNOWN_MODULE_CIRCLES
+        .iter()
+        .map(|group| group.iter().map(|m| m.to_string()).collect())
+        .collect();
+    assert_eq!(found, known, "circles between top-level modules");
+}
+
+#[test]
+fn a_circle_between_modules_is_found_and_one_between_their_files_is_not_needed() {
+    // a/x → b/y and b/z → a/w: no file circle, one module circle.
+    let mut modules = Modules::new();
+    let file = |source: &str| (reexports(source), strip(source));
+    let path = |p: &str| p.split('/').map(String::from).collect::<Vec<_>>();
+    modules.insert(path("a/x"), file("use crate::b::y::Y;\n"));
+    modules.insert(path("b/y"), file("pub struct Y;\n"));
+    modules.insert(path("b/z"), file("use crate::a::w::W;\n"));
+    modules.insert(path("a/w"), file("pub struct W;\n"));
+    // And through the crate root's re-export (lib.rs, the empty path).
+    modules.insert(Vec::new(), file("mod c;\npub use c::C;\n"));
+    modules.insert(path("c"), file("pub struct C;\n"));
+    modules.insert(path("d"), file("fn f() -> crate::C { todo!() }\n"));
+    let edges = imports(&modules);
+    assert!(circles(&edges).is_empty(), "{edges:?}");
+    let found = module_circles(&edges);
+    assert_eq!(
+        found,
+        BTreeSet::from([vec!["a".to_string(), "b".to_string()]])
+    );
+    assert_eq!(edges[&path("d")], BTreeSet::from([path("c")]), "{edges:?}");
+}
+
+#[test]
+fn no_file_is_longer_than_600_lines() {
+    let root = host_src();
+    let mut long = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                if lines > MAX_LINES {
+                    let relative = path.strip_prefix(&root).unwrap();
+                    long.push(relative.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+    }
+    long.sort();
+    assert_eq!(long, KNOWN_LONG_FILES, "files over {MAX_LINES} lines");
+}
+
+/// The top-level modules lib.rs declares.
+fn top_level_modules() -> Vec<String> {
+    let lib = std::fs::read_to_string(host_src().join("lib.rs")).unwrap();
+    lib.lines()
+        .map(|line| line.split("//").next().unwrap_or("").trim())
+        .filter_map(|line| {
+            let line = ["pub(crate) ", "pub "]
+                .iter()
+                .find_map(|vis| line.strip_prefix(vis))
+                .unwrap_or(line);
+            line.strip_prefix("mod ")?
+                .strip_suffix(';')
+                .map(String::from)
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_module_map_names_every_top_level_module() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let start = readme
+        .find("## How it fits together")
+        .expect("the README's module map");
+    let map = &readme[start..];
+    let map = &map[..map[3..].find("\n## ").map_or(map.len(), |end| end + 3)];
+    let missing: Vec<String> = top_level_modules()
+        .into_iter()
+        .filter(|m| !map.contains(&format!("`{m}`")) && !map.contains(&format!("`{m}/")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the README's module map does not name {missing:?}"
+    );
 }
