@@ -45,6 +45,7 @@ pub mod reload;
 pub mod runtime;
 pub mod scaffold;
 pub mod serve;
+mod tls;
 pub mod toolsets;
 
 pub use caller::Caller;

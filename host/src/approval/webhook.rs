@@ -41,7 +41,7 @@ impl Webhook {
     /// cannot be loaded.
     pub fn new(url: impl Into<String>, secret: impl Into<Vec<u8>>) -> Result<Self, String> {
         let url = url.into();
-        let tls = crate::runtime::tls_config(url.starts_with("https://"))?;
+        let tls = crate::tls::tls_config(url.starts_with("https://"))?;
         let client = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
             .timeout(Duration::from_secs(10))

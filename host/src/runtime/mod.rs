@@ -34,7 +34,6 @@ pub use session::{MAX_SESSIONS, SessionState, session_key};
 
 pub(crate) use host::{
     ENV_READ, FILE_READ, FILE_WRITE, NETWORK_FETCH, check_container_engine, kill_commands,
-    tls_config,
 };
 pub use host::{
     LogSink, MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Progress, ProgressSink, Terminals,

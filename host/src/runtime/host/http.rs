@@ -8,8 +8,6 @@ mod connect;
 pub(crate) mod proxy;
 mod request;
 
-pub(crate) use connect::tls_config;
-
 use reqwest::header::{self, HeaderMap};
 use wasmtime::component::Linker;
 use wasmtime_wasi::WasiCtxBuilder;

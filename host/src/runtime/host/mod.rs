@@ -42,4 +42,4 @@ pub(crate) static CAPABILITIES: &[Linked] = &[
 /// environment variables, making HTTP requests.
 pub(crate) use env::ENV_READ;
 pub(crate) use filesystem::{FILE_READ, FILE_WRITE};
-pub(crate) use http::{NETWORK_FETCH, tls_config};
+pub(crate) use http::NETWORK_FETCH;
