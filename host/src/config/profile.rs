@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::file::{GlobalConfig, ProfileConfig};
+use crate::policy::MAX_MEMORY;
 use crate::policy::{
     CommandRules, HostRules, Limits, NetworkLimits, OwnPaths, PathRules, PermissionRules, Profile,
     TerminalBackend, TerminalNetwork, TerminalSettings, paths,
 };
-use crate::runtime::MAX_MEMORY;
 
 /// Resolves a written profile against `workspace`, pushing every problem.
 /// Returns a usable (possibly partial) profile either way.

@@ -7,11 +7,14 @@ pub mod commands;
 pub mod dangerous;
 pub mod hosts;
 pub mod layers;
+mod limits;
+mod network;
 pub mod own;
 pub mod paths;
 pub mod permissions;
 pub mod profile;
 mod shell;
+mod terminal;
 mod wildcard;
 
 #[cfg(test)]
@@ -21,14 +24,16 @@ pub use commands::{CommandPattern, CommandPatternError, CommandRefusal, CommandR
 pub use dangerous::{Danger, DangerCategory};
 pub use hosts::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
 pub use layers::{ArgumentRule, Matcher};
+pub use limits::{Limits, MAX_MEMORY};
+pub use network::NetworkLimits;
 pub use own::{OwnPath, OwnPaths, Placeholder, Protection};
 pub use paths::{Access, Confinement, PathRefusal, PathRuleError, PathRules};
 pub use permissions::{
     Narrowing, PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
     PermissionRules,
 };
-pub use profile::{
-    ContainerSettings, DEFAULT_SANDBOX_IDS, DangerousMode, Limits, NetworkLimits, Profile,
-    SshSettings, TerminalBackend, TerminalLandlock, TerminalNetwork, TerminalSandbox,
-    TerminalSettings, ToolRules,
+pub use profile::{Profile, ToolRules};
+pub use terminal::{
+    ContainerSettings, DEFAULT_SANDBOX_IDS, DangerousMode, SshSettings, TerminalBackend,
+    TerminalLandlock, TerminalNetwork, TerminalSandbox, TerminalSettings,
 };

@@ -9,8 +9,8 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::epoch::start_epoch_ticker;
 use super::host::CAPABILITIES;
-use super::memory::MAX_MEMORY;
 use super::sandbox::{CapabilityInfo, Linked, Sandbox};
+use crate::policy::MAX_MEMORY;
 
 /// Sizes of the instance pool: how many instances may be alive at once.
 const POOL_INSTANCES: u32 = 1000;

@@ -1,13 +1,12 @@
-//! Guest memory: the cap on each instance's linear memory, and the budget
-//! all stateful sessions of one host share, of which each tenant holds at
-//! most its share (`tenant_caps.sessions_memory`).
+//! Guest memory: each instance's limiter (capped at `policy::MAX_MEMORY`),
+//! and the budget all stateful sessions of one host share, of which each
+//! tenant holds at most its share (`tenant_caps.sessions_memory`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Largest linear memory any guest may have, whatever its profile says.
-pub const MAX_MEMORY: usize = 4 << 30;
+use crate::policy::MAX_MEMORY;
 
 /// The memory all stateful sessions of one host may hold together
 /// (`sessions_memory`): each session's instance is charged for its linear

@@ -24,7 +24,7 @@ pub use engine::Runtime;
 pub use epoch::EPOCH_TICK;
 pub use flight::{Drained, Flight};
 pub use grants::{ApprovalScope, Grants, SessionRef};
-pub use memory::{MAX_MEMORY, SessionMemory};
+pub use memory::SessionMemory;
 pub use plugin::{
     CAPTURED_FILE, CapturedPlugin, LoadError, PluginSource, PluginVersion, human_bytes,
     is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,

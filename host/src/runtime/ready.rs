@@ -27,7 +27,7 @@ pub(crate) struct ReadyInstance {
 /// What a new instance is built from: its WASI context and limits depend on
 /// these, so an instance only serves calls that would have built the same.
 fn same_sandbox(made: &Sandbox, limits: &Limits, grants: &Grants) -> bool {
-    made.limiter.limit() == limits.memory.min(super::memory::MAX_MEMORY)
+    made.limiter.limit() == limits.memory.min(crate::policy::MAX_MEMORY)
         && made.grants().builds_like(grants)
 }
 
