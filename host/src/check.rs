@@ -46,10 +46,14 @@ impl fmt::Display for Report {
 }
 
 /// Checks the plugin at `path`, compiling it through the default cache
-/// (`ArtifactCache::default_dir`), so that its first load after the check
+/// (`config::default_cache_dir`), so that its first load after the check
 /// finds it compiled.
 pub async fn check_file(path: &Path) -> Result<Report> {
-    check_file_with(path, ArtifactCache::default_dir().map(ArtifactCache::new)).await
+    check_file_with(
+        path,
+        crate::config::default_cache_dir().map(ArtifactCache::new),
+    )
+    .await
 }
 
 /// [`check_file`], through `cache` (`None`: compiled and not kept).

@@ -216,7 +216,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             // Through the configuration's cache: the first call after a
             // check finds the plugin compiled.
             let cache = setup::effective_config(&cli.global).map_or_else(
-                |_| crate::runtime::ArtifactCache::default_dir(),
+                |_| crate::config::default_cache_dir(),
                 |config| config.cache_dir,
             );
             let report =

@@ -24,9 +24,7 @@ use crate::runtime::{
 };
 use crate::toolsets::{Selection, Toolsets};
 
-pub use builder::{
-    DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY, HostBuilder,
-};
+pub use builder::HostBuilder;
 
 /// What can change while the host runs (on config reload), swapped as one.
 #[derive(Debug, Clone)]

@@ -49,14 +49,12 @@ mod tls;
 pub mod toolsets;
 
 pub use caller::Caller;
+pub use config::{DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY};
 pub use contract::ToolSpec;
 pub use dispatch::{Arguments, CallRequest};
 pub use error::{CallError, ErrorKind, MAX_ERROR_MESSAGE};
 pub use hooks::{CallHook, CallInfo};
-pub use host::{
-    DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY, Host, HostBuilder,
-    Listed,
-};
+pub use host::{Host, HostBuilder, Listed};
 pub use policy::Profile;
 pub use runtime::{Limits, LoadError, PluginSource, PluginVersion};
 pub use toolsets::{CompositeToolset, Selection};

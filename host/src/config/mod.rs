@@ -2,6 +2,7 @@
 //! reports every problem with the key it is at and why.
 
 mod caps;
+mod defaults;
 mod file;
 mod load;
 mod own;
@@ -18,6 +19,10 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use caps::{TenantCaps, TenantCapsConfig};
+pub use defaults::{
+    DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY, cache_key_path,
+    default_cache_dir,
+};
 pub use file::{
     ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
     GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,

@@ -59,7 +59,7 @@ impl Config {
             own.add(
                 "compile cache's key",
                 "cache_dir",
-                &crate::runtime::ArtifactCache::key_path(dir),
+                &super::cache_key_path(dir),
                 Protection::Hidden,
             );
         }

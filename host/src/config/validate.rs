@@ -98,11 +98,11 @@ pub(super) fn validate(
     let cache_dir = match &file.cache_dir {
         Some(dir) if dir.as_os_str() == "off" => None,
         Some(dir) => Some(base.join(dir)),
-        None => crate::runtime::ArtifactCache::default_dir(),
+        None => super::default_cache_dir(),
     };
     let batch_concurrency = file
         .batch_concurrency
-        .unwrap_or(crate::DEFAULT_BATCH_CONCURRENCY);
+        .unwrap_or(super::DEFAULT_BATCH_CONCURRENCY);
     if batch_concurrency == 0 {
         problems.push(("batch_concurrency".into(), "must be at least 1".into()));
     }
@@ -155,10 +155,10 @@ pub(super) fn validate(
         session_idle: file
             .session_idle
             .map(|s| s.0)
-            .unwrap_or(crate::DEFAULT_SESSION_IDLE),
+            .unwrap_or(super::DEFAULT_SESSION_IDLE),
         sessions_memory: file
             .sessions_memory
-            .map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
+            .map_or(super::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize),
         sandbox_ids,
         tenant_caps,
         unset_variables: unset,
@@ -177,7 +177,7 @@ fn tenant_caps(
     problems: &mut Vec<(String, String)>,
 ) -> super::TenantCaps {
     let caps = super::TenantCaps::validate(written, problems);
-    let total = sessions_memory.map_or(crate::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize);
+    let total = sessions_memory.map_or(super::DEFAULT_SESSIONS_MEMORY, |s| s.0 as usize);
     if let Some(share) = caps.sessions_memory
         && share.saturating_mul(tenants + 1) > total
     {

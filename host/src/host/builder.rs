@@ -13,7 +13,10 @@ use super::{Host, Inner, Settings};
 use crate::approval::{Approvals, Approver, DenyApprover};
 use crate::audit::AuditLog;
 use crate::caller::Caller;
-use crate::config::{AuditTarget, Config};
+use crate::config::{
+    AuditTarget, Config, DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY,
+    default_cache_dir,
+};
 use crate::hooks::CallHook;
 use crate::policy::Profile;
 use crate::registry::Registry;
@@ -22,15 +25,6 @@ use crate::runtime::{
     plugin_files, plugin_name_for,
 };
 use crate::toolsets::{CompositeToolset, Toolsets};
-
-/// Default number of calls of one batch in flight at once.
-pub const DEFAULT_BATCH_CONCURRENCY: usize = 16;
-
-/// Default idle time after which a stateful session's instance is torn down.
-pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
-
-/// Default memory all stateful sessions of a host may hold together.
-pub const DEFAULT_SESSIONS_MEMORY: usize = 1 << 30;
 
 /// Builds a [`Host`]. Nothing is loaded unless asked for; see each method for
 /// its default.
@@ -76,7 +70,7 @@ impl Default for HostBuilder {
             session_idle: DEFAULT_SESSION_IDLE,
             sessions_memory: DEFAULT_SESSIONS_MEMORY,
             background: false,
-            cache: ArtifactCache::default_dir().map(ArtifactCache::new),
+            cache: default_cache_dir().map(ArtifactCache::new),
         }
     }
 }
@@ -232,7 +226,7 @@ impl HostBuilder {
     }
 
     /// Where compiled plugins are cached (default:
-    /// [`ArtifactCache::default_dir`]); `None` compiles every load.
+    /// [`default_cache_dir`]); `None` compiles every load.
     pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.cache = dir.map(ArtifactCache::new);
         self

@@ -18,12 +18,10 @@ use sha2::Sha256;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::config::cache_key_path;
 use crate::contract::ContentHash;
 
 const MAGIC: &[u8; 8] = b"THCACHE2";
-
-/// The key's file name in the cache directory.
-const KEY_FILE: &str = "key";
 
 /// Bytes of the key.
 const KEY_BYTES: usize = 32;
@@ -66,17 +64,12 @@ impl ArtifactCache {
         }
     }
 
-    /// Where the key of a cache in `dir` is kept.
-    pub fn key_path(dir: &Path) -> PathBuf {
-        dir.join(KEY_FILE)
-    }
-
     /// The key entries are authenticated with: read, or made on first use;
     /// `None` (and no cache) where it cannot be, or where others than the
     /// owner could read it.
     fn key(&self) -> Option<&[u8; KEY_BYTES]> {
         self.key
-            .get_or_init(|| match load_key(&Self::key_path(&self.dir)) {
+            .get_or_init(|| match load_key(&cache_key_path(&self.dir)) {
                 Ok(key) => Some(key),
                 Err(e) => {
                     tracing::warn!(dir = %self.dir.display(), "compile cache not used: {e}");
@@ -98,18 +91,6 @@ impl ArtifactCache {
     pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
         self.max_bytes = max_bytes;
         self
-    }
-
-    /// `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else
-    /// `~/.cache/toolhost`.
-    pub fn default_dir() -> Option<PathBuf> {
-        if let Some(dir) = std::env::var_os("TOOLHOST_CACHE_DIR") {
-            return Some(PathBuf::from(dir));
-        }
-        if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-            return Some(PathBuf::from(dir).join("toolhost"));
-        }
-        std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("toolhost"))
     }
 
     /// The directory.
