@@ -21,6 +21,7 @@ pub mod pending;
 mod request;
 pub mod webhook;
 
+pub use hint::ConfigSource;
 pub use request::{Approval, ApprovalRequest, Approver, MAX_ANSWER, Subject, parse_answer};
 
 /// Denies everything: for servers with no channel to a human, and for
@@ -107,7 +108,7 @@ pub struct Approvals {
     remembered: Mutex<HashSet<(String, String)>>,
     allowlist: std::sync::Arc<Allowlist>,
     /// The configuration refusals name for changes, if the host has one.
-    config: Option<crate::config::ConfigSource>,
+    config: Option<ConfigSource>,
 }
 
 impl fmt::Debug for Approvals {
@@ -139,7 +140,7 @@ impl Approvals {
 
     /// The same approvals, naming the configuration `source` in refusals
     /// (where the change that stops the asking is made).
-    pub fn editing(mut self, source: Option<crate::config::ConfigSource>) -> Self {
+    pub fn editing(mut self, source: Option<ConfigSource>) -> Self {
         self.config = source;
         self
     }

@@ -340,7 +340,7 @@ impl Host {
             else {
                 continue;
             };
-            let table = crate::approval::hint::approval_table(
+            let table = crate::config::approval_table(
                 self.config().as_deref(),
                 &profile.name,
                 &spec.name,

@@ -322,7 +322,7 @@ fn a_circle_between_files_is_found() {
 /// The top-level modules of `host/src` that import each other around a
 /// circle, each sorted. The list may only shrink.
 const KNOWN_MODULE_CIRCLES: &[&[&str]] = &[
-    &["approval", "config", "confine", "declarative", "runtime"],
+    &["config", "confine", "declarative", "runtime"],
     &["dispatch", "host"],
 ];
 

@@ -2,45 +2,31 @@
 //! longer asked, as the line to add to the allowlist file and the key to
 //! change in the configuration file, each with the file's path.
 
-use std::path::Path;
-
-use crate::config::{Config, ConfigSource};
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 use super::ApprovalRequest;
 #[cfg(test)]
 use super::Subject;
 
-/// Where an approval rule is written: the TOML table that holds
-/// `approval_required` with `pattern`, matched for `tool` under `profile`
-/// (the tool's layers first, then the profile's, then `[global]`).
-pub(crate) fn approval_table(
-    config: Option<&Config>,
-    profile: &str,
-    tool: &str,
-    pattern: &str,
-) -> String {
-    let holds = |patterns: &[String]| patterns.iter().any(|p| p == pattern);
-    let written = config.and_then(|c| c.profiles.get(profile));
-    let global = config.map(|c| &c.global);
-    if written
-        .and_then(|w| w.tools.get(tool))
-        .is_some_and(|t| holds(&t.approval_required))
-    {
-        return format!("[profiles.{profile}.tools.{tool}]");
+/// Where a configuration came from: what a refusal names as the file to
+/// change (defined here, below the configuration, for that; `config`
+/// re-exports it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// A file.
+    File(PathBuf),
+    /// The built-in configuration (`config::EMBEDDED`).
+    Embedded,
+}
+
+impl fmt::Display for ConfigSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::Embedded => f.write_str("the built-in configuration"),
+        }
     }
-    if global
-        .and_then(|g| g.tools.get(tool))
-        .is_some_and(|t| holds(&t.approval_required))
-    {
-        return format!("[global.tools.{tool}]");
-    }
-    if written.is_none_or(|w| holds(&w.approval_required)) {
-        return format!("[profiles.{profile}]");
-    }
-    if global.is_some_and(|g| holds(&g.approval_required)) {
-        return "[global]".into();
-    }
-    format!("[profiles.{profile}]")
 }
 
 /// `change` made in the configuration `source` came from (`None`: a host
@@ -118,24 +104,5 @@ mod tests {
                 file.display()
             )
         );
-    }
-
-    #[test]
-    fn the_rule_is_found_in_the_layer_that_writes_it() {
-        let config = Config::parse(
-            "default_profile = \"dev\"\n[global]\napproval_required = [\"network:*\"]\n\
-             [global.tools.fetch]\napproval_required = [\"env:*\"]\n\
-             [profiles.dev]\nallow = [\"*\"]\napproval_required = [\"terminal:*\"]\n\
-             [profiles.dev.tools.run]\napproval_required = [\"file:write\"]\n",
-            ConfigSource::Embedded,
-            Path::new("/ws"),
-        )
-        .unwrap();
-        let table = |tool: &str, pattern: &str| approval_table(Some(&config), "dev", tool, pattern);
-        assert_eq!(table("run", "file:write"), "[profiles.dev.tools.run]");
-        assert_eq!(table("fetch", "env:*"), "[global.tools.fetch]");
-        assert_eq!(table("run", "terminal:*"), "[profiles.dev]");
-        assert_eq!(table("run", "network:*"), "[global]");
-        assert_eq!(approval_table(None, "p", "run", "x"), "[profiles.p]");
     }
 }

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use crate::approval::ConfigSource;
 pub use caps::{TenantCaps, TenantCapsConfig};
 pub use defaults::{
     DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY, cache_key_path,
@@ -34,6 +35,7 @@ pub use state::{
     DEFAULT_MAX_AGE, DEFAULT_MAX_PER_TENANT, HandleSettings, KEY_VARIABLE as STATE_KEY_VARIABLE,
     KeySource, StateConfig,
 };
+pub(crate) use tools::approval_table;
 pub use units::{ByteSize, Span, parse_duration, parse_size};
 
 use crate::toolsets::Toolsets;
@@ -43,24 +45,6 @@ pub const EMBEDDED: &str = include_str!("default.toml");
 
 /// The file name looked for in the current directory.
 pub const FILE_NAME: &str = "toolhost.toml";
-
-/// Where the configuration came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigSource {
-    /// A file.
-    File(PathBuf),
-    /// The built-in [`EMBEDDED`] configuration.
-    Embedded,
-}
-
-impl fmt::Display for ConfigSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::File(path) => write!(f, "{}", path.display()),
-            Self::Embedded => f.write_str("the built-in configuration"),
-        }
-    }
-}
 
 /// Every problem found in a configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]

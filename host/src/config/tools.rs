@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Config;
 use super::file::{GlobalConfig, ToolConfig};
 use crate::policy::canonical::{UrlRule, is_url_glob};
 use crate::policy::layers::check_pointer;
@@ -183,11 +184,47 @@ fn argument_rule(pointer: &str, value: &Value) -> Result<Matcher, String> {
     }
 }
 
+/// Where an approval rule is written: the TOML table that holds
+/// `approval_required` with `pattern`, matched for `tool` under `profile`
+/// (the tool's layers first, then the profile's, then `[global]`).
+pub(crate) fn approval_table(
+    config: Option<&Config>,
+    profile: &str,
+    tool: &str,
+    pattern: &str,
+) -> String {
+    let holds = |patterns: &[String]| patterns.iter().any(|p| p == pattern);
+    let written = config.and_then(|c| c.profiles.get(profile));
+    let global = config.map(|c| &c.global);
+    if written
+        .and_then(|w| w.tools.get(tool))
+        .is_some_and(|t| holds(&t.approval_required))
+    {
+        return format!("[profiles.{profile}.tools.{tool}]");
+    }
+    if global
+        .and_then(|g| g.tools.get(tool))
+        .is_some_and(|t| holds(&t.approval_required))
+    {
+        return format!("[global.tools.{tool}]");
+    }
+    if written.is_none_or(|w| holds(&w.approval_required)) {
+        return format!("[profiles.{profile}]");
+    }
+    if global.is_some_and(|g| holds(&g.approval_required)) {
+        return "[global]".into();
+    }
+    format!("[profiles.{profile}]")
+}
+
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use serde_json::json;
 
     use super::*;
+    use crate::config::ConfigSource;
 
     #[test]
     fn restrictions_are_read_in_every_form_and_bad_ones_say_why() {
@@ -232,5 +269,24 @@ mod tests {
                 .unwrap_err()
                 .contains("JSON pointer")
         );
+    }
+
+    #[test]
+    fn the_rule_is_found_in_the_layer_that_writes_it() {
+        let config = Config::parse(
+            "default_profile = \"dev\"\n[global]\napproval_required = [\"network:*\"]\n\
+             [global.tools.fetch]\napproval_required = [\"env:*\"]\n\
+             [profiles.dev]\nallow = [\"*\"]\napproval_required = [\"terminal:*\"]\n\
+             [profiles.dev.tools.run]\napproval_required = [\"file:write\"]\n",
+            ConfigSource::Embedded,
+            Path::new("/ws"),
+        )
+        .unwrap();
+        let table = |tool: &str, pattern: &str| approval_table(Some(&config), "dev", tool, pattern);
+        assert_eq!(table("run", "file:write"), "[profiles.dev.tools.run]");
+        assert_eq!(table("fetch", "env:*"), "[global.tools.fetch]");
+        assert_eq!(table("run", "terminal:*"), "[profiles.dev]");
+        assert_eq!(table("run", "network:*"), "[global]");
+        assert_eq!(approval_table(None, "p", "run", "x"), "[profiles.p]");
     }
 }
