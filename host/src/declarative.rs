@@ -31,8 +31,8 @@ use serde_json::{Map, Value, json};
 
 use crate::config::parse_toml;
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
+use crate::contract::permission::{ENV_READ, NETWORK_FETCH};
 use crate::contract::spec::is_valid_tool_name;
-use crate::runtime::{ENV_READ, NETWORK_FETCH};
 use checks::{
     auth_env, auth_json, check_auth, check_headers, check_timeout, check_url, parameter_schema,
     placeholders, to_json,

@@ -394,7 +394,8 @@ impl Host {
 fn declares_files(spec: &ToolSpec) -> bool {
     spec.permissions.iter().any(|declared| {
         crate::policy::PermissionPattern::parse(declared).is_ok_and(|p| {
-            p.matches(crate::runtime::FILE_READ) || p.matches(crate::runtime::FILE_WRITE)
+            p.matches(crate::contract::permission::FILE_READ)
+                || p.matches(crate::contract::permission::FILE_WRITE)
         })
     })
 }

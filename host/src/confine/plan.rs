@@ -89,7 +89,9 @@ fn add_grants(
 ) -> Result<(), String> {
     let settings = &profile.terminal;
     let may_write = matches!(
-        profile.permissions.decide(crate::runtime::FILE_WRITE),
+        profile
+            .permissions
+            .decide(crate::contract::permission::FILE_WRITE),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
     let mut read = Vec::new();

@@ -9,6 +9,7 @@ pub(crate) mod bindings;
 pub mod content;
 mod hash;
 pub mod icons;
+pub(crate) mod permission;
 mod shown;
 pub(crate) mod spec;
 mod uses;

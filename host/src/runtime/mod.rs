@@ -32,10 +32,8 @@ pub use plugin::{
 pub use sandbox::{Limits, Sandbox};
 pub use session::{MAX_SESSIONS, SessionState, session_key};
 
-pub(crate) use host::{
-    ENV_READ, FILE_READ, FILE_WRITE, NETWORK_FETCH, check_container_engine, kill_commands,
-};
 pub use host::{
     LogSink, MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Progress, ProgressSink, Terminals,
     with_log_sink, with_progress_sink,
 };
+pub(crate) use host::{check_container_engine, kill_commands};

@@ -5,11 +5,9 @@
 use wasmtime::component::Linker;
 use wasmtime_wasi::WasiCtxBuilder;
 
+pub(crate) use crate::contract::permission::ENV_READ;
 use crate::runtime::grants::Grants;
 use crate::runtime::sandbox::{Capability, CapabilityInfo, Sandbox};
-
-/// The permission to receive environment variables.
-pub(crate) const ENV_READ: &str = "env:read";
 
 /// Environment variables, set in the guest's WASI environment.
 pub(crate) struct Environment;

@@ -17,12 +17,10 @@ use self::request::{Outgoing, unparsed_target};
 use crate::contract::bindings::toolhost::plugin::http::{
     self as wit, Host, HttpError, Request, Response,
 };
+pub(crate) use crate::contract::permission::NETWORK_FETCH;
 use crate::policy::{NetworkLimits, PermissionRules, Profile};
 use crate::runtime::grants::Grants;
 use crate::runtime::sandbox::{Capability, CapabilityInfo, InRoom, Room, Sandbox};
-
-/// The permission the `http` import needs.
-pub(crate) const NETWORK_FETCH: &str = "network:fetch";
 
 /// Outbound HTTP requests to the profile's allowed hosts.
 pub(crate) struct Fetch;

@@ -36,10 +36,3 @@ pub(crate) static CAPABILITIES: &[Linked] = &[
     Linked::of::<log::Log>(),
     Linked::of::<progress::Reports>(),
 ];
-
-/// Permissions other parts of the host name: writing files (which also
-/// decides whether terminal commands get read-write mounts), receiving
-/// environment variables, making HTTP requests.
-pub(crate) use env::ENV_READ;
-pub(crate) use filesystem::{FILE_READ, FILE_WRITE};
-pub(crate) use http::NETWORK_FETCH;

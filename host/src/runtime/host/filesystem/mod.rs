@@ -23,15 +23,10 @@ use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 
 pub(crate) use self::state::FileState;
 use crate::contract::CapabilityUse;
+pub(crate) use crate::contract::permission::{FILE_READ, FILE_WRITE};
 use crate::policy::{Access, PathRefusal, paths};
 use crate::runtime::grants::Grants;
 use crate::runtime::sandbox::{CallScope, Capability, CapabilityInfo, Sandbox, WasiRoom};
-
-/// The permission to read granted files.
-pub(crate) const FILE_READ: &str = "file:read";
-
-/// The permission to write granted files.
-pub(crate) const FILE_WRITE: &str = "file:write";
 
 /// Files: the profile's granted directories through `wasi:filesystem`.
 pub(crate) struct FileAccess;

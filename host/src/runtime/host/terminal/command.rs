@@ -101,7 +101,9 @@ pub(super) enum Start<'a> {
 /// profile does not allow `file:write`).
 fn writable_dirs(profile: &Profile) -> Vec<PathBuf> {
     let may_write = matches!(
-        profile.permissions.decide(crate::runtime::FILE_WRITE),
+        profile
+            .permissions
+            .decide(crate::contract::permission::FILE_WRITE),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
     if !may_write {
