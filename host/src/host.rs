@@ -1,11 +1,24 @@
 //! `Host`: the library entry point. It owns the runtime and the registry,
 //! loads plugins, lists tools and runs calls; the CLI and the servers use it.
 //! Built by `builder`; its plugins loaded, registered and removed in
-//! `plugins`.
+//! `plugins`; one call end to end in `call` (`request`: what is asked;
+//! `checks`: what arguments and output must be; `output`: the result
+//! normalized), many at once in `batch`; reloaded in `reload`, from the
+//! watcher of `watch`; tools as approval hooks in `hook`.
 
+pub(crate) mod batch;
 mod builder;
+pub(crate) mod call;
+mod checks;
 mod hook;
+mod output;
 mod plugins;
+mod reload;
+mod request;
+pub(crate) mod watch;
+
+pub use request::{Arguments, CallRequest};
+pub use watch::{DEFAULT_DEBOUNCE, DEFAULT_GRACE, WatchOptions, Watcher};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -12,8 +12,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
 use serde_json::{Value, json};
-use toolhost::reload::{ReloadEvent, WatchOptions};
 use toolhost::{ErrorKind, Host};
+use toolhost::{ReloadEvent, WatchOptions};
 
 /// What the test API received.
 #[derive(Debug, Clone)]

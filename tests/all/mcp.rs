@@ -13,7 +13,7 @@ use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use toolhost::Host;
-use toolhost::reload::WatchOptions;
+use toolhost::WatchOptions;
 use toolhost::serve::mcp::{McpHttp, McpServer, http_service};
 
 /// A client that reports `tools/list_changed` and answers elicitations.

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::Receiver;
 use toolhost::config::{Config, ConfigSource};
-use toolhost::reload::{ReloadEvent, WatchOptions, Watcher};
 use toolhost::{CallRequest, ErrorKind, Host, Selection};
+use toolhost::{ReloadEvent, WatchOptions, Watcher};
 
 const FAST: WatchOptions = WatchOptions {
     debounce: Duration::from_millis(60),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost::Host;
-use toolhost::reload::{ReloadEvent, WatchOptions};
+use toolhost::{ReloadEvent, WatchOptions};
 
 const DEBOUNCE: Duration = Duration::from_millis(50);
 

@@ -11,8 +11,8 @@ use serde_json::json;
 use super::args::Global;
 use super::setup::host;
 use crate::contract::CallOutput;
-use crate::dispatch::CallRequest;
 use crate::escape;
+use crate::host::CallRequest;
 use crate::host::Host;
 
 /// The arguments of `toolhost call`.

@@ -118,7 +118,10 @@ pub(super) fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
             config::ConfigSource::File(file) => Some(file.as_path()),
             config::ConfigSource::Embedded => None,
         };
-        Some(crate::reload::can_watch(running.plugins.as_deref()?, file))
+        Some(crate::host::watch::can_watch(
+            running.plugins.as_deref()?,
+            file,
+        ))
     });
     if as_json {
         let mut status = json!({ "plugins": plugins, "load_errors": errors });
@@ -135,7 +138,7 @@ pub(super) fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
                 "! {}: a server would serve without picking up changes, and try again every \
                  {:?}",
                 escape::escape(why),
-                crate::reload::WATCH_RETRY
+                crate::host::watch::WATCH_RETRY
             );
         }
         for p in &plugins {

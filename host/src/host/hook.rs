@@ -10,7 +10,7 @@ use super::{Host, Inner};
 use crate::approval::Approvals;
 use crate::approval::auto::{self, AutoRule, HookTools};
 use crate::caller::Caller;
-use crate::dispatch::CallRequest;
+use crate::host::CallRequest;
 use crate::policy::Profile;
 
 /// Calls hook tools on a host it does not keep alive (the host holds the

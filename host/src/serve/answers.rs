@@ -13,8 +13,8 @@ use axum::body::{Body, Bytes};
 use hyper::body::Frame;
 
 use crate::contract::content::json_len;
-use crate::dispatch::{Admit, Outcome};
 use crate::error::{CallError, ErrorKind};
+use crate::host::call::{Admit, Outcome};
 
 /// Bytes handed to the connection at a time, so that it takes an answer no
 /// faster than the client reads it.

@@ -8,9 +8,9 @@ use serde_json::{Map, Value, json};
 use crate::caller::Caller;
 use crate::contract::CallOutput;
 use crate::contract::spec::ToolSpec;
-use crate::dispatch::{Arguments, CallRequest};
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
+use crate::host::{Arguments, CallRequest};
 use crate::serve::content::{Format, chat_content, responses_output};
 use crate::toolsets::Selection;
 
@@ -37,7 +37,7 @@ impl Host {
         batch: &Value,
         session: Option<&str>,
     ) -> Value {
-        let admit: crate::dispatch::Admit = std::sync::Arc::new(|outcome| outcome);
+        let admit: crate::host::call::Admit = std::sync::Arc::new(|outcome| outcome);
         self.dispatch_batch_admitting(caller, batch, session, admit)
             .await
     }
@@ -49,7 +49,7 @@ impl Host {
         caller: &Caller,
         batch: &Value,
         session: Option<&str>,
-        admit: crate::dispatch::Admit,
+        admit: crate::host::call::Admit,
     ) -> Value {
         let Some(calls) = batch.get("tool_calls").and_then(Value::as_array) else {
             let error = CallError::new(

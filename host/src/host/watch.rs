@@ -1,8 +1,9 @@
 //! Hot reload: the plugin directory (and the config file) watched with
 //! `notify`, changes debounced per file, each plugin loaded off the hot path
-//! and swapped in atomically; replaced and removed versions drained; every
-//! step published as a [`ReloadEvent`]. A broken file never replaces a
-//! working version, and an invalid config never replaces the running one.
+//! and swapped in atomically (`host/reload`); replaced and removed versions
+//! drained; every step published as a [`ReloadEvent`]. A broken file never
+//! replaces a working version, and an invalid config never replaces the
+//! running one.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -13,10 +14,8 @@ use anyhow::{Context as _, Result};
 use notify::{RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 
-use crate::caller::Caller;
-use crate::config::Config;
-use crate::host::{Host, Settings};
-use crate::runtime::{LoadError, PluginSource, is_plugin_file, plugin_files, plugin_name_for};
+use crate::host::Host;
+use crate::runtime::{PluginSource, is_plugin_file, plugin_files, plugin_name_for};
 
 /// Default quiet time after the last change to a file before it is loaded.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(150);
@@ -26,188 +25,6 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 
 /// How many times a file that fails to load while still changing is retried.
 const RETRIES: u32 = 5;
-
-pub use crate::registry::ReloadEvent;
-
-impl Host {
-    fn publish(&self, event: ReloadEvent) {
-        match &event {
-            ReloadEvent::Failed { .. } | ReloadEvent::ConfigRejected { .. } => {
-                tracing::error!("{event}")
-            }
-            _ => tracing::info!("{event}"),
-        }
-        let _ = self.events_sender().send(event);
-    }
-
-    /// Loads (or reloads) the plugin file at `path` and swaps it in. On any
-    /// failure the running version, if any, keeps serving, and the failure is
-    /// recorded and published. The replaced version drains in the background
-    /// within `grace`.
-    pub async fn reload_file(&self, path: &Path, grace: Duration) -> Result<(), LoadError> {
-        let result = self.try_reload_file(path, grace).await;
-        if let Err(error) = &result {
-            self.fail(error);
-        }
-        result
-    }
-
-    /// [`Host::reload_file`] without recording or publishing a failure.
-    async fn try_reload_file(&self, path: &Path, grace: Duration) -> Result<(), LoadError> {
-        let name = plugin_name_for(path);
-        let version = self
-            .load(&name, PluginSource::File(path.to_path_buf()))
-            .await?;
-        let unchanged = self
-            .snapshot()
-            .plugin(&name)
-            .is_some_and(|live| live.hash() == version.hash() && live.source() == version.source());
-        if unchanged {
-            // Touched or rewritten with the same bytes: nothing to swap.
-            self.clear_load_error(&name);
-            return Ok(());
-        }
-        let tools: Vec<String> = version.tools().iter().map(|t| t.name.clone()).collect();
-        let hash = version.hash().short();
-        let replaced = self.swap_in(version)?;
-        self.clear_load_error(&name);
-        match replaced {
-            Some(old) => {
-                self.publish(ReloadEvent::Replaced {
-                    plugin: name.clone(),
-                    from: old.hash().short(),
-                    to: hash,
-                    tools,
-                });
-                self.drain_in_background(old, grace);
-            }
-            None => self.publish(ReloadEvent::Loaded {
-                plugin: name,
-                version: hash,
-                tools,
-            }),
-        }
-        Ok(())
-    }
-
-    fn fail(&self, error: &LoadError) {
-        self.record_load_error(error.clone());
-        let _ = self.events_sender().send(ReloadEvent::Failed {
-            plugin: error.plugin.clone(),
-            reason: error.problems.join("; "),
-        });
-    }
-
-    /// Unloads the plugin called `name`: its tools disappear at once and
-    /// calls to them get an "unavailable" error; calls in flight finish within
-    /// `grace` or are cancelled; then its sessions are torn down.
-    pub async fn unload(&self, name: &str, grace: Duration) -> Option<crate::runtime::Drained> {
-        let removed = self.remove_from_registry(name)?;
-        self.publish(ReloadEvent::Removed {
-            plugin: name.to_string(),
-            version: removed.hash().short(),
-        });
-        let drained = removed.drain(grace).await;
-        self.publish(ReloadEvent::Drained {
-            plugin: name.to_string(),
-            version: removed.hash().short(),
-            in_flight: drained.in_flight,
-            cancelled: drained.cancelled,
-        });
-        Some(drained)
-    }
-
-    fn drain_in_background(&self, old: Arc<crate::runtime::PluginVersion>, grace: Duration) {
-        let host = self.clone();
-        tokio::spawn(async move {
-            let drained = old.drain(grace).await;
-            host.publish(ReloadEvent::Drained {
-                plugin: old.name().to_string(),
-                version: old.hash().short(),
-                in_flight: drained.in_flight,
-                cancelled: drained.cancelled,
-            });
-        });
-    }
-
-    /// Validates `path` and, when valid, applies its profiles and toolsets
-    /// atomically; when not, keeps the running configuration.
-    pub fn reload_config(&self, path: &Path) -> Result<(), String> {
-        let shown = path.display().to_string();
-        // The file was written: a file replaced by a rename is no longer the
-        // one terminal sandboxes mask. Sessions end (their processes and
-        // connections); their next commands get sandboxes masking the new
-        // file.
-        let ended = self.terminals().end_all();
-        if ended > 0 {
-            tracing::info!(
-                ended,
-                "terminal sessions ended: the configuration file changed"
-            );
-        }
-        let applied = Config::load(path)
-            .map_err(|e| e.to_string())
-            .and_then(|config| self.apply_config(config));
-        match &applied {
-            Ok(()) => self.publish(ReloadEvent::ConfigReloaded { path: shown }),
-            Err(reason) => self.publish(ReloadEvent::ConfigRejected {
-                path: shown,
-                reason: reason.clone(),
-            }),
-        }
-        applied
-    }
-
-    /// Applies the profiles and toolsets of `config` as one step.
-    /// A profile pinned by the running config (`--profile`) stays in effect.
-    pub fn apply_config(&self, mut config: Config) -> Result<(), String> {
-        let current = self.settings();
-        if let Some(pinned) = current
-            .config
-            .as_ref()
-            .and_then(|c| c.pinned_profile.clone())
-        {
-            if !config.profiles.contains_key(&pinned) {
-                return Err(format!(
-                    "profile {pinned:?} (chosen with --profile) is no longer defined; \
-                     keeping the running configuration"
-                ));
-            }
-            config.default_profile = pinned.clone();
-            config.pinned_profile = Some(pinned);
-        }
-        // What the running host still uses (the plugin directory, cache,
-        // audit log and allowlist it started with) stays protected.
-        config.retained_own = current.config.as_ref().map(|running| running.own_paths());
-        let profile = config.profile(&config.default_profile, None)?;
-        let caller = Caller::new(profile, current.caller.approvals().clone());
-        self.terminals()
-            .set_output_cap(config.tenant_caps.background_output);
-        let memory = self.sessions_memory();
-        memory.set_share(
-            config
-                .tenant_caps
-                .sessions_memory_share(memory.limit(), config.tenants.len()),
-        );
-        self.set_settings(Settings {
-            caller,
-            toolsets: config.toolsets.clone(),
-            config: Some(Arc::new(config)),
-        });
-        Ok(())
-    }
-
-    /// Watches `dir` for plugin files (and `config`, if given) until the
-    /// returned [`Watcher`] is dropped. The directory may not exist yet.
-    pub fn watch(
-        &self,
-        dir: &Path,
-        config: Option<&Path>,
-        options: WatchOptions,
-    ) -> Result<Watcher> {
-        Watcher::start(self.clone(), dir, config, options)
-    }
-}
 
 /// Tuning of a [`Watcher`].
 #[derive(Debug, Clone, Copy)]
@@ -229,14 +46,14 @@ impl Default for WatchOptions {
 }
 
 /// Whether `dir` (and `config`) can be watched now; why not, if not.
-pub fn can_watch(dir: &Path, config: Option<&Path>) -> Result<(), String> {
+pub(crate) fn can_watch(dir: &Path, config: Option<&Path>) -> Result<(), String> {
     Watched::start(dir, config)
         .map(drop)
         .map_err(|error| format!("cannot watch {}: {error:#}", dir.display()))
 }
 
 /// How often a watcher that could not watch tries again.
-pub const WATCH_RETRY: Duration = Duration::from_secs(5);
+pub(crate) const WATCH_RETRY: Duration = Duration::from_secs(5);
 
 /// A running directory watcher. Dropping it stops watching. One that cannot
 /// watch (the inotify limits reached, say) says so in the log and in
@@ -272,7 +89,12 @@ struct Pending {
 }
 
 impl Watcher {
-    fn start(host: Host, dir: &Path, config: Option<&Path>, options: WatchOptions) -> Result<Self> {
+    pub(super) fn start(
+        host: Host,
+        dir: &Path,
+        config: Option<&Path>,
+        options: WatchOptions,
+    ) -> Result<Self> {
         let dir =
             std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
         // Symlinks on the way resolved once: a link a command could replace

@@ -1,15 +1,12 @@
 //! One tool call end to end (resolve, validate, hooks, run, normalize).
 
-mod batch;
-mod checks;
-mod output;
-mod request;
-
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::value::RawValue;
 
+use super::checks::{parse_arguments, schema_error, unknown_tool};
+use super::request::{Arguments, CallRequest};
 use crate::approval::{ApprovalRequest, Subject};
 use crate::audit::{AuditRecord, now_rfc3339};
 use crate::caller::Caller;
@@ -21,10 +18,8 @@ use crate::host::Host;
 use crate::policy::PermissionDecision;
 use crate::registry::ToolEntry;
 use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants, SessionRef, session_key};
-use checks::{parse_arguments, schema_error, unknown_tool};
 
-pub(crate) use batch::{Admit, Outcome};
-pub use request::{Arguments, CallRequest};
+pub(crate) use super::batch::{Admit, Outcome};
 
 /// The name approvals of permissions go under in the audit record.
 const APPROVAL: &str = "approval";
@@ -127,7 +122,10 @@ impl Host {
                 },
                 error: error_text.as_deref(),
                 capabilities: &uses,
-                content: &result.as_ref().map(output::summary).unwrap_or_default(),
+                content: &result
+                    .as_ref()
+                    .map(super::output::summary)
+                    .unwrap_or_default(),
             });
         }
         result
@@ -314,9 +312,10 @@ impl Host {
             self.config()
                 .map_or_else(Default::default, |config| config.mime_types.clone())
         };
-        let result = output.and_then(|output| output::normalize(&entry.spec, output, mime_types));
+        let result =
+            output.and_then(|output| super::output::normalize(&entry.spec, output, mime_types));
         if !self.hooks().is_empty() {
-            let json = result.as_ref().map(output::as_json);
+            let json = result.as_ref().map(super::output::as_json);
             self.after_call(&info, json.as_deref().map_err(|e| *e), started);
         }
         approved.extend(uses);
