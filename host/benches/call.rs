@@ -116,7 +116,8 @@ fn batches(c: &mut Criterion) {
     let mut group = c.benchmark_group("batch");
     group.throughput(Throughput::Elements(100));
     group.bench_function("100 echo calls, 2 worker threads", |b| {
-        b.to_async(&rt).iter(|| host.dispatch_batch(&batch, None))
+        b.to_async(&rt)
+            .iter(|| toolhost::serve::openai::dispatch_batch(&host, &batch, None))
     });
     group.finish();
 }

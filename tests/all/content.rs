@@ -148,9 +148,12 @@ async fn tools_list_carries_the_icons_a_plugin_gives() {
 #[tokio::test]
 async fn chat_completions_results_are_text_parts_with_binary_blocks_described() {
     let host = media().await;
-    let results = host
-        .dispatch_batch(&batch(None, &["media_kinds", "media_link"]), None)
-        .await;
+    let results = toolhost::serve::openai::dispatch_batch(
+        &host,
+        &batch(None, &["media_kinds", "media_link"]),
+        None,
+    )
+    .await;
     let first = &results["tool_results"][0];
     assert_eq!(first["role"], "tool");
     assert_eq!(first["tool_call_id"], "call_0");
@@ -185,7 +188,7 @@ async fn responses_results_carry_images_and_files_as_such() {
               "arguments": "{\"mode\":\"good\"}" },
         ],
     });
-    let results = host.dispatch_batch(&request, None).await;
+    let results = toolhost::serve::openai::dispatch_batch(&host, &request, None).await;
     let first = &results["tool_results"][0];
     assert_eq!(first["type"], "function_call_output");
     assert_eq!(first["call_id"], "fc_1");

@@ -131,7 +131,7 @@ async fn arguments_go_to_path_query_headers_and_body_and_answers_are_shaped() {
     let host = host_with(dir.path(), ALLOWED).await;
 
     // Listed like any tool: schema from the parameters, hints from the method.
-    let listed = host.mcp_tools(&toolhost::Selection::all()).unwrap();
+    let listed = toolhost::serve::mcp::tools_list(&host, &toolhost::Selection::all()).unwrap();
     let get_item = listed
         .as_array()
         .unwrap()
@@ -501,7 +501,7 @@ network.allow_hosts = ["127.0.0.1"]
 env.allow = ["YAML_TEST_JIRA_USER", "YAML_TEST_JIRA_TOKEN"]
 "#;
     let host = host_with(dir.path(), profile).await;
-    let listed = host.mcp_tools(&toolhost::Selection::all()).unwrap();
+    let listed = toolhost::serve::mcp::tools_list(&host, &toolhost::Selection::all()).unwrap();
     let tool = listed.as_array().unwrap()[0].clone();
     assert_eq!(tool["name"], "jira_create_ticket");
     assert_eq!(

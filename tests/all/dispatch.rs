@@ -145,9 +145,8 @@ fn check_mixed_result(i: usize, position: usize, result: &Value) {
 async fn a_batch_of_fifty_returns_fifty_results_in_request_order() {
     let host = host().await;
     let calls: Vec<Value> = (0..50).map(mixed_entry).collect();
-    let response = host
-        .dispatch_batch(&json!({ "tool_calls": calls }), None)
-        .await;
+    let response =
+        toolhost::serve::openai::dispatch_batch(&host, &json!({ "tool_calls": calls }), None).await;
     let results = response["tool_results"].as_array().unwrap();
     assert_eq!(results.len(), 50);
     for (i, result) in results.iter().enumerate() {
@@ -161,9 +160,12 @@ async fn a_batch_of_fifty_returns_fifty_results_in_request_order() {
 async fn a_batch_of_one_returns_each_kind_of_result() {
     let host = host().await;
     for i in 0..5 {
-        let response = host
-            .dispatch_batch(&json!({ "tool_calls": [mixed_entry(i)] }), None)
-            .await;
+        let response = toolhost::serve::openai::dispatch_batch(
+            &host,
+            &json!({ "tool_calls": [mixed_entry(i)] }),
+            None,
+        )
+        .await;
         let results = response["tool_results"].as_array().unwrap();
         assert_eq!(results.len(), 1, "{response}");
         check_mixed_result(i, 0, &results[0]);
@@ -219,7 +221,7 @@ async fn waiting_calls_overlap_up_to_the_bound() {
         .build()
         .await
         .unwrap();
-    let response = host.dispatch_batch(&sleep_batch(9, 60), None).await;
+    let response = toolhost::serve::openai::dispatch_batch(&host, &sleep_batch(9, 60), None).await;
     let results = response["tool_results"].as_array().unwrap();
     assert_eq!(results.len(), 9);
     for (i, result) in results.iter().enumerate() {
@@ -247,7 +249,8 @@ async fn a_batch_overlaps_waiting_calls_up_to_its_bound_on_two_workers() {
 #[tokio::test]
 async fn a_batch_that_is_not_a_batch_is_one_error() {
     let host = host().await;
-    let response = host.dispatch_batch(&json!({"calls": []}), None).await;
+    let response =
+        toolhost::serve::openai::dispatch_batch(&host, &json!({"calls": []}), None).await;
     assert!(
         response["error"]
             .as_str()

@@ -1,7 +1,7 @@
 //! The layout of `host/src`: no file, and no top-level module, imports one
 //! that imports it back, directly or around a circle, so the modules read as
-//! floors; no file is longer than 600 lines; the README's module map names
-//! every top-level module. The files not yet cut to length are listed, and
+//! floors; `Host` is implemented under `host/` only; no file is longer than
+//! 600 lines; the README's module map names every top-level module. The files not yet cut to length are listed, and
 //! the list may only shrink.
 //!
 //! A file's imports are the paths it names (`crate::a::b`, `super::x`,
@@ -432,5 +432,24 @@ fn the_readme_module_map_names_every_top_level_module() {
     assert!(
         missing.is_empty(),
         "the README's module map does not name {missing:?}"
+    );
+}
+
+#[test]
+fn host_is_implemented_in_one_home() {
+    let mut elsewhere = Vec::new();
+    for (module, (_, source)) in modules(&host_src()) {
+        let home = module.first().is_some_and(|m| m == "host");
+        if !home
+            && source
+                .lines()
+                .any(|line| line.trim_start().starts_with("impl Host {"))
+        {
+            elsewhere.push(module.join("/"));
+        }
+    }
+    assert!(
+        elsewhere.is_empty(),
+        "`impl Host` outside host/: {elsewhere:?}"
     );
 }

@@ -211,9 +211,7 @@ async fn other_callers_get_the_plain_result_and_the_same_check() {
         .unwrap();
     assert_eq!(spec.title.as_deref(), Some("Bounding box"));
     assert!(spec.output_schema.is_some());
-    let openai = host
-        .openai_tools(&toolhost::Selection::all(), false)
-        .unwrap();
+    let openai = toolhost::serve::openai::tools(&host, &toolhost::Selection::all(), false).unwrap();
     let function = openai
         .as_array()
         .unwrap()

@@ -141,7 +141,7 @@ async fn a_batch_makes_no_instance_ahead() {
         .build()
         .await
         .unwrap();
-    let response = host.dispatch_batch(&sleep_batch(4, 1), None).await;
+    let response = toolhost::serve::openai::dispatch_batch(&host, &sleep_batch(4, 1), None).await;
     assert_eq!(response["tool_results"].as_array().map(Vec::len), Some(4));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(plugin(&host, "misbehave").ready_instances(), 0);

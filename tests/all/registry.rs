@@ -128,9 +128,7 @@ async fn a_toolset_cycle_is_a_config_error_naming_it() {
 #[tokio::test]
 async fn openai_definitions_carry_nested_optional_and_enum_parameters() {
     let host = shapes_host().await;
-    let tools = host
-        .openai_tools(&Selection::only(["shapes"]), false)
-        .unwrap();
+    let tools = toolhost::serve::openai::tools(&host, &Selection::only(["shapes"]), false).unwrap();
     let sort = tools
         .as_array()
         .unwrap()
@@ -165,7 +163,7 @@ async fn openai_definitions_carry_nested_optional_and_enum_parameters() {
 #[tokio::test]
 async fn strict_definitions_close_objects_where_the_schema_allows() {
     let host = shapes_host().await;
-    let tools = host.openai_tools(&Selection::only(["demo"]), true).unwrap();
+    let tools = toolhost::serve::openai::tools(&host, &Selection::only(["demo"]), true).unwrap();
     let echo = tools
         .as_array()
         .unwrap()
@@ -185,7 +183,7 @@ async fn strict_definitions_close_objects_where_the_schema_allows() {
 #[tokio::test]
 async fn mcp_definitions_carry_input_schema_and_annotations() {
     let host = shapes_host().await;
-    let tools = host.mcp_tools(&Selection::only(["shapes"])).unwrap();
+    let tools = toolhost::serve::mcp::tools_list(&host, &Selection::only(["shapes"])).unwrap();
     let by_name = |name: &str| {
         tools
             .as_array()

@@ -38,7 +38,7 @@ pub(super) async fn run(global: &Global, call: Call) -> Result<ExitCode> {
         let batch: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("the batch in {batch} is not valid JSON"))?;
         let host = host(global).await?;
-        let results = host.dispatch_batch(&batch, session.as_deref()).await;
+        let results = crate::serve::openai::dispatch_batch(&host, &batch, session.as_deref()).await;
         println!("{}", escape::json_pretty(&results)?);
         return Ok(if results.get("error").is_some() {
             ExitCode::FAILURE

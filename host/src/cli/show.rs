@@ -34,14 +34,14 @@ pub(super) fn list(
             return Ok(ExitCode::SUCCESS);
         }
         Format::Openai => {
-            let tools = host
-                .openai_tools(selection, strict)
-                .map_err(anyhow::Error::msg)?;
+            let tools =
+                crate::serve::openai::tools(host, selection, strict).map_err(anyhow::Error::msg)?;
             println!("{}", escape::json_pretty(&tools)?);
             return Ok(ExitCode::SUCCESS);
         }
         Format::Mcp => {
-            let tools = host.mcp_tools(selection).map_err(anyhow::Error::msg)?;
+            let tools =
+                crate::serve::mcp::tools_list(host, selection).map_err(anyhow::Error::msg)?;
             println!("{}", escape::json_pretty(&tools)?);
             return Ok(ExitCode::SUCCESS);
         }

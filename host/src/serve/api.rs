@@ -153,7 +153,7 @@ async fn tools(
             }
         }
     }
-    match api.host.openai_tools_for(&auth.caller, &selection, strict) {
+    match super::openai::tools_for(&api.host, &auth.caller, &selection, strict) {
         Ok(tools) => axum::Json(json!({ "tools": tools })).into_response(),
         Err(e) => error_response(StatusCode::BAD_REQUEST, format!("invalid_request: {e}")),
     }
@@ -243,8 +243,13 @@ async fn tool_calls(
     let dispatched = tokio::select! {
         dispatched = tokio::time::timeout(
             api.request_timeout,
-            api.host
-                .dispatch_batch_admitting(&caller, &batch, session.as_deref(), held.admit()),
+            super::openai::dispatch_batch_admitting(
+                &api.host,
+                &caller,
+                &batch,
+                session.as_deref(),
+                held.admit(),
+            ),
         ) => dispatched,
         () = api.abandon.cancelled() => return shutting_down(),
     };

@@ -14,118 +14,113 @@ use crate::host::{Arguments, CallRequest};
 use crate::serve::content::{Format, chat_content, responses_output};
 use crate::toolsets::Selection;
 
-impl Host {
-    /// Runs a batch in the OpenAI shape,
-    /// `{"tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}`
-    /// (or Responses' `{"type": "function_call", "call_id", "name",
-    /// "arguments"}` entries), with at most the host's batch concurrency in
-    /// flight, and returns `{"tool_results": [...]}` in request order: one
-    /// result per call, whatever happens to the others. Each result is a
-    /// Chat Completions tool message, `{"tool_call_id", "role": "tool",
-    /// "name", "content"}`, or with `"format": "responses"` a
-    /// `{"type": "function_call_output", "call_id", "output"}` item.
-    /// `session` applies to every call of the batch.
-    pub async fn dispatch_batch(&self, batch: &Value, session: Option<&str>) -> Value {
-        let caller = self.caller();
-        self.dispatch_batch_as(&caller, batch, session).await
-    }
-
-    /// [`Host::dispatch_batch`] as `caller`.
-    pub async fn dispatch_batch_as(
-        &self,
-        caller: &Caller,
-        batch: &Value,
-        session: Option<&str>,
-    ) -> Value {
-        let admit: crate::host::call::Admit = std::sync::Arc::new(|outcome| outcome);
-        self.dispatch_batch_admitting(caller, batch, session, admit)
-            .await
-    }
-
-    /// [`Host::dispatch_batch_as`], each outcome passed through `admit` as
-    /// its call finishes.
-    pub(crate) async fn dispatch_batch_admitting(
-        &self,
-        caller: &Caller,
-        batch: &Value,
-        session: Option<&str>,
-        admit: crate::host::call::Admit,
-    ) -> Value {
-        let Some(calls) = batch.get("tool_calls").and_then(Value::as_array) else {
-            let error = CallError::new(
-                ErrorKind::InvalidRequest,
-                "a batch is an object with a \"tool_calls\" array",
-            );
-            return json!({ "error": error.model_text() });
-        };
-        let format = match batch.get("format") {
-            None | Some(Value::Null) => Format::default(),
-            Some(Value::String(name)) => match Format::parse(name) {
-                Ok(format) => format,
-                Err(problem) => {
-                    let error = CallError::new(ErrorKind::InvalidRequest, problem);
-                    return json!({ "error": error.model_text() });
-                }
-            },
-            Some(_) => {
-                let error =
-                    CallError::new(ErrorKind::InvalidRequest, "\"format\" must be a string");
-                return json!({ "error": error.model_text() });
-            }
-        };
-        // Every entry is parsed here, once: the well-formed ones run, the
-        // others are answered with why.
-        let mut requests = Vec::with_capacity(calls.len());
-        let mut malformed = Vec::with_capacity(calls.len());
-        for (index, call) in calls.iter().enumerate() {
-            match batch_request(index, call, session) {
-                Ok(request) => {
-                    requests.push(request);
-                    malformed.push(None);
-                }
-                Err(error) => malformed.push(Some(error_content(&error))),
-            }
-        }
-        // `dispatch_many` answers every request, in order.
-        let mut outcomes = self
-            .dispatch_admitting(caller, requests, admit)
-            .await
-            .into_iter()
-            .map(|outcome| match outcome {
-                Ok(output) => content_of(&output, format),
-                Err(error) => error_content(&error),
-            });
-        let results: Vec<Value> = calls
-            .iter()
-            .zip(malformed)
-            .map(|(call, malformed)| {
-                let content = malformed.or_else(|| outcomes.next()).unwrap_or_default();
-                tool_result(call, content, format)
-            })
-            .collect();
-        json!({ "tool_results": results })
-    }
-
-    /// The OpenAI `tools` array for a selection; `strict` rewrites schemas for
-    /// strict mode where they allow it.
-    pub fn openai_tools(&self, selection: &Selection, strict: bool) -> Result<Value, String> {
-        self.openai_tools_for(&self.caller(), selection, strict)
-    }
-
-    /// [`Host::openai_tools`] for `caller`.
-    pub fn openai_tools_for(
-        &self,
-        caller: &Caller,
-        selection: &Selection,
-        strict: bool,
-    ) -> Result<Value, String> {
-        let tools = self.select_for(caller, selection)?;
-        Ok(Value::Array(
-            tools.iter().map(|t| openai_tool(t, strict)).collect(),
-        ))
-    }
+/// Runs a batch in the OpenAI shape,
+/// `{"tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}`
+/// (or Responses' `{"type": "function_call", "call_id", "name",
+/// "arguments"}` entries), with at most the host's batch concurrency in
+/// flight, and returns `{"tool_results": [...]}` in request order: one
+/// result per call, whatever happens to the others. Each result is a
+/// Chat Completions tool message, `{"tool_call_id", "role": "tool",
+/// "name", "content"}`, or with `"format": "responses"` a
+/// `{"type": "function_call_output", "call_id", "output"}` item.
+/// `session` applies to every call of the batch.
+pub async fn dispatch_batch(host: &Host, batch: &Value, session: Option<&str>) -> Value {
+    let caller = host.caller();
+    dispatch_batch_as(host, &caller, batch, session).await
 }
 
+/// [`dispatch_batch`] as `caller`.
+pub async fn dispatch_batch_as(
+    host: &Host,
+    caller: &Caller,
+    batch: &Value,
+    session: Option<&str>,
+) -> Value {
+    let admit: crate::host::call::Admit = std::sync::Arc::new(|outcome| outcome);
+    dispatch_batch_admitting(host, caller, batch, session, admit).await
+}
+
+/// [`dispatch_batch_as`], each outcome passed through `admit` as
+/// its call finishes.
+pub(crate) async fn dispatch_batch_admitting(
+    host: &Host,
+    caller: &Caller,
+    batch: &Value,
+    session: Option<&str>,
+    admit: crate::host::call::Admit,
+) -> Value {
+    let Some(calls) = batch.get("tool_calls").and_then(Value::as_array) else {
+        let error = CallError::new(
+            ErrorKind::InvalidRequest,
+            "a batch is an object with a \"tool_calls\" array",
+        );
+        return json!({ "error": error.model_text() });
+    };
+    let format = match batch.get("format") {
+        None | Some(Value::Null) => Format::default(),
+        Some(Value::String(name)) => match Format::parse(name) {
+            Ok(format) => format,
+            Err(problem) => {
+                let error = CallError::new(ErrorKind::InvalidRequest, problem);
+                return json!({ "error": error.model_text() });
+            }
+        },
+        Some(_) => {
+            let error = CallError::new(ErrorKind::InvalidRequest, "\"format\" must be a string");
+            return json!({ "error": error.model_text() });
+        }
+    };
+    // Every entry is parsed here, once: the well-formed ones run, the
+    // others are answered with why.
+    let mut requests = Vec::with_capacity(calls.len());
+    let mut malformed = Vec::with_capacity(calls.len());
+    for (index, call) in calls.iter().enumerate() {
+        match batch_request(index, call, session) {
+            Ok(request) => {
+                requests.push(request);
+                malformed.push(None);
+            }
+            Err(error) => malformed.push(Some(error_content(&error))),
+        }
+    }
+    // `dispatch_many` answers every request, in order.
+    let mut outcomes = host
+        .dispatch_admitting(caller, requests, admit)
+        .await
+        .into_iter()
+        .map(|outcome| match outcome {
+            Ok(output) => content_of(&output, format),
+            Err(error) => error_content(&error),
+        });
+    let results: Vec<Value> = calls
+        .iter()
+        .zip(malformed)
+        .map(|(call, malformed)| {
+            let content = malformed.or_else(|| outcomes.next()).unwrap_or_default();
+            tool_result(call, content, format)
+        })
+        .collect();
+    json!({ "tool_results": results })
+}
+
+/// The OpenAI `tools` array for a selection; `strict` rewrites schemas for
+/// strict mode where they allow it.
+pub fn tools(host: &Host, selection: &Selection, strict: bool) -> Result<Value, String> {
+    tools_for(host, &host.caller(), selection, strict)
+}
+
+/// [`tools`] for `caller`.
+pub fn tools_for(
+    host: &Host,
+    caller: &Caller,
+    selection: &Selection,
+    strict: bool,
+) -> Result<Value, String> {
+    let tools = host.select_for(caller, selection)?;
+    Ok(Value::Array(
+        tools.iter().map(|t| openai_tool(t, strict)).collect(),
+    ))
+}
 /// A batch entry as a [`CallRequest`] in `session`, or why it is malformed.
 fn batch_request(
     index: usize,

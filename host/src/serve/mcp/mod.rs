@@ -16,4 +16,4 @@ mod tools;
 pub use server::McpServer;
 pub use stdio::{poll_readable, serve_stdio};
 pub use streamable::{McpHttp, http_service};
-pub use tools::mcp_tool;
+pub use tools::{mcp_tool, tools_list, tools_list_for};

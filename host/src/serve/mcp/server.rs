@@ -362,9 +362,7 @@ impl ServerHandler for McpServer {
         // waits for them.
         self.host.loaded().await;
         let caller = self.caller(&context);
-        let mut tools = self
-            .host
-            .mcp_tools_for(&caller, &Selection::all())
+        let mut tools = super::tools_list_for(&self.host, &caller, &Selection::all())
             .map_err(|e| ErrorData::internal_error(e, None))?;
         // Without sessions, tools that keep state take a handle.
         if let (true, Some(listed)) = (handles::stateless(&context.meta), tools.as_array_mut()) {

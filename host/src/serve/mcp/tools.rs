@@ -7,17 +7,19 @@ use crate::contract::spec::ToolSpec;
 use crate::host::Host;
 use crate::toolsets::Selection;
 
-impl Host {
-    /// The MCP `tools/list` entries for a selection.
-    pub fn mcp_tools(&self, selection: &Selection) -> Result<Value, String> {
-        self.mcp_tools_for(&self.caller(), selection)
-    }
+/// The MCP `tools/list` entries for a selection.
+pub fn tools_list(host: &Host, selection: &Selection) -> Result<Value, String> {
+    tools_list_for(host, &host.caller(), selection)
+}
 
-    /// [`Host::mcp_tools`] for `caller`.
-    pub fn mcp_tools_for(&self, caller: &Caller, selection: &Selection) -> Result<Value, String> {
-        let tools = self.select_for(caller, selection)?;
-        Ok(Value::Array(tools.iter().map(|t| mcp_tool(t)).collect()))
-    }
+/// [`tools_list`] for `caller`.
+pub fn tools_list_for(
+    host: &Host,
+    caller: &Caller,
+    selection: &Selection,
+) -> Result<Value, String> {
+    let tools = host.select_for(caller, selection)?;
+    Ok(Value::Array(tools.iter().map(|t| mcp_tool(t)).collect()))
 }
 
 /// One tool in the MCP `tools/list` shape: its `title`, `outputSchema` and
