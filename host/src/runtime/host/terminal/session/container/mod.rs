@@ -24,55 +24,47 @@
 //! bash. Its process group id goes to a file in the container's `/tmp`, so a
 //! signal reaches the whole group (through another exec); its state is
 //! written to a second file and read back when it ends, as over ssh.
+//!
+//! What the container is made of is in `body`; talking to the engine in
+//! `engine`; the way out under `terminal.network = "proxy"` in `relay`;
+//! signalling a command's group in `signals`.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
-use std::os::unix::net::UnixStream;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
-use bollard::query_parameters::{CreateContainerOptions, CreateImageOptions};
+use bollard::query_parameters::CreateContainerOptions;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
 use super::super::super::http::proxy::{Gate, Proxy};
 use super::super::super::process_group::{End, Reader, Writer};
-use super::launch::{Launch, Signaller, Signals, Started};
+use super::launch::{Launch, Signals, Started};
 use super::trailer::{Found, Trailer};
 use crate::confine::guard::Watched;
 use crate::confine::plan::{Planned, still_holds};
-use crate::confine::{PROXY_CONNECTIONS, PROXY_PORT};
 use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
 
 mod body;
+mod engine;
+mod relay;
+mod signals;
+
+use engine::{LABEL, connect, ensure_image, exit_code, live, owner, remove, request, sweep_once};
+pub(crate) use engine::{check_engine, remove_all};
+use relay::Relay;
+use signals::ContainerSignals;
+
 /// Most times a container is made again because the grants changed while
 /// it was made, before the command is refused.
 const TRIES: usize = 3;
 
 /// Bytes a pipe between an exec's stream and its reader holds.
 const PIPE: usize = 64 * 1024;
-
-/// Seconds an engine request may take (pulling an image takes longer and is
-/// not bound by it).
-const REQUEST_TIMEOUT: u64 = 120;
-
-/// The label every container of toolhost carries, with the host process's
-/// id and boot, so that one left by a process that died is removed.
-const LABEL: &str = "toolhost.session";
-
-/// Where the engine's socket usually is, after `DOCKER_HOST`.
-const SOCKETS: &[&str] = &["/var/run/docker.sock", "/run/podman/podman.sock"];
-
-/// Longest a `kill` in a container may take to start and answer before
-/// the container is given up.
-const KILL_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// What the shell of a `kill` in a container prints first.
-const KILL_RAN: &str = "toolhost-kill-ran";
 
 /// One session's container.
 pub(crate) struct ContainerBackend {
@@ -127,7 +119,8 @@ impl ContainerBackend {
             }
             backend.watch_guard();
             if profile.terminal.network == TerminalNetwork::Proxy {
-                backend.relay = Some(Relay::start(&backend, profile, gate.clone()).await?);
+                backend.relay =
+                    Some(Relay::start(&backend.socket, &backend.id, profile, gate.clone()).await?);
             }
             return Ok(backend);
         }
@@ -480,432 +473,5 @@ impl Drop for ContainerBackend {
                 tracing::warn!(%reason, "a container planted repository metadata");
             }
         });
-    }
-}
-
-/// The way out of a container under `terminal.network = "proxy"`: a
-/// listener on the container's loopback at [`PROXY_PORT`], made by a thread
-/// of this process that entered the container's network namespace (so
-/// nothing needs to run in the image), whose connections go to the
-/// session's proxy of the allowed hosts. The container has no other
-/// interface.
-struct Relay {
-    proxy: Proxy,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Relay {
-    async fn start(
-        backend: &ContainerBackend,
-        profile: &Profile,
-        gate: Gate,
-    ) -> Result<Self, String> {
-        let fail = |e: String| {
-            format!(
-                "terminal.network = \"proxy\" in a container: {e}; toolhost reaches into the \
-                 container's network namespace, which needs a rootful engine on this machine and \
-                 toolhost running as root (or set terminal.network = \"none\")"
-            )
-        };
-        let path = format!("/containers/{}/json", backend.id);
-        let socket = backend.socket.clone();
-        let inspected = tokio::task::spawn_blocking(move || request(&socket, "GET", &path))
-            .await
-            .map_err(|e| fail(e.to_string()))?
-            .map_err(|e| fail(e.to_string()))?;
-        let pid = serde_json::from_slice::<serde_json::Value>(&inspected.1)
-            .ok()
-            .and_then(|c| c["State"]["Pid"].as_i64())
-            .filter(|&pid| pid > 0)
-            .ok_or_else(|| fail("the engine names no process of the container".into()))?;
-        let listener = tokio::task::spawn_blocking(move || listen_in(pid))
-            .await
-            .map_err(|e| fail(e.to_string()))?
-            .map_err(|e| fail(e.to_string()))?;
-        let listener =
-            tokio::net::TcpListener::from_std(listener).map_err(|e| fail(e.to_string()))?;
-        let proxy = Proxy::start(profile.hosts.clone(), gate)
-            .map_err(|e| format!("could not start the network proxy of the session: {e}"))?;
-        let target = proxy.socket();
-        let task = tokio::spawn(async move {
-            let permits = Arc::new(tokio::sync::Semaphore::new(PROXY_CONNECTIONS));
-            while let Ok((mut client, _)) = listener.accept().await {
-                // Past the cap a connection is closed at once.
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    continue;
-                };
-                let target = target.clone();
-                tokio::spawn(async move {
-                    if let Ok(mut proxy) = tokio::net::UnixStream::connect(&target).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut proxy).await;
-                    }
-                    drop(permit);
-                });
-            }
-        });
-        Ok(Self { proxy, task })
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// A listener on `127.0.0.1:PROXY_PORT` in the network namespace of
-/// process `pid`, made on a thread of its own (a namespace is a thread's;
-/// the socket stays in the one it was made in).
-fn listen_in(pid: i64) -> io::Result<std::net::TcpListener> {
-    use std::os::fd::AsRawFd;
-    let namespace = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
-    std::thread::spawn(move || {
-        // SAFETY: changes the network namespace of this thread only, which
-        // ends once the listener is made.
-        if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, PROXY_PORT))?;
-        listener.set_nonblocking(true)?;
-        Ok(listener)
-    })
-    .join()
-    .map_err(|_| io::Error::other("the thread entering the namespace panicked"))?
-}
-
-/// How a command in a container is signalled: `kill` of its process group,
-/// run in the container. A container that cannot run the `kill` (its
-/// process limit taken by a fork bomb, say) is removed with everything in
-/// it, so no command outlives its deadline; the session's next command gets
-/// a new one.
-struct ContainerSignals {
-    docker: Docker,
-    socket: PathBuf,
-    container: String,
-    pid_file: String,
-    /// The last signal sent, to tell a job it ended from an exit code.
-    signalled: Arc<AtomicI32>,
-    broken: Arc<Mutex<Option<String>>>,
-}
-
-impl Signaller for ContainerSignals {
-    fn send(&self, signal: libc::c_int) -> futures::future::BoxFuture<'_, ()> {
-        Box::pin(self.signal(signal))
-    }
-}
-
-impl ContainerSignals {
-    async fn signal(&self, signal: libc::c_int) {
-        self.signalled.store(signal, Ordering::Relaxed);
-        let file = &self.pid_file;
-        // The group id is written as the command starts: wait for it a
-        // little. Reading it and the kill are built into the shell, so they
-        // need no process of their own (a fork bomb leaves none); whatever
-        // kill answers, the shell prints a line starting with KILL_RAN.
-        let script = format!(
-            "for i in 1 2 3 4 5 6 7 8 9 10; do [ -s '{file}' ] && break; sleep 0.1; done; \
-             read group < '{file}'; [ \"$group\" = done ] && {{ echo {KILL_RAN} ended; exit; }}; \
-             kill -{signal} -\"$group\" 2>/dev/null; echo {KILL_RAN} $?"
-        );
-        let ran = tokio::time::timeout(
-            KILL_TIMEOUT,
-            capture(&self.docker, &self.container, &script),
-        )
-        .await;
-        // The engine may put its own error in the output: the shell's line
-        // is the proof that it ran.
-        if let Ok(Ok(out)) = &ran
-            && out.starts_with(KILL_RAN.as_bytes())
-        {
-            return;
-        }
-        let reason = "the session's container could not run kill (its process limit reached?) \
-                      and was removed with everything in it"
-            .to_string();
-        tracing::warn!(container = %self.container, "{reason}");
-        *self.broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
-        let (socket, id) = (self.socket.clone(), self.container.clone());
-        let _ = tokio::task::spawn_blocking(move || remove(&socket, &id)).await;
-    }
-}
-
-/// What `toolhost doctor` says of a profile's container engine: `Ok` names
-/// the engine and its version and whether the image is there; `Err` says
-/// why no command could run.
-pub(crate) async fn check_engine(settings: &ContainerSettings) -> Result<String, String> {
-    let (docker, path) = connect(settings).await?;
-    let version = docker
-        .version()
-        .await
-        .map_err(|e| format!("the container engine at {}: {e}", path.display()))?;
-    let engine = version
-        .components
-        .as_ref()
-        .and_then(|c| c.first())
-        .map(|c| format!("{} {}", c.name, c.version))
-        .or(version.version.clone())
-        .unwrap_or_else(|| "an engine".into());
-    let image = if docker.inspect_image(&settings.image).await.is_ok() {
-        format!("image {:?} present", settings.image)
-    } else {
-        format!(
-            "image {:?} not there yet: pulled at the first command",
-            settings.image
-        )
-    };
-    Ok(format!("{engine} at {}; {image}", path.display()))
-}
-
-/// A client of the engine of `settings`, its API version agreed, and the
-/// engine's socket.
-async fn connect(settings: &ContainerSettings) -> Result<(Docker, PathBuf), String> {
-    let socket = socket(settings)?;
-    Docker::connect_with_unix(
-        &socket.to_string_lossy(),
-        REQUEST_TIMEOUT,
-        bollard::API_DEFAULT_VERSION,
-    )
-    .map_err(|e| format!("the container engine at {}: {e}", socket.display()))?
-    .negotiate_version()
-    .await
-    .map(|docker| (docker, socket.clone()))
-    .map_err(|e| {
-        format!(
-            "the container engine at {} does not answer: {e} (terminal.container.socket)",
-            socket.display()
-        )
-    })
-}
-
-/// The engine's socket: the configured one, `DOCKER_HOST`, or the first of
-/// [`SOCKETS`] that exists.
-fn socket(settings: &ContainerSettings) -> Result<PathBuf, String> {
-    let written = settings
-        .socket
-        .clone()
-        .or_else(|| std::env::var("DOCKER_HOST").ok());
-    if let Some(written) = written {
-        let Some(path) = written
-            .strip_prefix("unix://")
-            .or_else(|| written.starts_with('/').then_some(written.as_str()))
-        else {
-            return Err(format!(
-                "the container engine at {written:?}: only a local socket (a path or unix://) \
-                 serves, since the grants are bind-mounted from this machine"
-            ));
-        };
-        return Ok(PathBuf::from(path));
-    }
-    SOCKETS
-        .iter()
-        .map(PathBuf::from)
-        .find(|path| path.exists())
-        .ok_or_else(|| {
-            format!(
-                "no container engine: none of {} exists and DOCKER_HOST is not set; start \
-                 Docker or `podman system service`, or set terminal.container.socket",
-                SOCKETS.join(", ")
-            )
-        })
-}
-
-/// Pulls `image` unless the engine has it.
-async fn ensure_image(docker: &Docker, image: &str) -> Result<(), String> {
-    if docker.inspect_image(image).await.is_ok() {
-        return Ok(());
-    }
-    tracing::info!(%image, "pulling the terminal container's image");
-    let mut pull = docker.create_image(
-        Some(CreateImageOptions {
-            from_image: Some(image.to_string()),
-            ..Default::default()
-        }),
-        None,
-        None,
-    );
-    while let Some(step) = pull.next().await {
-        step.map_err(|e| {
-            format!("the image {image:?} is not on the container engine and pulling it failed: {e}")
-        })?;
-    }
-    docker
-        .inspect_image(image)
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("the image {image:?} after pulling it: {e}"))
-}
-
-/// The exit code of exec `id`, once it has one.
-async fn exit_code(docker: &Docker, id: &str) -> Option<i64> {
-    for _ in 0..50 {
-        match docker.inspect_exec(id).await {
-            Ok(inspected) if inspected.running != Some(true) => return inspected.exit_code,
-            Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            Err(_) => return None,
-        }
-    }
-    None
-}
-
-/// Runs `script` with sh in `container`; its stdout.
-async fn capture(docker: &Docker, container: &str, script: &str) -> Result<Vec<u8>, String> {
-    let exec = docker
-        .create_exec(
-            container,
-            CreateExecOptions {
-                attach_stdout: Some(true),
-                cmd: Some(vec!["sh", "-c", script]),
-                ..Default::default()
-            },
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    let StartExecResults::Attached { mut output, .. } = docker
-        .start_exec(&exec.id, None)
-        .await
-        .map_err(|e| e.to_string())?
-    else {
-        return Err("detached".into());
-    };
-    let mut bytes = Vec::new();
-    while let Some(Ok(chunk)) = output.next().await {
-        bytes.extend_from_slice(&chunk.into_bytes());
-    }
-    Ok(bytes)
-}
-
-/// This process and boot, as the [`LABEL`] value.
-fn owner() -> String {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{}@{}", std::process::id(), boot.trim())
-}
-
-/// Removes, once per socket and process, the containers a toolhost process
-/// of this boot left when it died. Blocking.
-fn sweep_once(socket: &Path) {
-    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-    {
-        let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
-        if swept.iter().any(|done| done == socket) {
-            return;
-        }
-        swept.push(socket.to_path_buf());
-    }
-    // Listed as JSON values: engines name container states beyond those
-    // the API's models know (Podman's `stopped`).
-    let filter = format!("{{\"label\":[\"{LABEL}\"]}}");
-    let path = format!("/containers/json?all=true&filters={}", percent(&filter));
-    let Ok((200, body)) = request(socket, "GET", &path) else {
-        return;
-    };
-    let Ok(serde_json::Value::Array(found)) = serde_json::from_slice(&body) else {
-        return;
-    };
-    let boot = owner();
-    let boot = boot
-        .split_once('@')
-        .map(|(_, boot)| boot)
-        .unwrap_or_default();
-    for container in found {
-        let Some((pid, of_boot)) = container["Labels"][LABEL]
-            .as_str()
-            .and_then(|owner| owner.split_once('@'))
-        else {
-            continue;
-        };
-        let dead = pid.parse::<libc::pid_t>().is_ok_and(|pid| {
-            // SAFETY: signal 0 only checks that the process exists.
-            let failed = unsafe { libc::kill(pid, 0) } != 0;
-            failed && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-        });
-        if let (true, true, Some(id)) = (of_boot == boot, dead, container["Id"].as_str()) {
-            tracing::info!(container = %id, "removing a terminal container a dead toolhost left");
-            let _ = remove(socket, id);
-        }
-    }
-}
-
-/// `text` percent-encoded for a query string.
-fn percent(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The containers of sessions not yet removed, with their engine's socket.
-fn live() -> &'static Mutex<HashMap<String, PathBuf>> {
-    static LIVE: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    LIVE.get_or_init(Default::default)
-}
-
-/// Removes every container of this process's sessions, for a process about
-/// to exit without dropping them.
-pub(crate) fn remove_all() {
-    let live = std::mem::take(&mut *live().lock().unwrap_or_else(|e| e.into_inner()));
-    for (id, socket) in live {
-        let _ = remove(&socket, &id);
-    }
-}
-
-/// Removes container `id` with everything running in it. Blocking.
-fn remove(socket: &Path, id: &str) -> io::Result<()> {
-    match request(
-        socket,
-        "DELETE",
-        &format!("/containers/{id}?force=true&v=true"),
-    )? {
-        (200..300 | 404, _) => Ok(()),
-        (status, body) => Err(io::Error::other(format!(
-            "{status}: {}",
-            String::from_utf8_lossy(&body)
-        ))),
-    }
-}
-
-/// One HTTP/1.0 request on the engine's socket, without a body: the
-/// status and the body of the answer. Blocking; for what must work without
-/// an async runtime (a session dropped as the host exits).
-fn request(socket: &Path, method: &str, path: &str) -> io::Result<(u16, Vec<u8>)> {
-    let mut stream = UnixStream::connect(socket)?;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(stream, "{method} {path} HTTP/1.0\r\nHost: docker\r\n\r\n")?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer)?;
-    let split = answer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| io::Error::other("the engine's answer has no header"))?;
-    let status = answer
-        .split(|&b| b == b' ')
-        .nth(1)
-        .and_then(|s| std::str::from_utf8(s).ok()?.parse().ok())
-        .ok_or_else(|| io::Error::other("the engine's answer has no status"))?;
-    Ok((status, answer[split + 4..].to_vec()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_local_socket_serves() {
-        let settings = |socket: &str| ContainerSettings {
-            image: "i".into(),
-            socket: Some(socket.into()),
-            user: None,
-        };
-        assert_eq!(
-            socket(&settings("unix:///run/x.sock")).unwrap(),
-            PathBuf::from("/run/x.sock")
-        );
-        assert_eq!(
-            socket(&settings("/run/y.sock")).unwrap(),
-            PathBuf::from("/run/y.sock")
-        );
-        let refused = socket(&settings("tcp://10.0.0.1:2375")).unwrap_err();
-        assert!(refused.contains("only a local socket"), "{refused}");
     }
 }
