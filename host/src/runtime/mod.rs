@@ -13,7 +13,7 @@ mod memory;
 mod plugin;
 mod ready;
 mod sandbox;
-mod session;
+mod stateful;
 
 pub use crate::contract::{
     CONTRACT_SERIES, CONTRACT_VERSION, CapabilityUse, ContentHash, TOOL_INTERFACE,
@@ -30,7 +30,7 @@ pub use plugin::{
     is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
-pub use session::{MAX_SESSIONS, SessionState, session_key};
+pub use stateful::{MAX_SESSIONS, SessionState, session_key};
 
 pub use host::{
     LogSink, MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Progress, ProgressSink, Terminals,

@@ -25,11 +25,11 @@ mod connections;
 pub mod content;
 pub mod http;
 mod jsonrpc;
+mod lines;
 pub mod mcp;
 mod narrowings;
 pub mod openai;
 mod progress;
-mod stdio;
 pub mod tenants;
 
 /// Waits until `count` is zero; whatever lowers it to zero notifies

@@ -22,7 +22,7 @@ use crate::runtime::instance::{guest_error, instantiate_tool, new_store, trap_er
 use crate::runtime::memory::SessionMemory;
 use crate::runtime::ready::Recipe;
 use crate::runtime::sandbox::{Identity, Limits, Sandbox};
-use crate::runtime::session::{
+use crate::runtime::stateful::{
     LiveInstance, MAX_SESSIONS, MAX_SESSIONS_PER_TENANT, NoSlot, guest_session_id,
 };
 

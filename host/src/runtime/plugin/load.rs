@@ -17,7 +17,7 @@ use crate::runtime::engine::Runtime;
 use crate::runtime::grants::Grants;
 use crate::runtime::instance::{instantiate_tool, new_store, trap_error};
 use crate::runtime::sandbox::{Identity, Limits, Sandbox};
-use crate::runtime::session::Sessions;
+use crate::runtime::stateful::Sessions;
 
 /// Limits of the one-off instance that runs `describe` at load time.
 const DESCRIBE_LIMITS: Limits = Limits {

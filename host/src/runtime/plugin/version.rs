@@ -19,7 +19,7 @@ use crate::runtime::engine::Runtime;
 use crate::runtime::flight::{Drained, Flight, Flights};
 use crate::runtime::ready::ReadyInstances;
 use crate::runtime::sandbox::Sandbox;
-use crate::runtime::session::Sessions;
+use crate::runtime::stateful::Sessions;
 
 /// One loaded version of a plugin. Cheap to share; calls hold an `Arc` of the
 /// version they started on, so a replaced version lives until they finish.

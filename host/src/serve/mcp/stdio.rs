@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::server::McpServer;
 use crate::host::Host;
-use crate::serve::stdio::{MAX_PENDING, StdioTransport};
+use crate::serve::lines::{LineTransport, MAX_PENDING};
 
 /// Serves MCP on stdin and stdout until the client disconnects or `stop` is
 /// cancelled. Logs go to stderr; nothing but protocol messages is written to
@@ -31,7 +31,7 @@ pub async fn serve_stdio(
     let abandon = CancellationToken::new();
     let server = McpServer::with_abandon(host, abandon.clone());
     let (read, write) = rmcp::transport::stdio_pipes();
-    let transport = StdioTransport::new(read, write, MAX_PENDING, stop.clone());
+    let transport = LineTransport::new(read, write, MAX_PENDING, stop.clone());
     let running = match server.serve(transport).await {
         Ok(running) => running,
         // Stopped before the client initialized the session.

@@ -1,5 +1,5 @@
-//! The stdio transport of MCP: one JSON-RPC message per line. In place of
-//! rmcp's, so that
+//! The line transport of MCP: one JSON-RPC message per line, which
+//! `mcp/stdio` serves on stdin and stdout. In place of rmcp's, so that
 //!
 //! - every line that cannot be served gets an answer ([`super::jsonrpc`]):
 //!   a parse error for what is not JSON, an invalid request for a line over
@@ -32,7 +32,7 @@ pub(crate) const MAX_PENDING: usize = 128;
 pub(crate) const MAX_LINE: usize = 16 << 20;
 
 /// The transport over a reader and a writer (stdin and stdout).
-pub(crate) struct StdioTransport<R, W> {
+pub(crate) struct LineTransport<R, W> {
     read: BufReader<R>,
     /// The line read so far (kept when a read is cancelled).
     line: Vec<u8>,
@@ -81,7 +81,7 @@ enum LineRead {
     Io(std::io::Error),
 }
 
-impl<R, W> StdioTransport<R, W>
+impl<R, W> LineTransport<R, W>
 where
     R: AsyncRead + Send + Unpin,
     W: AsyncWrite + Send + Unpin + 'static,
@@ -158,7 +158,7 @@ where
     }
 }
 
-impl<R, W> Transport<RoleServer> for StdioTransport<R, W>
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
 where
     R: AsyncRead + Send + Unpin,
     W: AsyncWrite + Send + Unpin + 'static,
@@ -266,7 +266,7 @@ where
     }
 }
 
-impl<R, W> StdioTransport<R, W> {
+impl<R, W> LineTransport<R, W> {
     /// A request keeps its slot until answered; a cancelled one is never
     /// answered, so the cancellation frees its slot.
     fn track(&mut self, message: &ClientJsonRpcMessage) {
@@ -321,7 +321,7 @@ mod tests {
                 .unwrap();
         }
         let mut transport =
-            StdioTransport::new(server_read, server_write, 3, CancellationToken::new());
+            LineTransport::new(server_read, server_write, 3, CancellationToken::new());
         for _ in 0..3 {
             assert!(transport.receive().await.is_some());
         }
@@ -340,7 +340,7 @@ mod tests {
         let (server_read, server_write) = tokio::io::split(server);
         let (client_read, mut client_write) = tokio::io::split(client);
         let mut transport =
-            StdioTransport::new(server_read, server_write, 8, CancellationToken::new())
+            LineTransport::new(server_read, server_write, 8, CancellationToken::new())
                 .with_max_line(64);
         let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(500));
         client_write.write_all(long.as_bytes()).await.unwrap();
