@@ -32,9 +32,8 @@ use crate::config::Config;
 use crate::contract::spec::ToolSpec;
 use crate::hooks::CallHook;
 use crate::registry::{Generation, Registry};
-use crate::runtime::{
-    ArtifactCache, Limits, LoadError, PluginVersion, Runtime, SessionMemory, Terminals,
-};
+use crate::runtime::{ArtifactCache, Limits, LoadError, PluginVersion, Runtime, Terminals};
+use crate::store::SessionMemory;
 use crate::toolsets::{Selection, Toolsets};
 
 pub use builder::HostBuilder;

@@ -43,6 +43,7 @@ pub mod registry;
 pub mod runtime;
 pub mod scaffold;
 pub mod serve;
+pub mod store;
 mod tls;
 pub mod toolsets;
 pub use host::{DEFAULT_DEBOUNCE, DEFAULT_GRACE, WatchOptions, Watcher};

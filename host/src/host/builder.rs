@@ -21,9 +21,10 @@ use crate::hooks::CallHook;
 use crate::policy::Profile;
 use crate::registry::Registry;
 use crate::runtime::{
-    ArtifactCache, Limits, LoadError, PluginSource, Runtime, SessionMemory, Terminals,
-    plugin_files, plugin_name_for,
+    ArtifactCache, Limits, LoadError, PluginSource, Runtime, Terminals, plugin_files,
+    plugin_name_for,
 };
+use crate::store::SessionMemory;
 use crate::toolsets::{CompositeToolset, Toolsets};
 
 /// Builds a [`Host`]. Nothing is loaded unless asked for; see each method for

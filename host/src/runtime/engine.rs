@@ -7,10 +7,10 @@ use anyhow::{Context as _, Result};
 use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::epoch::start_epoch_ticker;
 use super::host::CAPABILITIES;
 use super::sandbox::{CapabilityInfo, Linked, Sandbox};
 use crate::policy::MAX_MEMORY;
+use crate::store::epoch::start_epoch_ticker;
 
 /// Sizes of the instance pool: how many instances may be alive at once.
 const POOL_INSTANCES: u32 = 1000;

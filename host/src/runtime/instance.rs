@@ -4,11 +4,11 @@
 use wasmtime::component::InstancePre;
 use wasmtime::{CallHook, Store, Trap};
 
-use super::epoch::Running;
 use super::sandbox::Sandbox;
 use crate::contract::adapter::{ToolExports, ToolGuest};
 use crate::contract::bindings::GuestToolError;
 use crate::error::{CallError, ErrorKind, bounded};
+use crate::store::epoch::Running;
 
 pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sandbox> {
     let mut store = Store::new(engine, sandbox);
@@ -59,7 +59,7 @@ pub(crate) fn trap_error(what: &str, error: &wasmtime::Error, sandbox: &Sandbox)
         (sandbox.limiter.over_budget, &sandbox.limiter.session)
     {
         let budget = charge.budget();
-        if shortage == crate::runtime::memory::Shortage::Tenant {
+        if shortage == crate::store::memory::Shortage::Tenant {
             let who = match charge.tenant() {
                 "" => "the local caller".to_string(),
                 tenant => format!("tenant {tenant:?}"),

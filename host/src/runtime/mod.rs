@@ -2,14 +2,11 @@
 //! per-call sandbox and the host side of the WIT imports.
 
 mod cache;
-mod capture;
 mod engine;
-mod epoch;
 mod flight;
 mod grants;
 mod host;
 mod instance;
-mod memory;
 mod plugin;
 mod ready;
 mod sandbox;
@@ -21,10 +18,8 @@ pub use crate::contract::{
 pub(crate) use cache::load_key;
 pub use cache::{ArtifactCache, Compiled};
 pub use engine::Runtime;
-pub use epoch::EPOCH_TICK;
 pub use flight::{Drained, Flight};
 pub use grants::{ApprovalScope, Grants, SessionRef};
-pub use memory::SessionMemory;
 pub use plugin::{
     CAPTURED_FILE, CapturedPlugin, LoadError, PluginSource, PluginVersion, human_bytes,
     is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::capture::Capture;
 use super::grants::Grants;
-use super::memory::MemoryLimiter;
 use crate::contract::CapabilityUse;
+use crate::store::capture::Capture;
+use crate::store::memory::MemoryLimiter;
 
 pub use crate::policy::Limits;
 
@@ -224,7 +224,7 @@ pub struct Sandbox {
     rooms: Vec<(TypeId, Box<dyn Any + Send>)>,
     capabilities: &'static [Linked],
     /// Held while this store runs guest code, so the epoch ticks.
-    pub(crate) running: Option<super::epoch::Running>,
+    pub(crate) running: Option<crate::store::epoch::Running>,
 }
 
 impl Sandbox {

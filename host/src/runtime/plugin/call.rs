@@ -19,12 +19,12 @@ use crate::policy::Profile;
 use crate::runtime::engine::Runtime;
 use crate::runtime::grants::Grants;
 use crate::runtime::instance::{guest_error, instantiate_tool, new_store, trap_error};
-use crate::runtime::memory::SessionMemory;
 use crate::runtime::ready::Recipe;
 use crate::runtime::sandbox::{Identity, Limits, Sandbox};
 use crate::runtime::stateful::{
     LiveInstance, MAX_SESSIONS, MAX_SESSIONS_PER_TENANT, NoSlot, guest_session_id,
 };
+use crate::store::memory::SessionMemory;
 
 impl PluginVersion {
     /// Creates a fresh store and instance and drops them without calling

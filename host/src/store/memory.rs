@@ -156,7 +156,7 @@ pub(crate) struct MemoryLimiter {
 }
 
 impl MemoryLimiter {
-    pub(super) fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Self {
             limit: limit.min(MAX_MEMORY),
             exceeded: None,

@@ -41,7 +41,7 @@ impl Drop for Running {
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] while guest code runs
 /// anywhere (see [`Running`]), and sleeps otherwise.
-pub(super) fn start_epoch_ticker(engine: &Engine) {
+pub(crate) fn start_epoch_ticker(engine: &Engine) {
     let engine = engine.weak();
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
