@@ -38,7 +38,7 @@ fn calls(c: &mut Criterion) {
         b.to_async(&rt)
             .iter(|| echo_plugin.instantiate_only(host.runtime(), &limits))
     });
-    let grants = std::sync::Arc::new(toolhost::runtime::Grants::none(
+    let grants = std::sync::Arc::new(toolhost::capability::Grants::none(
         host.caller().profile().clone(),
     ));
     group.bench_function(

@@ -109,7 +109,7 @@ pub fn main() -> ExitCode {
         // Do not wait for a blocked read of stdin (or the terminal) to end.
         runtime.shutdown_timeout(Duration::from_secs(1));
         // A call its task did not drop in time still leaves no command behind.
-        crate::runtime::kill_commands();
+        crate::capability::terminal::kill_commands();
     }
     code
 }

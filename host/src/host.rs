@@ -28,11 +28,13 @@ use arc_swap::ArcSwap;
 
 use crate::audit::AuditLog;
 use crate::caller::Caller;
+use crate::capability::terminal::Terminals;
 use crate::config::Config;
 use crate::contract::spec::ToolSpec;
 use crate::hooks::CallHook;
+use crate::policy::Limits;
 use crate::registry::{Generation, Registry};
-use crate::runtime::{ArtifactCache, Limits, LoadError, PluginVersion, Runtime, Terminals};
+use crate::runtime::{ArtifactCache, LoadError, PluginVersion, Runtime};
 use crate::store::SessionMemory;
 use crate::toolsets::{Selection, Toolsets};
 

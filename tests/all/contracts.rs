@@ -123,13 +123,13 @@ async fn a_0_1_0_stateful_plugin_keeps_its_state_per_session_through_its_hooks()
 async fn a_0_1_0_plugin_logs_through_its_log_import() {
     let host = released(Host::builder()).build().await.unwrap();
     let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink: toolhost::runtime::LogSink = {
+    let sink: toolhost::capability::LogSink = {
         let lines = lines.clone();
         Arc::new(move |level, _plugin, _tool, message| {
             lines.lock().unwrap().push(format!("{level} {message}"));
         })
     };
-    toolhost::runtime::with_log_sink(sink, call_ok(&host, "v010_count", "{}")).await;
+    toolhost::capability::with_log_sink(sink, call_ok(&host, "v010_count", "{}")).await;
     assert_eq!(*lines.lock().unwrap(), ["info 0.1.0 guest runs v010_count"]);
 }
 
@@ -144,14 +144,14 @@ async fn a_0_2_0_plugin_has_its_title_and_output_schema_and_reports_progress() {
     assert_eq!(spec.title.as_deref(), Some("Three steps"));
     assert!(spec.output_schema.is_some());
     let reports = Arc::new(Mutex::new(Vec::new()));
-    let sink: toolhost::runtime::ProgressSink = {
+    let sink: toolhost::capability::ProgressSink = {
         let reports = reports.clone();
-        Arc::new(move |report: toolhost::runtime::Progress| {
+        Arc::new(move |report: toolhost::capability::Progress| {
             reports.lock().unwrap().push(report.progress);
         })
     };
     let result =
-        toolhost::runtime::with_progress_sink(sink, call_ok(&host, "v020_steps", "{}")).await;
+        toolhost::capability::with_progress_sink(sink, call_ok(&host, "v020_steps", "{}")).await;
     assert_eq!(result, json!({ "steps": 3 }));
     assert_eq!(*reports.lock().unwrap(), [1.0, 2.0, 3.0]);
 }

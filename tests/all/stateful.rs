@@ -97,7 +97,7 @@ async fn unloading_a_stateful_plugin_tears_its_sessions_down() {
     let removed = host.remove_plugin("tasks").await.unwrap();
     assert_eq!(removed.session_count(), 0);
     // A caller still holding the old version is refused, not served stale state.
-    let grants = toolhost::runtime::Grants::none(host.caller().profile().clone());
+    let grants = toolhost::capability::Grants::none(host.caller().profile().clone());
     let (result, _) = removed
         .call_in_session(
             host.runtime(),

@@ -99,7 +99,7 @@ fn stop_on_signals(stop: CancellationToken) -> Result<()> {
         }
         tracing::warn!("second signal: stopping without waiting for calls in flight");
         // Exiting drops nothing: end the commands the calls run here.
-        crate::runtime::kill_commands();
+        crate::capability::terminal::kill_commands();
         std::process::exit(130);
     });
     Ok(())

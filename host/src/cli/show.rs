@@ -229,7 +229,7 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
         else {
             continue;
         };
-        match crate::runtime::check_container_engine(container).await {
+        match crate::capability::terminal::check_container_engine(container).await {
             Ok(engine) => println!("✓ profile {name:?}: container backend, {engine}"),
             Err(reason) => println!("✗ profile {name:?}: container backend: {reason}"),
         }

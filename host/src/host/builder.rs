@@ -13,16 +13,17 @@ use super::{Host, Inner, Settings};
 use crate::approval::{Approvals, Approver, DenyApprover};
 use crate::audit::AuditLog;
 use crate::caller::Caller;
+use crate::capability::terminal::Terminals;
 use crate::config::{
     AuditTarget, Config, DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY,
     default_cache_dir,
 };
 use crate::hooks::CallHook;
+use crate::policy::Limits;
 use crate::policy::Profile;
 use crate::registry::Registry;
 use crate::runtime::{
-    ArtifactCache, Limits, LoadError, PluginSource, Runtime, Terminals, plugin_files,
-    plugin_name_for,
+    ArtifactCache, LoadError, PluginSource, Runtime, plugin_files, plugin_name_for,
 };
 use crate::store::SessionMemory;
 use crate::toolsets::{CompositeToolset, Toolsets};

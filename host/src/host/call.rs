@@ -10,6 +10,7 @@ use super::request::{Arguments, CallRequest};
 use crate::approval::{ApprovalRequest, Subject};
 use crate::audit::{AuditRecord, now_rfc3339};
 use crate::caller::Caller;
+use crate::capability::{ApprovalScope, Grants, SessionRef};
 use crate::contract::CallOutput;
 use crate::contract::spec::ToolSpec;
 use crate::error::{CallError, ErrorKind};
@@ -17,7 +18,7 @@ use crate::hooks::CallInfo;
 use crate::host::Host;
 use crate::policy::PermissionDecision;
 use crate::registry::ToolEntry;
-use crate::runtime::{ApprovalScope, CapabilityUse, Flight, Grants, SessionRef, session_key};
+use crate::runtime::{CapabilityUse, Flight, session_key};
 
 pub(crate) use super::batch::{Admit, Outcome};
 

@@ -7,8 +7,8 @@ use anyhow::{Context as _, Result};
 use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::host::CAPABILITIES;
-use super::sandbox::{CapabilityInfo, Linked, Sandbox};
+use crate::capability::CAPABILITIES;
+use crate::capability::sandbox::{CapabilityInfo, Linked, Sandbox};
 use crate::policy::MAX_MEMORY;
 use crate::store::epoch::start_epoch_ticker;
 

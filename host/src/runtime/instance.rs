@@ -4,7 +4,7 @@
 use wasmtime::component::InstancePre;
 use wasmtime::{CallHook, Store, Trap};
 
-use super::sandbox::Sandbox;
+use crate::capability::sandbox::Sandbox;
 use crate::contract::adapter::{ToolExports, ToolGuest};
 use crate::contract::bindings::GuestToolError;
 use crate::error::{CallError, ErrorKind, bounded};

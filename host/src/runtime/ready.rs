@@ -14,9 +14,10 @@ use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
 use super::flight::Flights;
-use super::grants::Grants;
-use super::sandbox::{Identity, Limits, Linked, Sandbox};
+use crate::capability::grants::Grants;
+use crate::capability::sandbox::{Identity, Linked, Sandbox};
 use crate::contract::adapter::{ToolExports, ToolGuest};
+use crate::policy::Limits;
 
 /// An instance that has not served a call yet.
 pub(crate) struct ReadyInstance {

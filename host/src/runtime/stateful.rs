@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
-use super::sandbox::Sandbox;
+use crate::capability::sandbox::Sandbox;
 use crate::contract::adapter::{LifecycleGuest, ToolGuest};
 use crate::policy::Profile;
 

@@ -14,7 +14,7 @@ use rmcp::service::RoleServer;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::runtime::{Progress, ProgressSink};
+use crate::capability::progress::{Progress, ProgressSink};
 
 /// The shortest time between two notifications of one call.
 pub(crate) const INTERVAL: Duration = Duration::from_millis(50);

@@ -9,18 +9,19 @@ use wasmtime::Store;
 
 use super::load::no_grants;
 use super::version::PluginVersion;
+use crate::capability::grants::Grants;
+use crate::capability::sandbox::{Identity, Sandbox};
 use crate::contract::CapabilityUse;
 use crate::contract::adapter::GuestOutput;
 use crate::contract::bindings::GuestToolError;
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
 use crate::error::{CallError, ErrorKind};
+use crate::policy::Limits;
 use crate::policy::Profile;
 use crate::runtime::engine::Runtime;
-use crate::runtime::grants::Grants;
 use crate::runtime::instance::{guest_error, instantiate_tool, new_store, trap_error};
 use crate::runtime::ready::Recipe;
-use crate::runtime::sandbox::{Identity, Limits, Sandbox};
 use crate::runtime::stateful::{
     LiveInstance, MAX_SESSIONS, MAX_SESSIONS_PER_TENANT, NoSlot, guest_session_id,
 };

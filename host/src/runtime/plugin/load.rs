@@ -8,15 +8,16 @@ use wasmtime::component::{Component, InstancePre};
 
 use super::source::*;
 use super::version::{Linked, PluginVersion};
+use crate::capability::grants::Grants;
+use crate::capability::sandbox::{Identity, Sandbox};
 use crate::contract::ContentHash;
 use crate::contract::adapter::{Described, LifecycleExports, ToolExports};
 use crate::contract::spec::ToolSpec;
 use crate::declarative::Declared;
+use crate::policy::Limits;
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
-use crate::runtime::grants::Grants;
 use crate::runtime::instance::{instantiate_tool, new_store, trap_error};
-use crate::runtime::sandbox::{Identity, Limits, Sandbox};
 use crate::runtime::stateful::Sessions;
 
 /// Limits of the one-off instance that runs `describe` at load time.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use wasmtime::component::InstancePre;
 
 use super::source::PluginSource;
+use crate::capability::sandbox::Sandbox;
 use crate::contract::ContentHash;
 use crate::contract::adapter::{LifecycleExports, ToolExports};
 use crate::contract::spec::ToolSpec;
@@ -18,7 +19,6 @@ use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
 use crate::runtime::flight::{Drained, Flight, Flights};
 use crate::runtime::ready::ReadyInstances;
-use crate::runtime::sandbox::Sandbox;
 use crate::runtime::stateful::Sessions;
 
 /// One loaded version of a plugin. Cheap to share; calls hold an `Arc` of the

@@ -64,14 +64,14 @@ impl LogForward {
 pub(super) fn log_forwarder(
     floor: Option<LoggingLevel>,
     peer: Peer<RoleServer>,
-) -> (crate::runtime::LogSink, Arc<LogForward>) {
+) -> (crate::capability::log::LogSink, Arc<LogForward>) {
     let forward = Arc::new(LogForward {
         floor,
         peer,
         started: std::sync::Mutex::new(None),
     });
     let lines = forward.clone();
-    let sink: crate::runtime::LogSink = Arc::new(move |level, plugin, tool, message| {
+    let sink: crate::capability::log::LogSink = Arc::new(move |level, plugin, tool, message| {
         let level = match level {
             "error" => LoggingLevel::Error,
             "warn" => LoggingLevel::Warning,

@@ -237,8 +237,10 @@ impl McpServer {
         };
         let (sink, forwarded) = log_forwarder(floor, cx.peer.clone());
         let tool = call.tool.clone();
-        let dispatch =
-            crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call));
+        let dispatch = crate::capability::log::with_log_sink(
+            sink,
+            self.host.dispatch_output_as(&caller, call),
+        );
         // Progress reports go as `notifications/progress` to a client that
         // asked for them with a token (over HTTP, on the request's stream).
         let progress = cx
@@ -249,7 +251,10 @@ impl McpServer {
         // own, and the dispatch future (several KiB) would make that copy
         // larger for every request, `ping` included.
         let dispatch: BoxFuture<'_, _> = match &progress {
-            Some((sink, _)) => Box::pin(crate::runtime::with_progress_sink(sink.clone(), dispatch)),
+            Some((sink, _)) => Box::pin(crate::capability::progress::with_progress_sink(
+                sink.clone(),
+                dispatch,
+            )),
             None => Box::pin(dispatch),
         };
         let dispatched = tokio::select! {

@@ -1,0 +1,129 @@
+//! What one store may do with files: the profile's rules, whether it may
+//! write, and the host path behind each of its open directory descriptors
+//! and listings.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use crate::capability::grants::Grants;
+use crate::policy::{Access, PathRefusal, PathRules, Profile, paths};
+
+/// Preopens the profile's grants at their own host paths (write grants
+/// read-write when the tool may write, everything else read-only), and the
+/// workspace once more as `.`, so relative paths resolve in it (wasi-libc
+/// starts in `/` and resolves relative paths through a `.` preopen), whether
+/// or not the workspace itself is granted: the policy decides each path, and
+/// a listing of an ungranted workspace shows only what is granted. Returns
+/// the host path of each preopen, in order.
+fn preopen(wasi: &mut WasiCtxBuilder, profile: &Profile, write: bool) -> Vec<PathBuf> {
+    let mut opened = Vec::new();
+    let mut writes_in_workspace = false;
+    for (dir, access) in profile.paths.grants() {
+        let writable = write && access == Access::Write;
+        let guest_path = dir.to_string_lossy();
+        if let Err(e) = wasi.preopened_dir(dir, guest_path.as_ref(), perms(writable)) {
+            tracing::debug!(dir = %dir.display(), error = %e, "granted directory not preopened");
+            continue;
+        }
+        opened.push(dir.to_path_buf());
+        writes_in_workspace |= writable
+            && (dir.starts_with(profile.workspace()) || profile.workspace().starts_with(dir));
+    }
+    // Through `.` the guest reaches every grant under the workspace, so it is
+    // writable when one of them is.
+    match wasi.preopened_dir(profile.workspace(), ".", perms(writes_in_workspace)) {
+        Ok(_) => opened.push(profile.workspace().to_path_buf()),
+        Err(e) => tracing::debug!(
+            workspace = %profile.workspace().display(),
+            error = %e,
+            "workspace not preopened as ."
+        ),
+    }
+    opened
+}
+
+fn perms(writable: bool) -> FsPerms {
+    if writable {
+        FsPerms::ReadWrite
+    } else {
+        FsPerms::ReadOnly
+    }
+}
+
+/// What the guest may do with files, and the host path behind each of its
+/// open directory descriptors and listings.
+#[derive(Default)]
+pub(crate) struct FileState {
+    profile: Option<Arc<Profile>>,
+    write: bool,
+    pub(crate) preopens: Vec<PathBuf>,
+    pub(crate) descriptors: HashMap<u32, PathBuf>,
+    pub(crate) streams: HashMap<u32, PathBuf>,
+    /// What denied names reach under other names, found at the first
+    /// open of the call (`Err` with the most entries looked at).
+    reached: Option<Result<paths::Identities, paths::Unsearched>>,
+}
+
+impl FileState {
+    /// The state of a store whose calls have `grants`: the granted
+    /// directories preopened when the call may read or write files.
+    pub(super) fn new(grants: &Grants, wasi: &mut WasiCtxBuilder) -> Self {
+        let read = grants.allows(crate::contract::permission::FILE_READ);
+        let write = grants.allows(crate::contract::permission::FILE_WRITE);
+        let mut files = Self::default();
+        if read || write {
+            files.profile = Some(grants.profile.clone());
+            files.write = write;
+            files.preopens = preopen(wasi, &grants.profile, write);
+        }
+        files
+    }
+
+    /// Why `path` may not be used for `access`, if it may not.
+    pub(crate) fn refusal(&self, path: &Path, access: Access) -> Option<PathRefusal> {
+        let not_granted = || PathRefusal::NotGranted {
+            path: path.to_path_buf(),
+            access,
+        };
+        let Some(profile) = &self.profile else {
+            return Some(not_granted());
+        };
+        if access == Access::Write && !self.write {
+            return Some(not_granted());
+        }
+        let refusal = profile.paths.check(path, access).err()?;
+        // The workspace is where relative paths start, so it may be read as
+        // a directory even when not granted; its listing shows only what may
+        // be read (see `is_hidden`).
+        let workspace = access == Access::Read
+            && matches!(refusal, PathRefusal::NotGranted { .. })
+            && paths::normalize(path) == paths::normalize(profile.workspace());
+        (!workspace).then_some(refusal)
+    }
+
+    /// What names `file.deny` matches reach under other names (see
+    /// [`PathRules::reached_by_denied`]), looked for once per call.
+    pub(crate) fn reached(&mut self) -> Option<&Result<paths::Identities, paths::Unsearched>> {
+        if self.reached.is_none() {
+            let rules = &self.profile.as_ref()?.paths;
+            self.reached = Some(rules.reached_by_denied(super::MAX_REACHED_ENTRIES));
+        }
+        self.reached.as_ref()
+    }
+
+    /// The profile's path rules, if files are granted at all.
+    pub(crate) fn rules(&self) -> Option<&PathRules> {
+        self.profile.as_ref().map(|p| &p.paths)
+    }
+
+    /// Whether a listing should leave `path` out: it is denied, or not
+    /// granted (in the listing of an ungranted workspace).
+    pub(crate) fn is_hidden(&self, path: &Path) -> bool {
+        self.profile
+            .as_ref()
+            .is_some_and(|p| p.paths.check(path, Access::Read).is_err())
+    }
+}
