@@ -22,42 +22,59 @@
 //! # }
 //! ```
 
+// The modules by floor, lowest first: each imports only modules listed
+// before it (`tests/all/layout.rs` checks that no two import each other,
+// directly or around a circle).
+
+// Imports nothing of ours.
+pub mod bundled;
+pub mod contract;
+mod error;
+pub mod escape;
+mod tls;
+
+// Rules and parts with no capability in them.
 pub mod approval;
 pub mod audit;
 mod availability;
-pub mod bundled;
 mod caller;
-pub mod capability;
-pub mod check;
-pub mod cli;
-pub mod config;
 pub mod confine;
-pub mod contract;
+pub mod policy;
+pub mod store;
+pub mod toolsets;
+
+// The capabilities, and the configuration that grants them.
+pub mod capability;
+pub mod config;
+
+// Where plugins come from, and wasmtime without capabilities.
 mod declarative;
-mod error;
-pub mod escape;
+pub mod runtime;
+
+// What the host keeps of its plugins and calls.
+pub mod check;
 pub mod handles;
 pub mod hooks;
-mod host;
-pub mod policy;
 pub mod registry;
-pub mod runtime;
+
+// The host.
+mod host;
+
+// Wire formats and servers, the command line.
+pub mod cli;
 pub mod scaffold;
 pub mod serve;
-pub mod store;
-mod tls;
-pub mod toolsets;
-pub use host::{DEFAULT_DEBOUNCE, DEFAULT_GRACE, WatchOptions, Watcher};
-pub use registry::ReloadEvent;
 
 pub use caller::Caller;
 pub use config::{DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY};
 pub use contract::ToolSpec;
 pub use error::{CallError, ErrorKind, MAX_ERROR_MESSAGE};
 pub use hooks::{CallHook, CallInfo};
-pub use host::{Arguments, CallRequest};
-pub use host::{Host, HostBuilder, Listed};
-pub use policy::Limits;
-pub use policy::Profile;
+pub use host::{
+    Arguments, CallRequest, DEFAULT_DEBOUNCE, DEFAULT_GRACE, Host, HostBuilder, Listed,
+    WatchOptions, Watcher,
+};
+pub use policy::{Limits, Profile};
+pub use registry::ReloadEvent;
 pub use runtime::{LoadError, PluginSource, PluginVersion};
 pub use toolsets::{CompositeToolset, Selection};
