@@ -4,14 +4,14 @@
 //! take canonical URLs only; on a tool that declares file permissions the
 //! other globs are path rules, checked here on the path resolved in the
 //! workspace and enforced by the file capability on every path the call
-//! touches (see [`super::paths::Confinement`]).
+//! touches (see [`super::confinement::Confinement`]).
 
 use std::fmt;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::{canonical, paths};
+use super::{canonical, confinement, lexical};
 
 /// What a rule knows of the call it checks.
 #[derive(Debug, Clone, Copy)]
@@ -80,13 +80,15 @@ impl Matcher {
                     return Some(why);
                 }
                 if self.is_path_rule(context.files) {
-                    return (!paths::value_allowed(text, globs, context.workspace)).then(|| {
-                        let resolved = paths::normalize(&context.workspace.join(text));
-                        format!(
-                            "resolved in the workspace it is {resolved:?}, which matches none \
+                    return (!confinement::value_allowed(text, globs, context.workspace)).then(
+                        || {
+                            let resolved = lexical::normalize(&context.workspace.join(text));
+                            format!(
+                                "resolved in the workspace it is {resolved:?}, which matches none \
                              of {globs:?}"
-                        )
-                    });
+                            )
+                        },
+                    );
                 }
                 if globs.iter().any(|g| canonical::glob_matches(g, text)) {
                     None

@@ -4,9 +4,11 @@
 
 pub mod canonical;
 pub mod commands;
+pub(crate) mod confinement;
 pub mod dangerous;
 pub mod hosts;
 pub mod layers;
+pub(crate) mod lexical;
 mod limits;
 mod network;
 pub mod own;

@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::paths::{Access, normalize};
+use super::lexical::{Access, normalize};
 
 /// What tools and commands may do with one of toolhost's paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

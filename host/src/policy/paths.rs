@@ -1,8 +1,6 @@
 //! Filesystem grants: the directories a profile may read or write, the deny
-//! globs carved out of them, and lexical path normalization.
+//! globs carved out of them (on `policy::lexical`'s normalized paths).
 
-mod confinement;
-mod lexical;
 mod reached;
 
 use std::path::{Path, PathBuf};
@@ -10,9 +8,8 @@ use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-pub use confinement::Confinement;
-pub(crate) use confinement::value_allowed;
-pub use lexical::{Access, normalize};
+pub use super::confinement::Confinement;
+pub use super::lexical::{Access, normalize};
 pub use reached::{Identities, Unsearched};
 
 use super::own::{OwnPath, OwnPaths, Protection};

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Access, normalize};
+use super::lexical::{Access, normalize};
 use crate::policy::wildcard;
 
 /// The globs (absolute, `*` crossing `/`) a tool's paths must match, and
