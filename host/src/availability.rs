@@ -2,9 +2,10 @@
 //! be allowed by the caller's profile, and every environment variable it
 //! requires must be set on the host and passed by the profile.
 
+use crate::capability::Profile;
 use crate::contract::permission::ENV_READ;
 use crate::contract::spec::ToolSpec;
-use crate::policy::{PermissionDecision, Profile};
+use crate::policy::PermissionDecision;
 
 /// `Ok` when the tool is offered under `profile`; otherwise why it is hidden.
 pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {

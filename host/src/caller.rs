@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::approval::Approvals;
+use crate::capability::Profile;
 use crate::error::{CallError, ErrorKind};
-use crate::policy::{Narrowing, Profile};
+use crate::policy::Narrowing;
 
 /// The identity a call runs as. Cheap to clone.
 #[derive(Debug, Clone)]

@@ -38,7 +38,6 @@ pub mod approval;
 pub mod audit;
 mod availability;
 mod caller;
-pub mod confine;
 pub mod policy;
 pub mod store;
 pub mod toolsets;
@@ -66,6 +65,7 @@ pub mod scaffold;
 pub mod serve;
 
 pub use caller::Caller;
+pub use capability::Profile;
 pub use config::{DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY};
 pub use contract::ToolSpec;
 pub use error::{CallError, ErrorKind, MAX_ERROR_MESSAGE};
@@ -74,7 +74,7 @@ pub use host::{
     Arguments, CallRequest, DEFAULT_DEBOUNCE, DEFAULT_GRACE, Host, HostBuilder, Listed,
     WatchOptions, Watcher,
 };
-pub use policy::{Limits, Profile};
+pub use policy::Limits;
 pub use registry::ReloadEvent;
 pub use runtime::{LoadError, PluginSource, PluginVersion};
 pub use toolsets::{CompositeToolset, Selection};

@@ -2,6 +2,6 @@
 
 fn main() -> std::process::ExitCode {
     // A terminal command's sandbox is built by this binary started again.
-    toolhost::confine::enter_if_requested();
+    toolhost::capability::terminal::confine::enter_if_requested();
     toolhost::cli::main()
 }

@@ -178,7 +178,7 @@ async fn the_session_flow_runs_in_a_container() {
     if unsafe { libc::geteuid() } == 0 {
         // As root, commands run as the caller's id of sandbox_ids: the
         // directory they write is that id's.
-        let id = toolhost::policy::DEFAULT_SANDBOX_IDS.0;
+        let id = toolhost::capability::terminal::DEFAULT_SANDBOX_IDS.0;
         std::os::unix::fs::chown(ws.join("site/sub"), Some(id), Some(id)).unwrap();
     }
     ws.write("site/hello.txt", "hello from the container");
@@ -503,7 +503,7 @@ pub(crate) fn give_to_sandbox(dir: &std::path::Path) {
     if unsafe { libc::geteuid() } != 0 {
         return;
     }
-    let id = toolhost::policy::DEFAULT_SANDBOX_IDS.0;
+    let id = toolhost::capability::terminal::DEFAULT_SANDBOX_IDS.0;
     let status = std::process::Command::new("chown")
         .args(["-R", &format!("{id}:{id}")])
         .arg(dir)

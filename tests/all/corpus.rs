@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use toolhost::policy::dangerous;
+use toolhost::capability::terminal::rules::dangerous;
 
 /// One labelled line.
 struct Case {

@@ -12,9 +12,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use toolhost::policy::commands::split_commands;
-use toolhost::policy::dangerous::detect;
-use toolhost::policy::{CommandPattern, DangerCategory};
+use toolhost::capability::terminal::rules::commands::split_commands;
+use toolhost::capability::terminal::rules::dangerous::detect;
+use toolhost::capability::terminal::{CommandPattern, DangerCategory};
 
 /// Programs with recording shims; `M` is their usual argument.
 const PROGRAMS: &[&str] = &[

@@ -67,7 +67,7 @@ pub fn test_limits() -> Limits {
 /// Terminal commands run in sandboxes built by the toolhost binary the tests
 /// build (this test binary cannot enter a user namespace: it has threads).
 pub fn use_launcher() {
-    toolhost::confine::use_launcher(toolhost_cli());
+    toolhost::capability::terminal::confine::use_launcher(toolhost_cli());
 }
 
 /// The toolhost binary the tests built, or the copy `TOOLHOST_TEST_CLI`

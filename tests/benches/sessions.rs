@@ -96,7 +96,7 @@ async fn host_with(workspace: &std::path::Path, more: &str) -> Host {
 }
 
 fn main() {
-    toolhost::confine::use_launcher(
+    toolhost::capability::terminal::confine::use_launcher(
         std::env::var("BENCH_LAUNCHER").unwrap_or(env!("CARGO_BIN_EXE_toolhost-cli").into()),
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();

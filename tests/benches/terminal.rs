@@ -106,7 +106,7 @@ async fn compare(label: &str, workspace: &Path, calls: Calls) {
 }
 
 fn main() {
-    toolhost::confine::use_launcher(env!("CARGO_BIN_EXE_toolhost-cli"));
+    toolhost::capability::terminal::confine::use_launcher(env!("CARGO_BIN_EXE_toolhost-cli"));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let small = tempfile::tempdir().unwrap();

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use crate::approval::Approvals;
+use crate::capability::Profile;
 use crate::contract::spec::ToolSpec;
-use crate::policy::{PermissionDecision, PermissionPattern, Profile};
+use crate::policy::{PermissionDecision, PermissionPattern};
 
 /// The capabilities of one call (or one stateful session).
 #[derive(Debug, Clone)]

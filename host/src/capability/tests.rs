@@ -8,6 +8,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime_wasi::WasiCtxBuilder;
 
 use super::CAPABILITIES;
+use crate::capability::Profile;
 use crate::capability::grants::Grants;
 use crate::capability::sandbox::{
     Capability, CapabilityInfo, Identity, InRoom, Linked, Room, Sandbox,
@@ -15,7 +16,7 @@ use crate::capability::sandbox::{
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
 use crate::contract::spec::{test_spec, validate};
 use crate::policy::Limits;
-use crate::policy::{PermissionRules, Profile};
+use crate::policy::PermissionRules;
 use crate::runtime::Runtime;
 use crate::runtime::instance::new_store;
 

@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 
 use anyhow::{Context as _, Result};
 
+use crate::capability::Profile;
 use crate::config::{AuditTarget, Config, ConfigSource};
-use crate::policy::{Access, PermissionPattern, Profile};
+use crate::policy::{Access, PermissionPattern};
 use crate::runtime::human_bytes;
 
 /// The report: the shared settings, then each profile (only `profile`, or
@@ -138,7 +139,7 @@ fn describe(out: &mut String, profile: &Profile, tenant: Option<&str>) {
         .map(ToString::to_string)
         .collect();
     list(out, "network.allow_hosts", &hosts);
-    let commands = |rules: &[crate::policy::CommandPattern]| -> Vec<String> {
+    let commands = |rules: &[crate::capability::terminal::CommandPattern]| -> Vec<String> {
         rules.iter().map(ToString::to_string).collect()
     };
     list(

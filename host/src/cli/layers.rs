@@ -4,10 +4,11 @@
 
 use std::fmt::Write as _;
 
+use crate::capability::Profile;
 use crate::config::Config;
 use crate::contract::spec::ToolSpec;
 use crate::policy::canonical::is_url_glob;
-use crate::policy::{Matcher, PermissionDecision, PermissionPattern, Profile};
+use crate::policy::{Matcher, PermissionDecision, PermissionPattern};
 
 /// The report for `profile` (resolved in the base directory) and the
 /// loaded `tools`; with `only`, of that tool alone.

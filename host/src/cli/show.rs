@@ -6,10 +6,10 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::args::{ConfigAction, Format, Global};
+use crate::capability::terminal::{TerminalBackend, TerminalSandbox};
 use crate::config::{self, Config};
 use crate::escape;
 use crate::host::Host;
-use crate::policy::{TerminalBackend, TerminalSandbox};
 use crate::toolsets::Selection;
 
 pub(super) fn list(
@@ -164,7 +164,7 @@ pub(super) fn status(host: &Host, as_json: bool) -> Result<ExitCode> {
 
 /// `toolhost doctor`: builds a sandbox around `true` and says what worked.
 pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
-    let support = crate::confine::probe().await;
+    let support = crate::capability::terminal::confine::probe().await;
     let ready = support.namespaces.is_ok();
     match &support.namespaces {
         Ok(()) => println!(
@@ -198,7 +198,7 @@ pub(super) async fn doctor(global: &Global) -> Result<ExitCode> {
     }
     for (name, profile) in &config.profiles {
         let terminal = &profile.terminal;
-        if terminal.landlock == Some(crate::policy::TerminalLandlock::Off) {
+        if terminal.landlock == Some(crate::capability::terminal::TerminalLandlock::Off) {
             println!(
                 "! profile {name:?} sets terminal.landlock = \"off\": the mounts, the seccomp \
                  filter and the commands' ids confine its commands without Landlock"

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::units::{ByteSize, Span};
-use crate::policy::{DangerousMode, TerminalNetwork, TerminalSandbox};
+use crate::capability::terminal::{DangerousMode, TerminalNetwork, TerminalSandbox};
 use crate::toolsets::CompositeToolset;
 
 /// `toolhost.toml` as written.
@@ -265,20 +265,20 @@ pub struct TerminalConfig {
     pub wrapper: Vec<String>,
     /// Where commands run: `local` (default), `ssh` or `container`.
     #[serde(default)]
-    pub backend: Option<crate::policy::TerminalBackend>,
+    pub backend: Option<crate::capability::terminal::TerminalBackend>,
     /// The remote host of the `ssh` backend.
     #[serde(default)]
-    pub ssh: Option<crate::policy::SshSettings>,
+    pub ssh: Option<crate::capability::terminal::SshSettings>,
     /// The image and engine of the `container` backend.
     #[serde(default)]
-    pub container: Option<crate::policy::ContainerSettings>,
+    pub container: Option<crate::capability::terminal::ContainerSettings>,
     /// What confines commands: `kernel` (default) or `none`.
     #[serde(default)]
     pub sandbox: Option<TerminalSandbox>,
     /// Landlock in the kernel sandbox: `auto` (default, where the kernel
     /// has it) or `off`.
     #[serde(default)]
-    pub landlock: Option<crate::policy::TerminalLandlock>,
+    pub landlock: Option<crate::capability::terminal::TerminalLandlock>,
     /// What network commands get: `none`, `proxy` (the allowed hosts through
     /// the host's proxy) or `host`; by default `proxy` when the profile
     /// allows any host, else `none`.

@@ -9,7 +9,8 @@ use super::parse::parse_toml;
 use super::profile::resolve_profile;
 use super::validate::validate;
 use super::{Config, ConfigError, ConfigSource, EMBEDDED, FILE_NAME};
-use crate::policy::{Profile, TerminalSandbox};
+use crate::capability::Profile;
+use crate::capability::terminal::TerminalSandbox;
 
 impl Config {
     /// The built-in configuration, with the current directory as base.

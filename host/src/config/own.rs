@@ -19,7 +19,7 @@ impl Config {
     /// ([`Config::retained_own`]).
     pub fn own_paths(&self) -> Arc<OwnPaths> {
         let mut own = OwnPaths::process().as_ref().clone();
-        if let Ok(launcher) = crate::confine::launcher() {
+        if let Ok(launcher) = crate::capability::terminal::confine::launcher() {
             // `/proc/self/exe` is the binary already there.
             let launcher = launcher.canonicalize().unwrap_or(launcher);
             own.add(

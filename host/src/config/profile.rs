@@ -5,11 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::file::{GlobalConfig, ProfileConfig};
-use crate::policy::MAX_MEMORY;
-use crate::policy::{
-    CommandRules, HostRules, Limits, NetworkLimits, OwnPaths, PathRules, PermissionRules, Profile,
-    TerminalBackend, TerminalNetwork, TerminalSettings, paths,
+use crate::capability::Profile;
+use crate::capability::file::{PathRules, rules as paths};
+use crate::capability::network::{HostRules, NetworkLimits};
+use crate::capability::terminal::{
+    CommandRules, TerminalBackend, TerminalNetwork, TerminalSettings,
 };
+use crate::policy::MAX_MEMORY;
+use crate::policy::{Limits, OwnPaths, PermissionRules};
 
 /// Resolves a written profile against `workspace`, pushing every problem.
 /// Returns a usable (possibly partial) profile either way.
@@ -232,7 +235,7 @@ pub(super) fn resolve_profile(
         ssh: terminal.ssh.clone(),
         container: terminal.container.clone(),
         sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
-        landlock: terminal.landlock != Some(crate::policy::TerminalLandlock::Off),
+        landlock: terminal.landlock != Some(crate::capability::terminal::TerminalLandlock::Off),
         sandbox_id: defaults.sandbox_id,
         network: terminal
             .network

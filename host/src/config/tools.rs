@@ -8,9 +8,10 @@ use serde_json::Value;
 
 use super::Config;
 use super::file::{GlobalConfig, ToolConfig};
+use crate::capability::{Profile, ToolRules};
 use crate::policy::canonical::{UrlRule, is_url_glob};
 use crate::policy::layers::check_pointer;
-use crate::policy::{ArgumentRule, Confinement, Matcher, PermissionRules, Profile, ToolRules};
+use crate::policy::{ArgumentRule, Confinement, Matcher, PermissionRules};
 
 /// The rules of every tool the global layer or the profile names, each with
 /// the profile as it applies to that tool. `profile` is complete but for

@@ -7,7 +7,9 @@ use std::path::Path;
 use super::file::{ConfigFile, GlobalConfig, ProfileConfig, TenantConfig};
 use super::profile::resolve_profile;
 use super::{AuditTarget, Config, ConfigSource, Tenant};
-use crate::policy::{DEFAULT_SANDBOX_IDS, Limits, paths};
+use crate::capability::file::rules as paths;
+use crate::capability::terminal::DEFAULT_SANDBOX_IDS;
+use crate::policy::Limits;
 use crate::toolsets::Toolsets;
 
 pub(super) fn validate(

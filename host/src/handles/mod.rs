@@ -14,9 +14,9 @@ use codec::{Claims, Codec, Nonce, Owner};
 pub use codec::{PREFIX, TEXT_LEN};
 use registry::{Held, Refused};
 
+use crate::capability::Profile;
 use crate::capability::terminal::Terminals;
 pub use crate::config::{DEFAULT_MAX_AGE, DEFAULT_MAX_PER_TENANT, HandleSettings, KeySource};
-use crate::policy::Profile;
 
 /// Why a handle was refused: `kind` (`invalid_handle`, `handle_expired`,
 /// `state_lost`, `too_many_handles`) and what to do.

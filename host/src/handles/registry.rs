@@ -8,7 +8,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::codec::Nonce;
-use crate::policy::Profile;
+use crate::capability::Profile;
 
 /// Most dropped handles remembered per tenant (the oldest is forgotten
 /// first; a forgotten one is still `state_lost`, without the reason).

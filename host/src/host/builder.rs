@@ -13,6 +13,7 @@ use super::{Host, Inner, Settings};
 use crate::approval::{Approvals, Approver, DenyApprover};
 use crate::audit::AuditLog;
 use crate::caller::Caller;
+use crate::capability::Profile;
 use crate::capability::terminal::Terminals;
 use crate::config::{
     AuditTarget, Config, DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY,
@@ -20,7 +21,6 @@ use crate::config::{
 };
 use crate::hooks::CallHook;
 use crate::policy::Limits;
-use crate::policy::Profile;
 use crate::registry::Registry;
 use crate::runtime::{
     ArtifactCache, LoadError, PluginSource, Runtime, plugin_files, plugin_name_for,

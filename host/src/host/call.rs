@@ -328,7 +328,7 @@ impl Host {
     async fn approve_permissions(
         &self,
         caller: &Caller,
-        profile: &crate::policy::Profile,
+        profile: &crate::capability::Profile,
         spec: &ToolSpec,
         request: &CallRequest,
         scope: &(dyn Fn() -> String + Sync),

@@ -15,7 +15,7 @@ use crate::registry::Generation;
 pub(super) fn unknown_tool(
     name: &str,
     snapshot: &Generation,
-    profile: &crate::policy::Profile,
+    profile: &crate::capability::Profile,
 ) -> CallError {
     let mut known: Vec<&str> = snapshot
         .tools()

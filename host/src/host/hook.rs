@@ -10,8 +10,8 @@ use super::{Host, Inner};
 use crate::approval::Approvals;
 use crate::approval::auto::{self, AutoRule, HookTools};
 use crate::caller::Caller;
+use crate::capability::Profile;
 use crate::host::CallRequest;
-use crate::policy::Profile;
 
 /// Calls hook tools on a host it does not keep alive (the host holds the
 /// rules that hold this).

@@ -1,41 +1,28 @@
-//! Permission profiles: the rules that decide, with no wasmtime in sight.
-//! Plain data and decision functions; each refusal is a typed value whose
-//! message says what was refused, which setting refused it and how to allow it.
+//! The rules every capability shares, with no wasmtime in sight:
+//! permissions and a session's narrowing (`permissions`), restrictions on
+//! a tool's arguments (`layers`, with URLs in their canonical form:
+//! `canonical`), a call's limits (`limits`), toolhost's own paths, out of
+//! every grant (`own`), what a path is opened for and its lexical form
+//! (`lexical`), a file tool's path rules (`confinement`) and the `*`-only
+//! glob (`wildcard`). Each capability's own rules are in its folder under
+//! `capability/`. Each refusal is a typed value whose message says what was
+//! refused, which setting refused it and how to allow it.
 
 pub mod canonical;
-pub mod commands;
 pub(crate) mod confinement;
-pub mod dangerous;
-pub mod hosts;
 pub mod layers;
 pub(crate) mod lexical;
-mod limits;
-mod network;
+pub(crate) mod limits;
 pub mod own;
-pub mod paths;
 pub mod permissions;
-pub mod profile;
-mod shell;
-mod terminal;
-mod wildcard;
+pub(crate) mod wildcard;
 
-#[cfg(test)]
-mod robustness_tests;
-
-pub use commands::{CommandPattern, CommandPatternError, CommandRefusal, CommandRules};
-pub use dangerous::{Danger, DangerCategory};
-pub use hosts::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
+pub use confinement::Confinement;
 pub use layers::{ArgumentRule, Matcher};
+pub use lexical::{Access, normalize};
 pub use limits::{Limits, MAX_MEMORY};
-pub use network::NetworkLimits;
 pub use own::{OwnPath, OwnPaths, Placeholder, Protection};
-pub use paths::{Access, Confinement, PathRefusal, PathRuleError, PathRules};
 pub use permissions::{
     Narrowing, PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
     PermissionRules,
-};
-pub use profile::{Profile, ToolRules};
-pub use terminal::{
-    ContainerSettings, DEFAULT_SANDBOX_IDS, DangerousMode, SshSettings, TerminalBackend,
-    TerminalLandlock, TerminalNetwork, TerminalSandbox, TerminalSettings,
 };

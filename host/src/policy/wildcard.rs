@@ -6,7 +6,7 @@
 /// Linear in `text` for each star, never recursive, so hostile input cannot
 /// blow the stack. Byte-wise matching is exact for UTF-8: a literal run always
 /// starts with a lead byte, which never equals a continuation byte.
-pub(super) fn matches(pattern: &str, text: &str) -> bool {
+pub(crate) fn matches(pattern: &str, text: &str) -> bool {
     let pattern = pattern.as_bytes();
     let text = text.as_bytes();
     let (mut p, mut t) = (0, 0);

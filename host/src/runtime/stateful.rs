@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
+use crate::capability::Profile;
 use crate::capability::sandbox::Sandbox;
 use crate::contract::adapter::{LifecycleGuest, ToolGuest};
-use crate::policy::Profile;
 
 /// How long `teardown` may run.
 const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(5);

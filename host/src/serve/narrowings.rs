@@ -178,7 +178,8 @@ fn expire(sessions: &mut HashMap<String, Entry>, caps: &TenantCaps) {
 mod tests {
     use super::*;
     use crate::approval::Approvals;
-    use crate::policy::{PermissionPattern, Profile};
+    use crate::capability::Profile;
+    use crate::policy::PermissionPattern;
 
     fn deny(patterns: &[&str]) -> Narrowing {
         Narrowing {

@@ -105,7 +105,7 @@ impl Tenants {
             pending,
             approver: ArcSwap::from_pointee(config.and_then(|c| c.approver_token_sha256)),
             approver_caller: Caller::new(
-                Arc::new(crate::policy::Profile::deny_all("approver", "/")),
+                Arc::new(crate::capability::Profile::deny_all("approver", "/")),
                 Arc::new(Approvals::deny_all()),
             ),
         })

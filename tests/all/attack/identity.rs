@@ -144,7 +144,7 @@ fn a_command_is_never_root_on_the_host() {
     // SAFETY: getuid and getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let expected = if root() {
-        let first = u64::from(toolhost::policy::DEFAULT_SANDBOX_IDS.0);
+        let first = u64::from(toolhost::capability::terminal::DEFAULT_SANDBOX_IDS.0);
         [first, first]
     } else {
         [u64::from(uid), u64::from(gid)]
@@ -247,7 +247,7 @@ async fn a_container_command_is_not_root_and_leaves_no_set_id_file() {
     // toolhost's own; the grant is made its.
     // SAFETY: getuid and getgid cannot fail.
     let (uid, gid) = if root() {
-        let id = toolhost::policy::DEFAULT_SANDBOX_IDS.0;
+        let id = toolhost::capability::terminal::DEFAULT_SANDBOX_IDS.0;
         (id, id)
     } else {
         unsafe { (libc::getuid(), libc::getgid()) }

@@ -299,7 +299,10 @@ fn the_sandbox_dev_has_no_terminal_of_the_host() {
 
 #[tokio::test]
 async fn under_landlock_a_device_takes_ioctls_only_as_the_commands_own_terminal() {
-    let abi = toolhost::confine::probe().await.landlock_abi.unwrap_or(0);
+    let abi = toolhost::capability::terminal::confine::probe()
+        .await
+        .landlock_abi
+        .unwrap_or(0);
     // TCGETS on /dev/null opened inside: not a terminal (ENOTTY), unless
     // Landlock refuses device ioctls first (EACCES).
     let line = "python3 -c 'import fcntl, termios\ntry:\n fcntl.ioctl(open(\"/dev/null\"), \

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolhost::policy::paths::normalize;
+use toolhost::policy::normalize;
 
 use super::policy::Policy;
 use super::tree::{Node, Resolved, Tree};

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use toolhost::policy::paths::normalize;
+use toolhost::policy::normalize;
 
 use super::inputs::Case;
 

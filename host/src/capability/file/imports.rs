@@ -12,8 +12,9 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
+use crate::capability::file::{PathRefusal, rules as paths};
 use crate::capability::file::{PolicedFs, descriptor_metadata, descriptor_path, wants_write};
-use crate::policy::{Access, PathRefusal, paths};
+use crate::policy::Access;
 
 impl preopens::Host for PolicedFs<'_> {
     fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {

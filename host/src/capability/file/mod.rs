@@ -10,7 +10,9 @@
 
 mod imports;
 mod pinned;
+pub mod rules;
 mod state;
+pub use rules::{Access, PathRefusal, PathRuleError, PathRules};
 
 use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};
@@ -22,11 +24,11 @@ use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 
 pub(crate) use self::state::FileState;
+use crate::capability::file::rules as paths;
 use crate::capability::grants::Grants;
 use crate::capability::sandbox::{CallScope, Capability, CapabilityInfo, Sandbox, WasiRoom};
 use crate::contract::CapabilityUse;
 use crate::contract::permission::{FILE_READ, FILE_WRITE};
-use crate::policy::{Access, PathRefusal, paths};
 
 /// Files: the profile's granted directories through `wasi:filesystem`.
 pub(crate) struct FileAccess;

@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+use crate::capability::Profile;
+use crate::capability::file::{PathRefusal, PathRules, rules as paths};
 use crate::capability::grants::Grants;
-use crate::policy::{Access, PathRefusal, PathRules, Profile, paths};
+use crate::policy::Access;
 
 /// Preopens the profile's grants at their own host paths (write grants
 /// read-write when the tool may write, everything else read-only), and the

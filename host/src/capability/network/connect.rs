@@ -10,7 +10,7 @@ use std::sync::Arc;
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use crate::policy::HostRules;
+use crate::capability::network::HostRules;
 use crate::tls::tls_config;
 
 /// The `user-agent` sent when the guest sets none.

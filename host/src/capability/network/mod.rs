@@ -5,7 +5,11 @@
 //! exchange is capped in time and response size.
 
 pub(crate) mod connect;
+pub(crate) mod limits;
 mod request;
+pub mod rules;
+pub use limits::NetworkLimits;
+pub use rules::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
 
 use reqwest::header::{self, HeaderMap};
 use wasmtime::component::Linker;
@@ -13,13 +17,14 @@ use wasmtime_wasi::WasiCtxBuilder;
 
 use self::connect::{Destination, Unreachable, describe};
 use self::request::{Outgoing, unparsed_target};
+use crate::capability::Profile;
 use crate::capability::grants::Grants;
 use crate::capability::sandbox::{Capability, CapabilityInfo, InRoom, Room, Sandbox};
 use crate::contract::bindings::toolhost::plugin::http::{
     self as wit, Host, HttpError, Request, Response,
 };
 use crate::contract::permission::NETWORK_FETCH;
-use crate::policy::{NetworkLimits, PermissionRules, Profile};
+use crate::policy::PermissionRules;
 
 /// Outbound HTTP requests to the profile's allowed hosts.
 pub(crate) struct Fetch;

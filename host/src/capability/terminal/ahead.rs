@@ -21,10 +21,11 @@ use super::process_group::Launched;
 use super::proxy::{Gate, Proxy};
 pub(super) use super::spare::Groups;
 use super::spare::Spare;
-use crate::confine::guard::{Guard, Watched};
-use crate::confine::plan::Planned;
-use crate::confine::{self, watch::Watch};
-use crate::policy::{Profile, TerminalNetwork};
+use crate::capability::Profile;
+use crate::capability::terminal::TerminalNetwork;
+use crate::capability::terminal::confine::guard::{Guard, Watched};
+use crate::capability::terminal::confine::plan::Planned;
+use crate::capability::terminal::confine::{self, watch::Watch};
 
 /// Most times a sandbox is planned and built again because the grants
 /// changed while it was built, before the command is refused.

@@ -11,15 +11,17 @@ use super::process_group::{self, Captured};
 use super::proxy::network_refusal;
 use super::terminals::script::DEFAULT_PATH;
 use crate::approval::{ApprovalRequest, Subject};
+use crate::capability::Profile;
+use crate::capability::file::rules as paths;
 use crate::capability::grants::{ApprovalScope, Grants};
+use crate::capability::network::HostRules;
 use crate::capability::sandbox::{Identity, Room};
-use crate::confine;
+use crate::capability::terminal::confine;
+use crate::capability::terminal::rules::dangerous;
+use crate::capability::terminal::{DangerousMode, TerminalBackend, TerminalNetwork};
 use crate::contract::bindings::toolhost::plugin::terminal::Output;
 use crate::contract::bindings::toolhost::plugin::terminal::TerminalError;
-use crate::policy::{
-    Access, DangerousMode, HostRules, PermissionDecision, PermissionRefusal, Profile,
-    TerminalBackend, TerminalNetwork, dangerous, paths,
-};
+use crate::policy::{Access, PermissionDecision, PermissionRefusal};
 
 /// The shell that runs command lines where it exists.
 pub(super) const BASH: &str = "/bin/bash";
@@ -341,7 +343,7 @@ pub(super) fn working_dir(
 fn workspace_above_grants(profile: &Profile) -> Option<PathBuf> {
     let terminal = &profile.terminal;
     if terminal.backend != TerminalBackend::Local
-        || terminal.sandbox != crate::policy::TerminalSandbox::Kernel
+        || terminal.sandbox != crate::capability::terminal::TerminalSandbox::Kernel
     {
         return None;
     }

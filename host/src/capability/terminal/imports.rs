@@ -8,13 +8,14 @@ use std::time::Duration;
 use super::command::{Start, admit, environment, output, proxy_env, quote, shell_path};
 use super::process_group::{Finished, ShellCommand};
 use super::proxy::Proxy;
+use crate::capability::Profile;
 use crate::capability::sandbox::Room;
+use crate::capability::terminal::confine;
 use crate::capability::terminal::{Terminal, ahead, background};
-use crate::confine;
+use crate::capability::terminal::{TerminalBackend, TerminalSandbox};
 use crate::contract::bindings::toolhost::plugin::terminal::{
     self as wit, Command, Host, Output, TerminalError,
 };
-use crate::policy::{Profile, TerminalBackend, TerminalSandbox};
 
 impl Host for Room<'_, Terminal> {
     async fn run(&mut self, command: Command) -> wasmtime::Result<Result<Output, TerminalError>> {

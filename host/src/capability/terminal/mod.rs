@@ -1,5 +1,5 @@
 //! `terminal`: runs a guest's command line with `bash -c`, in the kernel
-//! sandbox of [`crate::confine`] (unless the profile says
+//! sandbox of [`crate::capability::terminal::confine`] (unless the profile says
 //! `terminal.sandbox = "none"`), after checking it against the profile, in
 //! this order: the tool declared
 //! `terminal:execute` and the profile allows it; `terminal.deny_commands` and
@@ -30,11 +30,18 @@
 mod ahead;
 mod background;
 mod command;
+pub mod confine;
 mod imports;
 pub(crate) mod process_group;
 pub(crate) mod proxy;
+pub mod rules;
 mod spare;
 pub(crate) mod terminals;
+pub use rules::{
+    CommandPattern, CommandPatternError, CommandRefusal, CommandRules, ContainerSettings,
+    DEFAULT_SANDBOX_IDS, Danger, DangerCategory, DangerousMode, SshSettings, TerminalBackend,
+    TerminalLandlock, TerminalNetwork, TerminalSandbox, TerminalSettings,
+};
 
 pub(crate) use terminals::check_container_engine;
 pub use terminals::{MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Terminals};

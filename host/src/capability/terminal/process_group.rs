@@ -1,5 +1,5 @@
 //! One command line run as the leader of its own process group, either in
-//! the kernel sandbox (the launcher of [`crate::confine`], which ends every
+//! the kernel sandbox (the launcher of [`crate::capability::terminal::confine`], which ends every
 //! process of the sandbox with the shell) or, unconfined, by the shell
 //! directly: only the environment it is given, optional stdin, stdout and
 //! stderr read concurrently and capped, and the whole group killed when the
@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::Child;
 
-use crate::confine::control::{Control, Outcome};
+use crate::capability::terminal::confine::control::{Control, Outcome};
 use tokio::time::Instant;
 
 /// How long output is still read after the shell has exited and its group
@@ -86,7 +86,7 @@ impl ShellCommand<'_> {
         let deadline = Instant::now() + self.timeout;
         let mut started = match self.confined {
             Some(launched) => {
-                let run = crate::confine::Run::new(
+                let run = crate::capability::terminal::confine::Run::new(
                     self.shell,
                     self.line,
                     self.cwd,
@@ -189,7 +189,7 @@ const SETSID: &str = "/usr/bin/setsid";
 /// A command that runs `program` in a new session without a controlling
 /// terminal, started with `posix_spawn` (code run between fork and exec
 /// would make the host fork whole, 10 ms a command): through `setsid` or
-/// the toolhost binary (see [`crate::confine::SESSION_ARG`]), which take a
+/// the toolhost binary (see [`crate::capability::terminal::confine::SESSION_ARG`]), which take a
 /// moment to call `setsid(2)` (a kill meanwhile reaches it by its pid, see
 /// [`GroupGuard::kill`]); without either, by code between fork and exec.
 fn session_command(program: &Path) -> tokio::process::Command {
@@ -199,10 +199,12 @@ fn session_command(program: &Path) -> tokio::process::Command {
         command.arg(program);
         return command;
     }
-    match crate::confine::launcher() {
+    match crate::capability::terminal::confine::launcher() {
         Ok(launcher) => {
             let mut command = tokio::process::Command::new(launcher);
-            command.arg(crate::confine::SESSION_ARG).arg(program);
+            command
+                .arg(crate::capability::terminal::confine::SESSION_ARG)
+                .arg(program);
             command
         }
         Err(_) => {
@@ -296,7 +298,8 @@ impl Launched {
         pids: Option<&Path>,
         cpu: Option<&Path>,
     ) -> io::Result<Self> {
-        let (mut command, control) = crate::confine::command(launcher, pids, cpu)?;
+        let (mut command, control) =
+            crate::capability::terminal::confine::command(launcher, pids, cpu)?;
         command.process_group(0);
         let group = ProcessGroup::spawn(&mut command)?;
         Ok(Self {
@@ -307,7 +310,10 @@ impl Launched {
     }
 
     /// Sends the launcher the spec of the sandbox to build.
-    pub(crate) async fn send_spec(&mut self, spec: &crate::confine::Spec) -> io::Result<()> {
+    pub(crate) async fn send_spec(
+        &mut self,
+        spec: &crate::capability::terminal::confine::Spec,
+    ) -> io::Result<()> {
         let spec = serde_json::to_vec(spec).map_err(io::Error::other)?;
         // A launcher that cannot take it has failed; its report says why.
         let _ = self.control.send_spec(&spec).await;
@@ -318,18 +324,18 @@ impl Launched {
     /// could not be.
     pub(crate) async fn built(&mut self) -> Result<(), String> {
         let init = self.control.built().await?;
-        self.init = init.and_then(crate::confine::guard::pidfd);
+        self.init = init.and_then(crate::capability::terminal::confine::guard::pidfd);
         Ok(())
     }
 
     /// Watches `guard` while the sandbox lives (see
-    /// [`Guard::watch`](crate::confine::guard::Guard::watch)): a change is
+    /// [`Guard::watch`](crate::capability::terminal::confine::guard::Guard::watch)): a change is
     /// put back and ends the sandbox, after `tell` learns why.
     pub(crate) fn watch_guard(
         &self,
-        guard: crate::confine::guard::Guard,
-        tell: Option<crate::confine::guard::End>,
-    ) -> Option<crate::confine::guard::Watched> {
+        guard: crate::capability::terminal::confine::guard::Guard,
+        tell: Option<crate::capability::terminal::confine::guard::End>,
+    ) -> Option<crate::capability::terminal::confine::guard::Watched> {
         let kill = self.init.as_ref().and_then(|init| init.try_clone().ok());
         let gone = self.init.as_ref().and_then(|init| init.try_clone().ok());
         guard.watch(
@@ -338,7 +344,7 @@ impl Launched {
                     tell(reason);
                 }
                 if let Some(kill) = &kill {
-                    crate::confine::guard::kill(kill);
+                    crate::capability::terminal::confine::guard::kill(kill);
                 }
             }),
             gone,
@@ -358,10 +364,11 @@ impl Launched {
 
     /// Sends the sandbox its command with new pipes for its output (and
     /// its input, when it has some).
-    async fn run(mut self, run: &crate::confine::Run) -> io::Result<Started> {
+    async fn run(mut self, run: &crate::capability::terminal::confine::Run) -> io::Result<Started> {
         use std::os::fd::AsFd;
         use tokio::net::unix::pipe;
-        let bytes = crate::confine::run_bytes(run).map_err(io::Error::other)?;
+        let bytes =
+            crate::capability::terminal::confine::run_bytes(run).map_err(io::Error::other)?;
         let (out_write, out_read) = pipe::pipe()?;
         let (err_write, err_read) = pipe::pipe()?;
         let mut theirs = vec![out_write.into_blocking_fd()?, err_write.into_blocking_fd()?];

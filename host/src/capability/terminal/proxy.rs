@@ -30,11 +30,13 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::capability::Profile;
+use crate::capability::network::HostRules;
 use crate::capability::network::connect::{Destination, Unreachable};
-use crate::confine::PROXY_CONNECTIONS;
+use crate::capability::terminal::confine::PROXY_CONNECTIONS;
 use crate::contract::CapabilityUse;
 use crate::contract::permission::NETWORK_FETCH;
-use crate::policy::{HostRules, PermissionDecision, PermissionRefusal, Profile};
+use crate::policy::{PermissionDecision, PermissionRefusal};
 
 /// The socket's file name in the proxy's private directory.
 const SOCKET: &str = "proxy.sock";

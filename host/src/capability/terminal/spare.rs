@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::process_group::Launched;
-use crate::confine::cpu::CpuGroup;
-use crate::confine::pids::PidsGroup;
+use crate::capability::terminal::confine::cpu::CpuGroup;
+use crate::capability::terminal::confine::pids::PidsGroup;
 
 /// A sandbox's pids cgroup and its tenant's cpu cgroup.
 pub(super) type Groups = (Option<PidsGroup>, Option<Arc<CpuGroup>>);

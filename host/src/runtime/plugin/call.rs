@@ -9,6 +9,7 @@ use wasmtime::Store;
 
 use super::load::no_grants;
 use super::version::PluginVersion;
+use crate::capability::Profile;
 use crate::capability::grants::Grants;
 use crate::capability::sandbox::{Identity, Sandbox};
 use crate::contract::CapabilityUse;
@@ -18,7 +19,6 @@ use crate::contract::spec::ToolSpec;
 use crate::declarative::Adapter;
 use crate::error::{CallError, ErrorKind};
 use crate::policy::Limits;
-use crate::policy::Profile;
 use crate::runtime::engine::Runtime;
 use crate::runtime::instance::{guest_error, instantiate_tool, new_store, trap_error};
 use crate::runtime::ready::Recipe;

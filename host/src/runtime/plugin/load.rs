@@ -33,9 +33,9 @@ const DESCRIBE_LIMITS: Limits = Limits {
 pub(super) fn no_grants() -> Arc<Grants> {
     static NONE: std::sync::OnceLock<Arc<Grants>> = std::sync::OnceLock::new();
     NONE.get_or_init(|| {
-        Arc::new(Grants::none(Arc::new(crate::policy::Profile::deny_all(
-            "none", "/",
-        ))))
+        Arc::new(Grants::none(Arc::new(
+            crate::capability::Profile::deny_all("none", "/"),
+        )))
     })
     .clone()
 }

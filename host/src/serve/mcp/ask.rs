@@ -59,7 +59,7 @@ struct Parked {
     /// The profile the call runs under: an answer that comes when the
     /// caller's profile is another (the configuration was reloaded) does
     /// not let it go on.
-    profile: Arc<crate::policy::Profile>,
+    profile: Arc<crate::capability::Profile>,
     expires: Instant,
 }
 

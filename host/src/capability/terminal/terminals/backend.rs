@@ -1,6 +1,6 @@
 //! Where a session's commands run: in one kernel sandbox that lives as long
 //! as the session (its PID 1 starts each command, see
-//! `crate::confine::session`), or as host processes under
+//! `crate::capability::terminal::confine::init`), or as host processes under
 //! `terminal.sandbox = "none"`; either way after an optional wrapper's
 //! argument list (`terminal.wrapper`). A command gets pipes (or one
 //! pseudo-terminal) and, for the session's script, its state pipe.
@@ -20,16 +20,17 @@ use super::container::ContainerBackend;
 use super::launch::{Launch, Signals, Started};
 use super::pty::Pty;
 use super::ssh::SshBackend;
+use crate::capability::Profile;
 use crate::capability::terminal::ahead;
+use crate::capability::terminal::confine::control::{Control, Report};
+use crate::capability::terminal::confine::guard::Watched;
+use crate::capability::terminal::confine::plan::{Planned, still_holds};
+use crate::capability::terminal::confine::{self, Run};
 use crate::capability::terminal::process_group::{
     End, GroupGuard, ProcessGroup, Reader, Writer, boxed_reader, boxed_writer, new_session,
 };
 use crate::capability::terminal::proxy::{Gate, Proxy};
-use crate::confine::control::{Control, Report};
-use crate::confine::guard::Watched;
-use crate::confine::plan::{Planned, still_holds};
-use crate::confine::{self, Run};
-use crate::policy::{Profile, TerminalBackend, TerminalSandbox};
+use crate::capability::terminal::{TerminalBackend, TerminalSandbox};
 
 /// The place a session's commands run.
 pub(crate) enum Backend {
@@ -103,7 +104,7 @@ impl Backend {
     }
 
     /// Puts back what a command planted that git outside the sandbox would
-    /// read (see [`Guard`](crate::confine::guard::Guard)); `Err` says what.
+    /// read (see [`Guard`](crate::capability::terminal::confine::guard::Guard)); `Err` says what.
     pub(crate) fn undo_planted(&self) -> Result<(), String> {
         let (planned, watched) = match self {
             Self::Sandbox(sandbox) => (sandbox.planned.as_ref(), sandbox.watched.as_ref()),

@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 use russh::client::Msg;
 use russh::{ChannelWriteHalf, Sig};
 
+use crate::capability::terminal::confine::control::Control;
 use crate::capability::terminal::process_group::{End, GroupGuard, Reader, Writer};
-use crate::confine::control::Control;
 
 /// One command to start.
 pub(crate) struct Launch<'a> {

@@ -32,7 +32,7 @@ use process::{DEFAULT_OUTPUT_BUDGET, OutputBudget, Process};
 use script::ShellState;
 
 use super::proxy::Gate;
-use crate::policy::Profile;
+use crate::capability::Profile;
 
 pub(crate) use container::{
     check_engine as check_container_engine, remove_all as remove_containers,

@@ -18,8 +18,8 @@ use russh::{ChannelMsg, Sig};
 use tokio::io::AsyncWriteExt;
 
 use super::launch::{Launch, Signals, Started};
+use crate::capability::terminal::SshSettings;
 use crate::capability::terminal::process_group::{End, Reader, Writer};
-use crate::policy::SshSettings;
 
 /// Bytes a pipe between a channel and its reader holds.
 const PIPE: usize = 64 * 1024;

@@ -15,8 +15,9 @@ use bollard::models::{
     MountBindOptionsPropagationEnum, MountType, ResourcesUlimits,
 };
 
-use crate::confine::{Mount, MountKind};
-use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
+use crate::capability::Profile;
+use crate::capability::terminal::confine::{Mount, MountKind};
+use crate::capability::terminal::{ContainerSettings, TerminalNetwork};
 
 /// The least `RLIMIT_NPROC` of a container's processes.
 const NPROC_FLOOR: u64 = 4096;
@@ -130,7 +131,7 @@ pub(super) fn container_body(
     // Each lowered to this process's hard limit where that is lower (a
     // runtime may not raise one past what it has).
     let limit = |name: &str, resource, value: u64| {
-        let value = value.min(crate::confine::hard_limit(resource));
+        let value = value.min(crate::capability::terminal::confine::hard_limit(resource));
         let value = i64::try_from(value).unwrap_or(i64::MAX);
         ResourcesUlimits {
             name: Some(name.into()),
@@ -143,7 +144,7 @@ pub(super) fn container_body(
         // As root, the caller's id of `sandbox_ids`: a command never makes
         // root's files.
         // SAFETY: geteuid, getuid and getgid cannot fail.
-        let (uid, gid) = match crate::confine::host_id(terminal.sandbox_id) {
+        let (uid, gid) = match crate::capability::terminal::confine::host_id(terminal.sandbox_id) {
             Some(id) => (id, id),
             None => unsafe { (libc::getuid(), libc::getgid()) },
         };
@@ -194,7 +195,7 @@ pub(super) fn container_body(
             init: Some(true),
             pids_limit: Some(i64::try_from(terminal.max_processes).unwrap_or(i64::MAX)),
             // The container's processes together weigh as one thread.
-            cpu_shares: Some(crate::confine::cpu::SHARES as i64),
+            cpu_shares: Some(crate::capability::terminal::confine::cpu::SHARES as i64),
             memory: Some(memory),
             memory_swap: Some(memory),
             ulimits: Some(vec![

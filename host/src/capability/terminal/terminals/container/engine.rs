@@ -14,7 +14,7 @@ use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::query_parameters::CreateImageOptions;
 use futures::StreamExt;
 
-use crate::policy::ContainerSettings;
+use crate::capability::terminal::ContainerSettings;
 
 /// The label every container of toolhost carries, with the host process's
 /// id and boot, so that one left by a process that died is removed.

@@ -11,7 +11,7 @@
 //!   where writing is granted, `nosuid,nodev` on Podman), `terminal.read`
 //!   read-only, and everything `file.deny` matches inside them masked by an
 //!   empty unreadable file or directory: the mounts of
-//!   [`crate::confine::plan`];
+//!   [`crate::capability::terminal::confine::plan`];
 //! - no network (`--network none`) unless `terminal.network = "host"`;
 //! - every capability dropped, `no-new-privileges`, an unprivileged uid
 //!   (toolhost's own, or as root the caller's of `sandbox_ids`), and on
@@ -43,11 +43,12 @@ use tokio::io::AsyncWriteExt;
 
 use super::launch::{Launch, Signals, Started};
 use super::trailer::{Found, Trailer};
+use crate::capability::Profile;
+use crate::capability::terminal::confine::guard::Watched;
+use crate::capability::terminal::confine::plan::{Planned, still_holds};
 use crate::capability::terminal::process_group::{End, Reader, Writer};
 use crate::capability::terminal::proxy::{Gate, Proxy};
-use crate::confine::guard::Watched;
-use crate::confine::plan::{Planned, still_holds};
-use crate::policy::{ContainerSettings, Profile, TerminalNetwork};
+use crate::capability::terminal::{ContainerSettings, TerminalNetwork};
 
 mod body;
 mod engine;

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::engine::request;
+use crate::capability::Profile;
+use crate::capability::terminal::confine::{PROXY_CONNECTIONS, PROXY_PORT};
 use crate::capability::terminal::proxy::{Gate, Proxy};
-use crate::confine::{PROXY_CONNECTIONS, PROXY_PORT};
-use crate::policy::Profile;
 
 /// The way out of a container under `terminal.network = "proxy"`: a
 /// listener on the container's loopback at [`PROXY_PORT`], made by a thread

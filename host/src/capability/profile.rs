@@ -1,0 +1,168 @@
+//! A permission profile, resolved against a workspace: every rule a call is
+//! checked against, and the limits it runs under.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::file::rules::PathRules;
+use super::network::limits::NetworkLimits;
+use super::network::rules::HostRules;
+use super::terminal::rules::commands::CommandRules;
+use super::terminal::rules::settings::TerminalSettings;
+use crate::policy::layers::ArgumentRule;
+use crate::policy::limits::Limits;
+use crate::policy::permissions::{Narrowing, PermissionRules};
+use crate::policy::wildcard;
+
+/// Every rule of a profile, with file grants resolved against a workspace.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// The profile's name in the config.
+    pub name: String,
+    /// The directory relative file grants were resolved against.
+    pub workspace: PathBuf,
+    /// Which permissions tools may have.
+    pub permissions: PermissionRules,
+    /// Which files they may read and write.
+    pub paths: PathRules,
+    /// Which hosts they may reach.
+    pub hosts: HostRules,
+    /// Which commands they may run.
+    pub commands: CommandRules,
+    /// How commands run.
+    pub terminal: TerminalSettings,
+    /// Limits of outbound HTTP.
+    pub network: NetworkLimits,
+    /// Host environment variables (names, `*` wildcards) tools may receive.
+    pub env: Vec<String>,
+    /// Limits of each call.
+    pub limits: Limits,
+    /// What the tool and parameter layers say of single tools, by name.
+    pub tools: BTreeMap<String, Arc<ToolRules>>,
+}
+
+/// What a profile says of one tool, beyond its permission rules.
+#[derive(Debug, Clone)]
+pub struct ToolRules {
+    /// The tool.
+    pub tool: String,
+    /// Where each part was written (`global.tools.T`, `profiles.P.tools.T`).
+    pub keys: Vec<String>,
+    /// `Some(key)` when a layer switched the tool off (`enabled = false`).
+    pub disabled_by: Option<String>,
+    /// The tool's own permission patterns (allow, deny, approval), as written.
+    pub permissions: PermissionRules,
+    /// Restrictions on its arguments.
+    pub arguments: Vec<ArgumentRule>,
+    /// The profile as it applies to this tool: its permission rules with
+    /// the tool's on top (the tool's denies win; its allows add).
+    pub profile: Arc<Profile>,
+    /// The same when the tool declares file permissions and has path rules
+    /// (glob rules not written as URLs): every path it touches is confined
+    /// to their globs.
+    pub confined: Option<Arc<Profile>>,
+}
+
+impl Profile {
+    /// A profile that allows nothing: no permissions, no files, no hosts.
+    pub fn deny_all(name: impl Into<String>, workspace: impl Into<PathBuf>) -> Self {
+        let none: [&str; 0] = [];
+        Self {
+            name: name.into(),
+            workspace: workspace.into(),
+            permissions: PermissionRules::parse(&none, &none, &none)
+                .expect("empty rules are valid"),
+            paths: PathRules::new(Vec::<PathBuf>::new(), Vec::<PathBuf>::new(), none)
+                .expect("empty rules are valid"),
+            hosts: HostRules::parse(&none).expect("empty rules are valid"),
+            commands: CommandRules::parse(&none, &none).expect("empty rules are valid"),
+            terminal: TerminalSettings::default(),
+            network: NetworkLimits::default(),
+            env: Vec::new(),
+            limits: Limits::default(),
+            tools: BTreeMap::new(),
+        }
+    }
+
+    /// The profile as it applies to `tool`: with the tool layer's
+    /// permission rules on top, if it has any.
+    pub fn for_tool(self: &Arc<Self>, tool: &str) -> Arc<Profile> {
+        match self.tools.get(tool) {
+            Some(rules) => rules.profile.clone(),
+            None => self.clone(),
+        }
+    }
+
+    /// The profile a call of `tool` runs under: [`Profile::for_tool`], with
+    /// its paths confined to the tool's path rules when the tool declares
+    /// file permissions (`files`).
+    pub fn for_call(self: &Arc<Self>, tool: &str, files: bool) -> Arc<Profile> {
+        match self.tools.get(tool) {
+            Some(rules) => match (&rules.confined, files) {
+                (Some(confined), true) => confined.clone(),
+                _ => rules.profile.clone(),
+            },
+            None => self.clone(),
+        }
+    }
+
+    /// [`Profile::for_tool`] by reference.
+    pub fn applied(&self, tool: &str) -> &Profile {
+        match self.tools.get(tool) {
+            Some(rules) => &rules.profile,
+            None => self,
+        }
+    }
+
+    /// Why `tool` is switched off, if a layer did.
+    pub fn disabled(&self, tool: &str) -> Option<&str> {
+        self.tools.get(tool)?.disabled_by.as_deref()
+    }
+
+    /// The parameter restrictions of `tool`.
+    pub fn argument_rules(&self, tool: &str) -> &[ArgumentRule] {
+        self.tools
+            .get(tool)
+            .map_or(&[], |rules| rules.arguments.as_slice())
+    }
+
+    /// This profile narrowed by a session: the same rules, and a permission
+    /// must also pass `narrowing` (for every tool).
+    pub fn narrowed(&self, narrowing: &Narrowing) -> Profile {
+        self.narrowed_by(&[Arc::new(narrowing.clone())])
+    }
+
+    /// This profile with a session's `narrowings` on top, all at once: one
+    /// copy of the profile (and of each tool's), whatever their number.
+    pub fn narrowed_by(&self, narrowings: &[Arc<Narrowing>]) -> Profile {
+        let mut narrowed = self.clone();
+        narrowed.permissions = self.permissions.narrowed(narrowings);
+        narrowed.tools = self
+            .tools
+            .iter()
+            .map(|(name, rules)| {
+                let mut rules = (**rules).clone();
+                rules.profile = Arc::new(rules.profile.narrowed_by(narrowings));
+                rules.confined = rules
+                    .confined
+                    .as_ref()
+                    .map(|confined| Arc::new(confined.narrowed_by(narrowings)));
+                (name.clone(), Arc::new(rules))
+            })
+            .collect();
+        narrowed
+    }
+
+    /// Whether the profile lets tools receive the host variable `name`.
+    pub fn allows_env(&self, name: &str) -> bool {
+        self.env
+            .iter()
+            .any(|pattern| wildcard::matches(pattern, name))
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+}

@@ -1,0 +1,350 @@
+//! The guards' watcher: one inotify descriptor and one thread for every
+//! guard of the process, putting back what changed as soon as it is seen
+//! and ending the sandboxes that keep it.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::capability::terminal::confine::guard::{End, Guard};
+
+impl Guard {
+    /// Watches the guard while a sandbox lives: any change is put back at
+    /// once and `end` is called with why (it ends the sandbox). After the
+    /// returned registration is dropped, the watch goes on until `gone`
+    /// (the sandbox's PID 1) has exited, then checks one last time.
+    pub(crate) fn watch(self, end: End, gone: Option<OwnedFd>) -> Option<Watched> {
+        if self.is_empty() {
+            return None;
+        }
+        let watcher = watcher()?;
+        let mut state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.next += 1;
+        let id = state.next;
+        let mut wds = Vec::new();
+        for dir in self.dirs() {
+            let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+                continue;
+            };
+            // SAFETY: a NUL-terminated path and the watcher's descriptor.
+            let wd = unsafe { libc::inotify_add_watch(watcher.fd.as_raw_fd(), c.as_ptr(), EVENTS) };
+            if wd >= 0 && !wds.contains(&wd) {
+                wds.push(wd);
+                state.by_wd.entry(wd).or_default().push(id);
+            }
+        }
+        let undone = Arc::new(Mutex::new(None));
+        state.guards.insert(
+            id,
+            Entry {
+                guard: Arc::new(self),
+                end,
+                wds,
+                gone,
+                ending: false,
+                undone: undone.clone(),
+            },
+        );
+        Some(Watched { id, undone })
+    }
+}
+
+/// Changes in a guarded path's directory.
+const EVENTS: u32 = libc::IN_CREATE
+    | libc::IN_ATTRIB
+    | libc::IN_MOVED_TO
+    | libc::IN_MOVED_FROM
+    | libc::IN_DELETE
+    | libc::IN_ONLYDIR
+    | libc::IN_DONT_FOLLOW;
+
+/// A guard watched while its sandbox lives; dropping it ends the watch
+/// once the sandbox is gone.
+pub(crate) struct Watched {
+    id: u64,
+    /// What the watcher put back, until taken.
+    undone: Arc<Mutex<Option<String>>>,
+}
+
+impl Watched {
+    /// Puts back what changed now, under the watcher's lock (so that what
+    /// its thread is putting back meanwhile is not missed); `Err` names
+    /// what was put back since last asked, by either.
+    pub(crate) fn settle(&self) -> Result<(), String> {
+        let now = watcher().and_then(|watcher| {
+            let state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.guards.get(&self.id).map(|entry| entry.guard.undo())
+        });
+        let before = self.undone.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match (now, before) {
+            (Some(Err(reason)), _) | (_, Some(reason)) => Err(reason),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let Some(watcher) = watcher() else {
+            return;
+        };
+        let mut state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
+        let done = match state.guards.get_mut(&self.id) {
+            Some(entry) if entry.gone.is_some() => {
+                entry.ending = true;
+                false
+            }
+            Some(_) => true,
+            None => false,
+        };
+        if done {
+            state.remove(self.id, watcher.fd.as_raw_fd());
+        }
+        drop(state);
+        // The watcher's thread polls the ending sandbox's PID 1 from now.
+        wake(watcher.wake.as_raw_fd());
+    }
+}
+
+struct Entry {
+    guard: Arc<Guard>,
+    end: End,
+    wds: Vec<i32>,
+    /// A pidfd of the sandbox's PID 1.
+    gone: Option<OwnedFd>,
+    /// Its registration was dropped: removed once `gone` is readable.
+    ending: bool,
+    undone: Arc<Mutex<Option<String>>>,
+}
+
+#[derive(Default)]
+struct State {
+    next: u64,
+    guards: HashMap<u64, Entry>,
+    by_wd: HashMap<i32, Vec<u64>>,
+}
+
+impl State {
+    fn remove(&mut self, id: u64, inotify: i32) {
+        let Some(entry) = self.guards.remove(&id) else {
+            return;
+        };
+        for wd in entry.wds {
+            let ids = self.by_wd.entry(wd).or_default();
+            ids.retain(|other| *other != id);
+            if ids.is_empty() {
+                self.by_wd.remove(&wd);
+                // SAFETY: removes a watch of the watcher's own descriptor.
+                unsafe {
+                    libc::inotify_rm_watch(inotify, wd);
+                }
+            }
+        }
+    }
+}
+
+/// One inotify descriptor and one thread for every guard of the process.
+struct Watcher {
+    fd: OwnedFd,
+    /// Written to wake the thread (a registration ending).
+    wake: OwnedFd,
+    state: Mutex<State>,
+}
+
+/// The process's watcher, started at first use; `None` where inotify or a
+/// thread is not to be had (then guards are checked when commands end).
+fn watcher() -> Option<&'static Watcher> {
+    static WATCHER: OnceLock<Option<Watcher>> = OnceLock::new();
+    WATCHER
+        .get_or_init(|| {
+            // SAFETY: new descriptors owned here, or -1.
+            let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+            let mut pipe = [0; 2];
+            // SAFETY: pipe2 fills two descriptors.
+            let piped = unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) };
+            if fd < 0 || piped < 0 {
+                tracing::warn!("no inotify for the repository guard: checked when commands end");
+                return None;
+            }
+            // SAFETY: each descriptor was just created and is owned here.
+            let (fd, read, write) = unsafe {
+                (
+                    OwnedFd::from_raw_fd(fd),
+                    OwnedFd::from_raw_fd(pipe[0]),
+                    OwnedFd::from_raw_fd(pipe[1]),
+                )
+            };
+            let watcher = Watcher {
+                fd,
+                wake: write,
+                state: Mutex::new(State::default()),
+            };
+            let inotify = watcher.fd.as_raw_fd();
+            std::thread::Builder::new()
+                .name("toolhost-guard".into())
+                .spawn(move || run(inotify, read))
+                .ok()?;
+            Some(watcher)
+        })
+        .as_ref()
+}
+
+/// Wakes the watcher's thread through its pipe.
+fn wake(fd: i32) {
+    // SAFETY: writes one byte from a local to a pipe this process owns.
+    unsafe {
+        libc::write(fd, [0u8].as_ptr().cast(), 1);
+    }
+}
+
+/// The watcher's thread: waits for changes in guarded directories, for the
+/// end of sandboxes whose registration ended, and for wake-ups.
+fn run(inotify: i32, wake: OwnedFd) {
+    let mut buffer = vec![0u64; 4096 / 8];
+    loop {
+        let mut polls = vec![
+            libc::pollfd {
+                fd: inotify,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let Some(watcher) = watcher() else { return };
+        let ending: Vec<(u64, i32)> = {
+            let state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
+            state
+                .guards
+                .iter()
+                .filter(|(_, entry)| entry.ending)
+                .filter_map(|(id, entry)| Some((*id, entry.gone.as_ref()?.as_raw_fd())))
+                .collect()
+        };
+        polls.extend(ending.iter().map(|(_, fd)| libc::pollfd {
+            fd: *fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        // SAFETY: polls descriptors owned by the watcher's entries, which
+        // stay registered (and open) until this thread removes them.
+        let ready = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, -1) };
+        if ready < 0 {
+            continue;
+        }
+        if polls[1].revents != 0 {
+            let mut byte = [0u8; 64];
+            // SAFETY: reads into a local buffer.
+            unsafe {
+                libc::read(wake.as_raw_fd(), byte.as_mut_ptr().cast(), byte.len());
+            }
+        }
+        let mut touched: Vec<i32> = Vec::new();
+        let mut overflow = false;
+        if polls[0].revents != 0 {
+            // SAFETY: reads whole events into an aligned buffer.
+            let read = unsafe { libc::read(inotify, buffer.as_mut_ptr().cast(), buffer.len() * 8) };
+            // SAFETY: the kernel wrote `read` bytes of whole events.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(buffer.as_ptr().cast::<u8>(), read.max(0) as usize)
+            };
+            let mut rest = bytes;
+            const HEADER: usize = size_of::<libc::inotify_event>();
+            while rest.len() >= HEADER {
+                // SAFETY: a whole event header lies at the start of `rest`.
+                let event: libc::inotify_event =
+                    unsafe { std::ptr::read_unaligned(rest.as_ptr().cast()) };
+                overflow |= event.mask & libc::IN_Q_OVERFLOW != 0;
+                touched.push(event.wd);
+                rest = &rest[(HEADER + event.len as usize).min(rest.len())..];
+            }
+        }
+        let mut state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids: Vec<u64> = if overflow {
+            state.guards.keys().copied().collect()
+        } else {
+            touched
+                .iter()
+                .flat_map(|wd| state.by_wd.get(wd).into_iter().flatten().copied())
+                .collect()
+        };
+        let gone: Vec<u64> = ending
+            .iter()
+            .zip(&polls[2..])
+            .filter(|(_, poll)| poll.revents != 0)
+            .map(|((id, _), _)| *id)
+            .collect();
+        ids.extend(&gone);
+        ids.sort_unstable();
+        ids.dedup();
+        let mut put_back: Vec<(PathBuf, String)> = Vec::new();
+        let mut told = Vec::new();
+        for id in ids {
+            let Some(entry) = state.guards.get(&id) else {
+                continue;
+            };
+            let checked = entry.guard.check();
+            match checked.undone {
+                Err(reason) => {
+                    tracing::warn!(%reason, "a sandbox planted repository metadata; ending it");
+                    put_back.extend(checked.changed.into_iter().map(|p| (p, reason.clone())));
+                    tell(entry, &reason);
+                    told.push(id);
+                }
+                Ok(()) => {
+                    if let Some(reason) = checked.replaced {
+                        (entry.end)(&reason);
+                    }
+                }
+            }
+        }
+        // Every other sandbox keeping what was put back may have planted
+        // it (one of a caller's, or one built ahead, saw it first): each is
+        // told and ended the same.
+        for (id, entry) in &state.guards {
+            if told.contains(id) {
+                continue;
+            }
+            if let Some((_, reason)) = put_back.iter().find(|(path, _)| entry.guard.keeps(path)) {
+                tell(entry, reason);
+            }
+        }
+        for id in gone {
+            state.remove(id, inotify);
+        }
+    }
+}
+
+/// Tells the sandbox of `entry` what was put back (its command's result
+/// says it) and ends it.
+fn tell(entry: &Entry, reason: &str) {
+    *entry.undone.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.to_string());
+    (entry.end)(reason);
+}
+
+/// A pidfd of process `pid`, to learn when it has exited.
+pub(crate) fn pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open returns a new descriptor owned here, or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: as above.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Sends SIGKILL to the process of `pidfd`.
+pub(crate) fn kill(pidfd: &OwnedFd) {
+    // SAFETY: a signal to the process the descriptor refers to.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        );
+    }
+}
