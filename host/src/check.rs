@@ -8,10 +8,10 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 
-use crate::policy::PermissionPattern;
+use crate::policy::{PermissionPattern, human_bytes};
 use crate::runtime::{
     ArtifactCache, CONTRACT_SERIES, CONTRACT_VERSION, ContentHash, LoadError, PluginSource,
-    PluginVersion, Runtime, human_bytes, is_declarative_file, plugin_name_for,
+    PluginVersion, Runtime, is_declarative_file, plugin_name_for,
 };
 
 /// The outcome of checking a plugin file.

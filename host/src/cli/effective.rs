@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 
 use crate::capability::Profile;
 use crate::config::{AuditTarget, Config, ConfigSource};
+use crate::policy::human_bytes;
 use crate::policy::{Access, PermissionPattern};
-use crate::runtime::human_bytes;
 
 /// The report: the shared settings, then each profile (only `profile`, or
 /// `tenant`'s profile in its workspace, when given).

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::units::{ByteSize, Span};
+use crate::policy::{ByteSize, Span};
 
 /// `[tenant_caps]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::units::{ByteSize, Span};
 use crate::capability::terminal::{DangerousMode, TerminalNetwork, TerminalSandbox};
+use crate::policy::{ByteSize, Span};
 use crate::toolsets::CompositeToolset;
 
 /// `toolhost.toml` as written.

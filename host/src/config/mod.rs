@@ -11,7 +11,6 @@ mod profile;
 mod results;
 mod state;
 mod tools;
-mod units;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -19,6 +18,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use crate::approval::ConfigSource;
+pub use crate::policy::{ByteSize, Span, parse_duration, parse_size};
 pub use caps::{TenantCaps, TenantCapsConfig};
 pub use defaults::{
     DEFAULT_BATCH_CONCURRENCY, DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_MEMORY, cache_key_path,
@@ -36,7 +36,6 @@ pub use state::{
     KeySource, StateConfig,
 };
 pub(crate) use tools::approval_table;
-pub use units::{ByteSize, Span, parse_duration, parse_size};
 
 use crate::toolsets::Toolsets;
 

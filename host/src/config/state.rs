@@ -9,7 +9,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 use sha2::Digest as _;
 
-use super::units::Span;
+use crate::policy::Span;
 
 /// How long a handle lives at most, however busy (`[state] handle_max_age`).
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(24 * 3600);

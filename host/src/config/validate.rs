@@ -174,7 +174,7 @@ pub(super) fn validate(
 /// tenant and the local caller hold at once still fitting in it.
 fn tenant_caps(
     written: &super::caps::TenantCapsConfig,
-    sessions_memory: Option<super::units::ByteSize>,
+    sessions_memory: Option<crate::policy::ByteSize>,
     tenants: usize,
     problems: &mut Vec<(String, String)>,
 ) -> super::TenantCaps {

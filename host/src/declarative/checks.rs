@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::file::{Auth, Parameter, TYPES};
-use crate::config::parse_duration;
 use crate::contract::spec::is_valid_env_name;
+use crate::policy::parse_duration;
 
 /// `{name}` placeholders in a URL template.
 pub(super) fn placeholders(url: &str) -> Vec<String> {

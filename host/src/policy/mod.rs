@@ -15,6 +15,7 @@ pub(crate) mod lexical;
 pub(crate) mod limits;
 pub mod own;
 pub mod permissions;
+pub mod units;
 pub(crate) mod wildcard;
 
 pub use confinement::Confinement;
@@ -26,3 +27,4 @@ pub use permissions::{
     Narrowing, PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
     PermissionRules,
 };
+pub use units::{ByteSize, Span, human_bytes, parse_duration, parse_size};

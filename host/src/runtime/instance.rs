@@ -70,9 +70,9 @@ pub(crate) fn trap_error(what: &str, error: &wasmtime::Error, sandbox: &Sandbox)
                     "{what} could not grow its memory to {}: the stateful sessions of {who} \
                      hold {}, its cap of tenant_caps.sessions_memory = {}; end sessions (or \
                      wait for session_idle)",
-                    super::plugin::human_bytes(desired),
-                    super::plugin::human_bytes(budget.used_by(charge.tenant())),
-                    super::plugin::human_bytes(budget.share())
+                    crate::policy::human_bytes(desired),
+                    crate::policy::human_bytes(budget.used_by(charge.tenant())),
+                    crate::policy::human_bytes(budget.share())
                 ),
             );
         }
@@ -82,9 +82,9 @@ pub(crate) fn trap_error(what: &str, error: &wasmtime::Error, sandbox: &Sandbox)
                 "{what} could not grow its memory to {}: the stateful sessions of this host \
                  hold {} of sessions_memory = {}; end sessions (or wait for session_idle) or \
                  raise sessions_memory",
-                super::plugin::human_bytes(desired),
-                super::plugin::human_bytes(budget.used()),
-                super::plugin::human_bytes(budget.limit())
+                crate::policy::human_bytes(desired),
+                crate::policy::human_bytes(budget.used()),
+                crate::policy::human_bytes(budget.limit())
             ),
         );
     }
@@ -93,8 +93,8 @@ pub(crate) fn trap_error(what: &str, error: &wasmtime::Error, sandbox: &Sandbox)
             ErrorKind::Memory,
             format!(
                 "{what} exceeded its memory limit of {} (tried to grow to {})",
-                super::plugin::human_bytes(sandbox.limiter.limit()),
-                super::plugin::human_bytes(desired)
+                crate::policy::human_bytes(sandbox.limiter.limit()),
+                crate::policy::human_bytes(desired)
             ),
         );
     }

@@ -20,7 +20,7 @@ pub use cache::{ArtifactCache, Compiled};
 pub use engine::Runtime;
 pub use flight::{Drained, Flight};
 pub use plugin::{
-    CAPTURED_FILE, CapturedPlugin, LoadError, PluginSource, PluginVersion, human_bytes,
-    is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,
+    CAPTURED_FILE, CapturedPlugin, LoadError, PluginSource, PluginVersion, is_declarative_file,
+    is_plugin_file, plugin_files, plugin_name_for,
 };
 pub use stateful::{MAX_SESSIONS, SessionState, session_key};

@@ -10,7 +10,6 @@ mod version;
 
 pub use captured::{CAPTURED_FILE, CapturedPlugin};
 pub use source::{
-    LoadError, PluginSource, human_bytes, is_declarative_file, is_plugin_file, plugin_files,
-    plugin_name_for,
+    LoadError, PluginSource, is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,
 };
 pub use version::PluginVersion;

@@ -226,22 +226,6 @@ pub(super) fn validate_manifest(
     (tools, problems)
 }
 
-/// `65536` → `64 KiB`.
-pub fn human_bytes(n: usize) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if value.fract() == 0.0 {
-        format!("{value} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,13 +285,6 @@ mod tests {
             validate_manifest(&plugin, (0..=MAX_TOOLS).map(raw).collect(), Vec::new());
         assert!(tools.is_empty());
         assert!(problems[0].contains("declares 129 tools"), "{problems:?}");
-    }
-
-    #[test]
-    fn human_sizes() {
-        assert_eq!(human_bytes(64 << 20), "64 MiB");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(10), "10 B");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Sizes (`64MiB`, `1MB`, `4096`) and durations (`30s`, `500ms`, `2m`) as
-//! written in the config.
+//! written in the config, and sizes as messages show them.
 
 use std::fmt;
 use std::time::Duration;
@@ -122,6 +122,22 @@ impl Serialize for Span {
     }
 }
 
+/// `65536` → `64 KiB`.
+pub fn human_bytes(n: usize) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +170,12 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown duration unit")
         );
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(10), "10 B");
     }
 }
