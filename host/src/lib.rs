@@ -31,6 +31,7 @@ pub mod bundled;
 pub mod contract;
 mod error;
 pub mod escape;
+mod telemetry;
 mod tls;
 
 // Rules and parts with no capability in them.
@@ -52,6 +53,7 @@ pub mod runtime;
 
 // What the host keeps of its plugins and calls.
 pub mod check;
+mod cluster;
 pub mod handles;
 pub mod hooks;
 pub mod registry;
