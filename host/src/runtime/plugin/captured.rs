@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wasmtime::component::Component;
 
+use super::checks::validate_manifest;
 use super::load::{described, link};
-use super::source::{LoadError, PluginSource, validate_manifest};
+use super::source::{LoadError, PluginSource};
 use super::version::{Deferred, Linked, PluginVersion};
 use crate::contract::ContentHash;
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;

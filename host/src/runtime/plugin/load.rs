@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use wasmtime::component::{Component, InstancePre};
 
+use super::checks::*;
 use super::source::*;
 use super::version::{Linked, PluginVersion};
 use crate::capability::grants::Grants;
