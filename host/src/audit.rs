@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::contract::CapabilityUse;
 use crate::contract::content::BlockSummary;
-use crate::runtime::CapabilityUse;
 
 /// One audit line.
 #[derive(Debug, Clone, Serialize)]

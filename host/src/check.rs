@@ -8,11 +8,10 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 
+use crate::contract::{CONTRACT_SERIES, CONTRACT_VERSION, ContentHash};
 use crate::policy::{PermissionPattern, human_bytes};
-use crate::runtime::{
-    ArtifactCache, CONTRACT_SERIES, CONTRACT_VERSION, ContentHash, LoadError, PluginSource,
-    PluginVersion, Runtime, is_declarative_file, plugin_name_for,
-};
+use crate::runtime::{ArtifactCache, PluginVersion, Runtime};
+use crate::source::{LoadError, PluginSource, is_declarative_file, plugin_name_for};
 
 /// The outcome of checking a plugin file.
 #[derive(Debug, Clone)]

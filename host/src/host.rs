@@ -34,7 +34,8 @@ use crate::contract::spec::ToolSpec;
 use crate::hooks::CallHook;
 use crate::policy::Limits;
 use crate::registry::{Generation, Registry};
-use crate::runtime::{ArtifactCache, LoadError, PluginVersion, Runtime};
+use crate::runtime::{ArtifactCache, PluginVersion, Runtime};
+use crate::source::LoadError;
 use crate::store::SessionMemory;
 use crate::toolsets::{Selection, Toolsets};
 

@@ -48,8 +48,8 @@ pub mod capability;
 pub mod config;
 
 // Where plugins come from, and wasmtime without capabilities.
-mod declarative;
 pub mod runtime;
+pub mod source;
 
 // What the host keeps of its plugins and calls.
 pub mod check;
@@ -78,5 +78,6 @@ pub use host::{
 };
 pub use policy::Limits;
 pub use registry::ReloadEvent;
-pub use runtime::{LoadError, PluginSource, PluginVersion};
+pub use runtime::PluginVersion;
+pub use source::{LoadError, PluginSource};
 pub use toolsets::{CompositeToolset, Selection};

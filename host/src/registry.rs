@@ -11,7 +11,8 @@ use arc_swap::ArcSwap;
 use serde::Serialize;
 
 use crate::contract::spec::ToolSpec;
-use crate::runtime::{LoadError, PluginVersion};
+use crate::runtime::PluginVersion;
+use crate::source::LoadError;
 
 /// A tool and the plugin version that provides it.
 #[derive(Debug, Clone)]

@@ -22,9 +22,8 @@ use crate::config::{
 use crate::hooks::CallHook;
 use crate::policy::Limits;
 use crate::registry::Registry;
-use crate::runtime::{
-    ArtifactCache, LoadError, PluginSource, Runtime, plugin_files, plugin_name_for,
-};
+use crate::runtime::{ArtifactCache, Runtime};
+use crate::source::{LoadError, PluginSource, plugin_files, plugin_name_for};
 use crate::store::SessionMemory;
 use crate::toolsets::{CompositeToolset, Toolsets};
 

@@ -12,13 +12,14 @@ use crate::audit::{AuditRecord, now_rfc3339};
 use crate::caller::Caller;
 use crate::capability::{ApprovalScope, Grants, SessionRef};
 use crate::contract::CallOutput;
+use crate::contract::CapabilityUse;
 use crate::contract::spec::ToolSpec;
 use crate::error::{CallError, ErrorKind};
 use crate::hooks::CallInfo;
 use crate::host::Host;
 use crate::policy::PermissionDecision;
 use crate::registry::ToolEntry;
-use crate::runtime::{CapabilityUse, Flight, session_key};
+use crate::runtime::{Flight, session_key};
 
 pub(crate) use super::batch::{Admit, Outcome};
 

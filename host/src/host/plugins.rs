@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Host;
-use crate::runtime::{CapturedPlugin, LoadError, PluginSource, PluginVersion, is_declarative_file};
+use crate::runtime::{CapturedPlugin, PluginVersion};
+use crate::source::{LoadError, PluginSource, is_declarative_file};
 
 impl Host {
     /// Unloads the plugin called `name` now: its tools disappear at once,

@@ -13,7 +13,7 @@ use super::{Host, Settings};
 use crate::caller::Caller;
 use crate::config::Config;
 use crate::registry::ReloadEvent;
-use crate::runtime::{LoadError, PluginSource, plugin_name_for};
+use crate::source::{LoadError, PluginSource, plugin_name_for};
 
 impl Host {
     pub(super) fn publish(&self, event: ReloadEvent) {

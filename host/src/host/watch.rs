@@ -15,7 +15,7 @@ use notify::{RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 
 use crate::host::Host;
-use crate::runtime::{PluginSource, is_plugin_file, plugin_files, plugin_name_for};
+use crate::source::{PluginSource, is_plugin_file, plugin_files, plugin_name_for};
 
 /// Default quiet time after the last change to a file before it is loaded.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(150);

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::runtime::{PluginSource, Runtime};
+use crate::runtime::Runtime;
+use crate::source::PluginSource;
 use crate::toolsets::Catalog;
 
 /// A declarative plugin `name` whose tools are `tools`, and `version` as a

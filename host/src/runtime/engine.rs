@@ -115,7 +115,11 @@ impl Runtime {
                 let bytes = crate::bundled::DECLARATIVE_WRAPPER;
                 match cache {
                     Some(cache) => cache
-                        .load_or_compile(runtime.engine(), &super::ContentHash::of(bytes), bytes)
+                        .load_or_compile(
+                            runtime.engine(),
+                            &crate::contract::ContentHash::of(bytes),
+                            bytes,
+                        )
                         .map(|(component, _)| component),
                     None => wasmtime::component::Component::new(runtime.engine(), bytes),
                 }

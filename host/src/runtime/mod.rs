@@ -12,15 +12,9 @@ mod plugin;
 mod ready;
 mod stateful;
 
-pub use crate::contract::{
-    CONTRACT_SERIES, CONTRACT_VERSION, CapabilityUse, ContentHash, TOOL_INTERFACE,
-};
 pub(crate) use cache::load_key;
 pub use cache::{ArtifactCache, Compiled};
 pub use engine::Runtime;
 pub use flight::{Drained, Flight};
-pub use plugin::{
-    CAPTURED_FILE, CapturedPlugin, LoadError, PluginSource, PluginVersion, is_declarative_file,
-    is_plugin_file, plugin_files, plugin_name_for,
-};
+pub use plugin::{CAPTURED_FILE, CapturedPlugin, PluginVersion};
 pub use stateful::{MAX_SESSIONS, SessionState, session_key};

@@ -16,7 +16,6 @@ use crate::contract::CapabilityUse;
 use crate::contract::adapter::GuestOutput;
 use crate::contract::bindings::GuestToolError;
 use crate::contract::spec::ToolSpec;
-use crate::declarative::Adapter;
 use crate::error::{CallError, ErrorKind};
 use crate::policy::Limits;
 use crate::runtime::engine::Runtime;
@@ -25,6 +24,7 @@ use crate::runtime::ready::Recipe;
 use crate::runtime::stateful::{
     LiveInstance, MAX_SESSIONS, MAX_SESSIONS_PER_TENANT, NoSlot, guest_session_id,
 };
+use crate::source::declarative::Adapter;
 use crate::store::memory::SessionMemory;
 
 impl PluginVersion {

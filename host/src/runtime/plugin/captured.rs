@@ -14,13 +14,13 @@ use wasmtime::component::Component;
 
 use super::checks::validate_manifest;
 use super::load::{described, link};
-use super::source::{LoadError, PluginSource};
 use super::version::{Deferred, Linked, PluginVersion};
 use crate::contract::ContentHash;
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
 use crate::error::{CallError, ErrorKind};
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
+use crate::source::{LoadError, PluginSource};
 
 /// The file the specs are kept in, and how to write it again.
 pub const CAPTURED_FILE: &str = "host/bundled-specs.json";

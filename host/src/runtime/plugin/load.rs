@@ -7,19 +7,19 @@ use std::time::Duration;
 use wasmtime::component::{Component, InstancePre};
 
 use super::checks::*;
-use super::source::*;
 use super::version::{Linked, PluginVersion};
 use crate::capability::grants::Grants;
 use crate::capability::sandbox::{Identity, Sandbox};
 use crate::contract::ContentHash;
 use crate::contract::adapter::{Described, LifecycleExports, ToolExports};
 use crate::contract::spec::ToolSpec;
-use crate::declarative::Declared;
 use crate::policy::Limits;
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
 use crate::runtime::instance::{instantiate_tool, new_store, trap_error};
 use crate::runtime::stateful::Sessions;
+use crate::source::{LoadError, PluginSource, declarative};
+use declarative::Declared;
 
 /// Limits of the one-off instance that runs `describe` at load time.
 const DESCRIBE_LIMITS: Limits = Limits {
@@ -80,7 +80,7 @@ impl PluginVersion {
     }
 
     /// A declarative tool file's version: the tools it declares, run by the
-    /// bundled wrapper plugin (see [`crate::declarative`]).
+    /// bundled wrapper plugin (see [`crate::source::declarative`]).
     pub(crate) async fn declarative(
         runtime: &Arc<Runtime>,
         name: &str,
@@ -89,15 +89,14 @@ impl PluginVersion {
         cache: Option<&ArtifactCache>,
     ) -> Result<PluginVersion, LoadError> {
         let syntax = match &source {
-            PluginSource::File(path) => crate::declarative::Syntax::of(path),
-            _ => crate::declarative::Syntax::Toml,
+            PluginSource::File(path) => declarative::Syntax::of(path),
+            _ => declarative::Syntax::Toml,
         };
-        let declared =
-            crate::declarative::parse(name, text, syntax).map_err(|problems| LoadError {
-                plugin: name.to_string(),
-                source: source.clone(),
-                problems,
-            })?;
+        let declared = declarative::parse(name, text, syntax).map_err(|problems| LoadError {
+            plugin: name.to_string(),
+            source: source.clone(),
+            problems,
+        })?;
         // Compiled once per process, and only once a file is valid.
         let wrapper = runtime
             .declarative_wrapper(cache)

@@ -9,17 +9,17 @@ use std::time::Duration;
 
 use wasmtime::component::InstancePre;
 
-use super::source::PluginSource;
 use crate::capability::sandbox::Sandbox;
 use crate::contract::ContentHash;
 use crate::contract::adapter::{LifecycleExports, ToolExports};
 use crate::contract::spec::ToolSpec;
-use crate::declarative::Adapter;
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
 use crate::runtime::flight::{Drained, Flight, Flights};
 use crate::runtime::ready::ReadyInstances;
 use crate::runtime::stateful::Sessions;
+use crate::source::PluginSource;
+use crate::source::declarative::Adapter;
 
 /// One loaded version of a plugin. Cheap to share; calls hold an `Arc` of the
 /// version they started on, so a replaced version lives until they finish.

@@ -1,4 +1,11 @@
-//! Where a plugin's bytes came from, and why it may not load.
+//! Where plugins come from: files of the plugin directory (`directory`),
+//! declarative tool files among them (`declarative`), later OCI references;
+//! a plugin's source, and why it may not load.
+
+pub(crate) mod declarative;
+pub(crate) mod directory;
+
+pub use directory::{is_declarative_file, is_plugin_file, plugin_files, plugin_name_for};
 
 use std::fmt;
 use std::path::PathBuf;
