@@ -67,6 +67,8 @@ pub struct Claimed<'a> {
     /// The parts of its state so far (plugin name or `terminal`) and what
     /// made each (the plugin version's hash).
     pub parts: BTreeMap<String, String>,
+    /// Made for this call, which has kept no state yet (see `settle`).
+    fresh: bool,
 }
 
 impl Claimed<'_> {
@@ -81,6 +83,58 @@ impl Claimed<'_> {
             .with_held(&self.tenant, |held| held.record(&self.nonce, part, maker));
     }
 
+    /// Settles the handle once its call is over: `made` says whether the
+    /// call kept any state. A handle made for this call that kept none is
+    /// dropped unseen (a call refused before it ran takes no one's place);
+    /// one that kept some now counts against the tenant's cap, whose least
+    /// recently used idle handles are dropped. Whether the handle lives on,
+    /// to be shown to the client.
+    pub fn settle(&mut self, made: bool) -> bool {
+        if !self.fresh {
+            return true;
+        }
+        if !made {
+            return false;
+        }
+        self.fresh = false;
+        let max = self.handles.settings.max_per_tenant;
+        let evicted = self
+            .handles
+            .with_held(&self.tenant, |held| held.establish(&self.nonce, max));
+        for evicted in &evicted {
+            self.handles.end_terminal(&self.tenant, evicted);
+        }
+        true
+    }
+
+    /// Makes room for `part` (a stateful plugin's instance, or the
+    /// terminal) of this handle while `has_room` says the tenant holds as
+    /// many as it may: drops the state of the tenant's least recently used
+    /// handle that has that part and no call in flight (a later call with
+    /// it says so), rather than refusing a new conversation for as long as
+    /// older ones stay idle.
+    pub fn make_room(&self, part: &str, has_room: impl Fn() -> bool) {
+        while !has_room() {
+            let victim = self
+                .handles
+                .with_held(&self.tenant, |held| held.idle_holder_of(part, &self.nonce));
+            let Some(victim) = victim else {
+                return;
+            };
+            let reason = format!(
+                "its {} was ended to make room for a newer conversation of its tenant, which \
+                 holds as many as it may",
+                match part {
+                    TERMINAL => "terminal session".to_string(),
+                    plugin => format!("instance of plugin {plugin:?}"),
+                }
+            );
+            self.handles
+                .with_held(&self.tenant, |held| held.lose(&victim, reason));
+            self.handles.end_terminal(&self.tenant, &victim);
+        }
+    }
+
     /// Drops its state for `reason`; the error the call gets.
     pub fn lose(&self, reason: String) -> HandleError {
         self.handles
@@ -91,10 +145,22 @@ impl Claimed<'_> {
 
 impl Drop for Claimed<'_> {
     fn drop(&mut self) {
-        self.handles
-            .with_held(&self.tenant, |held| held.finish(&self.nonce));
+        let fresh = self.fresh;
+        self.handles.with_held(&self.tenant, |held| {
+            held.finish(&self.nonce);
+            if fresh {
+                held.forget(&self.nonce);
+            }
+        });
+        if fresh {
+            // Whatever a call that ended early made under it goes too.
+            self.handles.end_terminal(&self.tenant, &self.nonce);
+        }
     }
 }
+
+/// The name of the terminal among a handle's parts.
+pub const TERMINAL: &str = "terminal";
 
 impl Handles {
     /// Handles under `settings`, dropped after `idle` without a call; a
@@ -138,28 +204,24 @@ impl Handles {
         let key = tenant.unwrap_or_default();
         let max = self.settings.max_per_tenant;
         let inserted = self.with_held(key, |held| {
-            let evicted = held.insert(nonce, profile, max)?;
-            held.begin(&nonce, profile).map(|parts| (evicted, parts))
+            held.insert(nonce, profile, max)?;
+            held.begin(&nonce, profile)
         });
         match inserted {
-            Ok((evicted, parts)) => {
-                if let Some(evicted) = evicted {
-                    self.end_terminal(key, &evicted);
-                }
-                Ok(Claimed {
-                    handles: self,
-                    tenant: key.to_string(),
-                    nonce,
-                    text,
-                    parts,
-                })
-            }
+            Ok(parts) => Ok(Claimed {
+                handles: self,
+                tenant: key.to_string(),
+                nonce,
+                text,
+                parts,
+                fresh: true,
+            }),
             Err(Refused::Full(max)) => Err(HandleError {
                 kind: "too_many_handles",
                 message: format!(
-                    "{} holds {max} handles, each with a call in progress, the most it may \
-                     ([state] max_handles_per_tenant); wait for one to finish, or pass the \
-                     handle of a conversation you have",
+                    "{} has {max} new conversations whose first call is still running, the \
+                     most it may ([state] max_handles_per_tenant); wait for one to finish, or \
+                     pass the handle of a conversation you have",
                     match tenant {
                         Some(tenant) => format!("tenant {tenant:?}"),
                         None => "the local caller".to_string(),
@@ -217,6 +279,7 @@ impl Handles {
                 nonce: claims.nonce,
                 text: text.to_string(),
                 parts,
+                fresh: false,
             }),
             Err(Refused::Lost(reason)) => {
                 self.end_terminal(key, &claims.nonce);
@@ -326,7 +389,7 @@ impl Handles {
 /// The session id of the state named `nonce`.
 fn session_of(nonce: &Nonce) -> String {
     let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-    format!("h:{hex}")
+    format!("{}{hex}", crate::runtime::HANDLE_SESSION)
 }
 
 fn owner<'a>(tenant: Option<&'a str>, profile: &'a Profile) -> Owner<'a> {

@@ -30,7 +30,8 @@ pub use plugin::{
     is_declarative_file, is_plugin_file, plugin_files, plugin_name_for,
 };
 pub use sandbox::{Limits, Sandbox};
-pub use session::{MAX_SESSIONS, SessionState, session_key};
+pub(crate) use session::{HANDLE_SESSION, MCP_SESSION};
+pub use session::{MAX_SESSIONS, SessionState, check_session_name, session_key};
 
 pub(crate) use host::{
     ENV_READ, FILE_READ, FILE_WRITE, NETWORK_FETCH, check_container_engine, kill_commands,

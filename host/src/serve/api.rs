@@ -326,7 +326,12 @@ fn session(batch: &Value, headers: &HeaderMap) -> Result<Option<String>, String>
             "invalid_request: the \"session\" field ({field:?}) and the Toolhost-Session header \
              ({header:?}) differ; give one"
         )),
-        (field, header) => Ok(field.or(header)),
+        (field, header) => match field.or(header) {
+            Some(name) => crate::runtime::check_session_name(&name)
+                .map(|()| Some(name))
+                .map_err(|e| format!("invalid_request: {e}")),
+            None => Ok(None),
+        },
     }
 }
 

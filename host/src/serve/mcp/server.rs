@@ -317,7 +317,8 @@ fn session_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_nanos();
-    format!("mcp-{now:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+    let prefix = crate::runtime::MCP_SESSION;
+    format!("{prefix}{now:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// What a call needs of its request, owned so that it can outlive it.
