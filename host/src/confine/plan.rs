@@ -144,6 +144,7 @@ fn add_grants(
         read,
         refused: None,
         read_bytes: 0,
+        largest: Vec::new(),
     };
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;
