@@ -226,7 +226,7 @@ impl Walk<'_> {
         }
         self.largest.retain(|(seen, _)| seen != dir);
         self.largest.push((dir.to_path_buf(), entries));
-        self.largest.sort_by(|a, b| b.1.cmp(&a.1));
+        self.largest.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
         self.largest.truncate(NAMED);
     }
 
