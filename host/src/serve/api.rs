@@ -172,6 +172,14 @@ async fn tool_calls(
             "unsupported_media_type: send the batch as JSON with `Content-Type: application/json`",
         );
     }
+    // Held while the body is read and parsed: a tenant's bodies beyond its
+    // concurrency wait unread.
+    let reading = match auth.caller.request_permit(api.body_timeout).await {
+        Ok(permit) => permit,
+        Err(message) => {
+            return error_response(StatusCode::TOO_MANY_REQUESTS, format!("busy: {message}"));
+        }
+    };
     let bytes = match tokio::time::timeout(api.body_timeout, read_body(body, api.max_body)).await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(BodyError::TooLarge)) => return too_large(api.max_body),
@@ -195,6 +203,7 @@ async fn tool_calls(
     // run.
     let batch = super::batch_body::parse(&bytes);
     drop(bytes);
+    drop(reading);
     let batch: Value = match batch {
         Ok(batch) => batch,
         Err(e) => {

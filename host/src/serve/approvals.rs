@@ -63,6 +63,12 @@ async fn narrow(
             );
         }
     };
+    if request.session.is_empty() || request.session.len() > 256 {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request: the session id must be 1 to 256 characters",
+        );
+    }
     if let Err(e) = crate::runtime::check_session_name(&request.session) {
         return error_response(StatusCode::BAD_REQUEST, format!("invalid_request: {e}"));
     }
