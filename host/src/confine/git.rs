@@ -232,7 +232,9 @@ impl Walk<'_> {
         }
     }
 
-    fn pin_between(&mut self, root: &Path, dir: &Path) {
+    /// Pins `dir` and the directories above it up to (not including) the
+    /// grant `root`: a command cannot rename or remove them.
+    pub(super) fn pin_between(&mut self, root: &Path, dir: &Path) {
         for ancestor in dir.ancestors() {
             if ancestor == root || !ancestor.starts_with(root) {
                 break;
@@ -252,7 +254,7 @@ impl Walk<'_> {
     /// The writable grant that exposes `path` (lexically, symlinks as they
     /// are): the nearest grant or `terminal.read` directory above it must be
     /// a writable grant, and no deny rule may cover it.
-    fn root_of(&self, path: &Path) -> Option<&Path> {
+    pub(super) fn root_of(&self, path: &Path) -> Option<&Path> {
         let nearest = self
             .roots
             .iter()

@@ -108,6 +108,15 @@ impl Walk<'_> {
             let denied = rules.denies_entry(&real_path).is_some()
                 || (written_path != real_path && rules.denies_entry(&written_path).is_some());
             if denied {
+                // A rule that matches because of a directory above the entry
+                // (`config/master.key`, `**/.aws/credentials`) would stop
+                // matching were that directory renamed: it is pinned.
+                if writable
+                    && !self.denied_anywhere(&name)
+                    && let Some(root) = self.root_of(real).map(Path::to_path_buf)
+                {
+                    self.pin_between(&root, real);
+                }
                 if file_type.is_symlink() {
                     self.mask_target(&real_path);
                 } else {
@@ -217,6 +226,14 @@ impl Walk<'_> {
             self.note_size(&dir, here);
         }
         Ok(())
+    }
+
+    /// Whether a deny rule matches an entry named `name` wherever it lies
+    /// (`**/.env`), so that renaming a directory above it takes nothing out
+    /// of the rule's reach.
+    fn denied_anywhere(&self, name: &std::ffi::OsStr) -> bool {
+        let elsewhere = Path::new("/\u{1}toolhost-elsewhere").join(name);
+        self.profile.paths.denies_entry(&elsewhere).is_some()
     }
 
     /// Notes that `dir` holds `entries`, keeping the largest few.
