@@ -33,6 +33,8 @@ pub(super) struct FrontDoor {
     pub(super) allowed_hosts: Vec<String>,
     pub(super) allowed_origins: Vec<String>,
     max_body: usize,
+    /// Each tenant's share of the connections for its requests in flight.
+    shares: Arc<super::shares::Shares>,
     pub(super) requests: Arc<Requests>,
     /// Cancelled when shutdown begins: new requests are answered 503.
     pub(super) draining: CancellationToken,
@@ -65,12 +67,21 @@ pub(super) async fn front_door(
             api::shutting_down()
         };
     }
+    let mut share_guard = None;
     if request.uri().path() != "/v1/health" {
         match front
             .tenants
             .authenticate(request.headers().get(header::AUTHORIZATION))
         {
             Ok(authenticated) => {
+                let tenant = authenticated.caller.tenant_name();
+                match front.shares.take(tenant, front.tenants.len()) {
+                    Ok(share) => share_guard = Some(share),
+                    Err(message) => {
+                        let message = format!("busy: {message}");
+                        return error_response(StatusCode::TOO_MANY_REQUESTS, message);
+                    }
+                }
                 request
                     .extensions_mut()
                     .insert(authenticated.caller.clone());
@@ -87,6 +98,10 @@ pub(super) async fn front_door(
         }
     }
     let response = next.run(request).await;
+    let response = match share_guard {
+        Some(share) => crate::serve::connections::held_with_body(response, share),
+        None => response,
+    };
     match guard {
         Some(guard) => response.map(|body| {
             Body::new(Tracked {
@@ -108,6 +123,7 @@ impl FrontDoor {
         allowed_origins: &[String],
         loopback: bool,
         max_body: usize,
+        max_connections: usize,
     ) -> Self {
         let mut allowed_hosts = allowed_hosts.to_vec();
         if loopback {
@@ -128,6 +144,7 @@ impl FrontDoor {
             allowed_hosts,
             allowed_origins: origins,
             max_body,
+            shares: super::shares::Shares::new(max_connections),
             requests: Arc::default(),
             draining: CancellationToken::new(),
         }
