@@ -201,8 +201,16 @@ async fn tool_calls(
     };
     // Only what a batch uses is built; the body's bytes go before the calls
     // run.
-    let batch = super::batch_body::parse(&bytes);
-    drop(bytes);
+    // A large body is parsed off the async workers, which serve everyone.
+    let batch = if bytes.len() > 64 << 10 {
+        tokio::task::spawn_blocking(move || super::batch_body::parse(&bytes))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+    } else {
+        let parsed = super::batch_body::parse(&bytes);
+        drop(bytes);
+        parsed
+    };
     drop(reading);
     let batch: Value = match batch {
         Ok(batch) => batch,

@@ -23,6 +23,59 @@ fn padded(zeros: usize) -> String {
     body
 }
 
+/// A batch of one `sleep` call and `entries` entries whose ids are arrays
+/// of one-key objects of about 4 KiB each.
+fn junk_ids(entries: usize) -> String {
+    let call = json!({"id": "1", "type": "function", "function": {
+        "name": "run_command", "arguments": {"command": "sleep 4"}}});
+    let id = format!("[{}{{\"\":0}}]", "{\"\":0},".repeat(583));
+    assert!(id.len() < 4096);
+    let junk = format!(
+        "{{\"id\":{id},\"type\":\"function\",\"function\":{{\"name\":\"echo\",\"arguments\":\"{{}}\"}}}}"
+    );
+    let mut body = format!("{{\"tool_calls\":[{call}");
+    for _ in 0..entries {
+        body.push(',');
+        body.push_str(&junk);
+    }
+    body.push_str("]}");
+    body
+}
+
+#[tokio::test]
+async fn ids_of_tiny_values_are_not_built_nor_copied_into_the_answer() {
+    let served = start("");
+    let body = junk_ids(900);
+    assert!(body.len() < 4 << 20);
+    let (status, answer) = {
+        let response = served
+            .client
+            .post(format!("{}/v1/tool_calls", served.base))
+            .bearer_auth(A)
+            .header("content-type", "application/json")
+            .body(junk_ids(3))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.text().await.unwrap())
+    };
+    assert!(status.is_success(), "{answer}");
+    // An id that is not a string is refused for its entry, and not echoed.
+    assert!(answer.contains("id that is not a string"), "{answer}");
+    assert!(!answer.contains("{\"\":0}"), "{answer}");
+    let grown = peak_growth(&served, "/v1/tool_calls", &[], &body).await;
+    for status in grown.1 {
+        assert!(status.is_success(), "{status}");
+    }
+    // Built as values, eight such bodies held about 3 GiB.
+    assert!(
+        grown.0 < 160 << 20,
+        "the server grew by {} MiB",
+        grown.0 >> 20
+    );
+}
+
 #[tokio::test]
 async fn padded_bodies_are_not_built_while_their_calls_run() {
     let served = start("");
