@@ -272,6 +272,9 @@ impl HostBuilder {
             anyhow::anyhow!("invalid toolsets:\n  {}", problems.join("\n  "))
         })?;
         let terminals = Arc::new(Terminals::default());
+        // The repository guard's inotify instance, taken before any command
+        // could take every one of toolhost's user.
+        crate::confine::guard::start_watcher();
         let sessions_memory = SessionMemory::new(self.sessions_memory);
         if let Some(config) = &self.config {
             terminals.set_output_cap(config.tenant_caps.background_output);

@@ -329,7 +329,7 @@ impl Launched {
         &self,
         guard: crate::confine::guard::Guard,
         tell: Option<crate::confine::guard::End>,
-    ) -> Option<crate::confine::guard::Watched> {
+    ) -> Result<Option<crate::confine::guard::Watched>, String> {
         let kill = self.init.as_ref().and_then(|init| init.try_clone().ok());
         let gone = self.init.as_ref().and_then(|init| init.try_clone().ok());
         guard.watch(
