@@ -113,6 +113,44 @@ pub(super) async fn front_door(
     }
 }
 
+/// Most bytes of a client's value a refusal's log line shows.
+const LOGGED_VALUE: usize = 120;
+
+/// Logs a refusal of a request no token was checked for yet, showing the
+/// start of the client's `value` (escaped), at most one line a second: the
+/// lines held back meanwhile are counted in the next. A client cannot make
+/// the log grow faster than that, whatever it sends.
+fn logged_refusal(what: &str, value: &[u8]) {
+    use std::sync::atomic::AtomicU64;
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    static HELD_BACK: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST.load(Ordering::Relaxed);
+    if last == now
+        || LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        HELD_BACK.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let shown = String::from_utf8_lossy(&value[..value.len().min(LOGGED_VALUE)]);
+    let cut = if value.len() > LOGGED_VALUE {
+        "…"
+    } else {
+        ""
+    };
+    let held_back = HELD_BACK.swap(0, Ordering::Relaxed);
+    tracing::warn!(
+        value = %format!("{shown:?}{cut}"),
+        bytes = value.len(),
+        like_it_in_the_last_second = held_back,
+        "{what}"
+    );
+}
+
 impl FrontDoor {
     /// The front door of a server on a loopback address or not, accepting
     /// `allowed_hosts` and `allowed_origins` besides the defaults (see
@@ -165,7 +203,10 @@ impl FrontDoor {
                     ))
                 })?;
             if !self.hosts.iter().any(|allowed| allowed.matches(&host)) {
-                tracing::warn!(host = %host, "refused a request for a host that is not allowed (DNS rebinding?)");
+                logged_refusal(
+                    "refused a request for a host that is not allowed (DNS rebinding?)",
+                    host.as_str().as_bytes(),
+                );
                 return Err(Box::new(error_response(
                     StatusCode::FORBIDDEN,
                     format!(
@@ -183,7 +224,10 @@ impl FrontDoor {
                 .and_then(Origin::parse)
                 .is_some_and(|origin| self.origins.iter().any(|a| a.matches(&origin)));
             if !allowed {
-                tracing::warn!(origin = ?origin, "refused a request from an origin that is not allowed");
+                logged_refusal(
+                    "refused a request from an origin that is not allowed",
+                    origin.as_bytes(),
+                );
                 return Err(Box::new(error_response(
                     StatusCode::FORBIDDEN,
                     "forbidden: requests from this web origin are not allowed; the server's \

@@ -72,3 +72,28 @@ async fn bodies_that_never_come_end_and_hold_no_more_than_their_tenants_share() 
         );
     }
 }
+
+#[tokio::test]
+async fn refused_origins_and_hosts_write_a_line_a_second_whatever_their_size() {
+    let mut served = super::start("");
+    served.logged(Duration::from_millis(200));
+    let huge = format!("http://{}.example", "a".repeat(60_000));
+    let started = Instant::now();
+    for n in 0..200 {
+        let request = served.client.get(format!("{}/v1/health", served.base));
+        let request = if n % 2 == 0 {
+            request.header("origin", &huge)
+        } else {
+            request.header("host", &huge[7..])
+        };
+        let status = request.send().await.unwrap().status();
+        assert!(status.is_client_error(), "{status}");
+    }
+    let seconds = started.elapsed().as_secs() + 2;
+    let logged = served.logged(Duration::from_millis(500));
+    // Before, each refusal logged the whole header: 12 MB here.
+    assert!(
+        logged < 1024 * seconds as usize,
+        "{logged} bytes of log in {seconds} s"
+    );
+}
