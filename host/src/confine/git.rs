@@ -197,10 +197,25 @@ impl Walk<'_> {
                     .bind(path.to_path_buf(), MountKind::ReadOnly, &meta);
                 self.mounts.guard.mounted(&root, path.to_path_buf(), &meta);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Absent, or a file where a directory above it should be (which
+            // a command may replace with one): kept absent.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
                 self.mounts.guard.absent(&root, path.to_path_buf());
             }
-            Err(_) => {}
+            Err(e) => {
+                self.refused.get_or_insert_with(|| {
+                    format!(
+                        "{} is repository metadata git outside the sandbox reads, and cannot be \
+                         looked at ({e}); make its directory searchable, or its path shorter",
+                        crate::escape::escape(&path.to_string_lossy())
+                    )
+                });
+            }
         }
     }
 
