@@ -95,6 +95,8 @@ impl Host {
                 tokio::select! {
                     biased;
                     done = self.run_entry(caller, entry, &request, arguments, started) => done,
+                    // A task's call ends when the task is cancelled.
+                    error = crate::tasks::cancelled_call() => (Err(error), Vec::new()),
                     () = entry.plugin.cancelled() => (Err(CallError::new(
                         ErrorKind::Cancelled,
                         format!(

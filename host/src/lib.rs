@@ -45,6 +45,7 @@ pub mod reload;
 pub mod runtime;
 pub mod scaffold;
 pub mod serve;
+pub mod tasks;
 pub mod toolsets;
 
 pub use caller::Caller;

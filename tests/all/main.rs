@@ -30,6 +30,7 @@ mod mcp_ask;
 mod mcp_handles;
 mod mcp_http;
 mod mcp_logs;
+mod mcp_tasks;
 mod network;
 mod output_schema;
 mod paths_model;

@@ -14,12 +14,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, ContentBlock, ErrorData, Implementation,
-    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
-    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestMethod, CompleteRequestParams, CompleteResult, ContentBlock, ErrorData,
+    GetTaskParams, GetTaskResult, Implementation, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{Peer, ServerHandler};
@@ -283,6 +284,34 @@ impl McpServer {
         Ok(result)
     }
 
+    /// Runs a `tools/call` of a client that declared tasks (see
+    /// [`super::tasks::call`]): its log lines and progress are not sent
+    /// (a task has no request stream), and approvals wait for `tasks/update`.
+    async fn call_as_task(
+        &self,
+        caller: Caller,
+        request: CallToolRequestParams,
+        mut cx: CallContext,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        cx.ct = CancellationToken::new();
+        cx.meta.0.remove("progressToken");
+        cx.meta.0.remove("io.modelcontextprotocol/logLevel");
+        let held = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Held>().cloned());
+        let timeout = self.approval_timeout();
+        let server = self.clone();
+        let asked = caller.clone();
+        let tool = request.name.to_string();
+        let start = move |ask: super::ask::AskTheRequest| -> BoxFuture<'static, _> {
+            let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
+            Box::pin(server.run(asked.with_approvals(approvals), request, cx))
+        };
+        super::tasks::call(&self.host, &caller, &tool, held, timeout, start).await
+    }
+
     /// Sends `notifications/tools/list_changed` to `peer` after each reload,
     /// until the client goes away.
     fn notify_changes(&self, peer: Peer<RoleServer>) {
@@ -334,6 +363,7 @@ impl ServerHandler for McpServer {
             .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
@@ -409,6 +439,11 @@ impl ServerHandler for McpServer {
             peer: context.peer.clone(),
             ct: context.ct.clone(),
         };
+        // A client without sessions that declared tasks gets one for a call
+        // that runs past `[tasks] after`.
+        if handles::stateless(&context.meta) && super::tasks::declared(&context.meta) {
+            return self.call_as_task(caller, request, cx, &context).await;
+        }
         // A client without sessions that can answer questions is asked for
         // approvals through `input_required`; the call runs on in a task of
         // its own between the requests (its log lines and progress go to
@@ -448,6 +483,36 @@ impl ServerHandler for McpServer {
             }
             _ => Ok(result.into()),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        super::tasks::get(&self.host, &self.caller(&context), &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(&context);
+        super::tasks::update(
+            &self.host,
+            &caller,
+            &request.task_id,
+            &request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        super::tasks::cancel(&self.host, &self.caller(&context), &request.task_id)
     }
 
     async fn set_level(

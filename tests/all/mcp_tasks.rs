@@ -1,0 +1,216 @@
+//! Long calls as MCP tasks (the Tasks extension of 2026-07-28) through a
+//! real server: a call of a client that declared tasks becomes one, is
+//! polled with `tasks/get` to its result, asks its approval through
+//! `tasks/update`, and is cancelled with its command gone and audited; the
+//! official Python SDK's client polls one through a small extension.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::mcp_handles::{ALPHA, Served, serve, stdout_of};
+
+/// `[tasks]` that makes every call of a client that declared tasks one.
+pub(crate) const EVERY_CALL: &str = "[tasks]\nafter = \"0s\"\npoll = \"50ms\"\n";
+
+/// A 2026-07-28 request of `method` with `params` as `token`, declaring the
+/// Tasks extension (and `elicitation` when `elicit`); `name` goes in
+/// `Mcp-Name`. The JSON-RPC answer.
+pub(crate) async fn rpc(
+    served: &Served,
+    token: &str,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+            "elicitation": {"form": {}},
+        },
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut request = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(&served.url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let text = request
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// `run_command` of `command` as `token`; the result.
+pub(crate) async fn run(served: &Served, token: &str, command: &str) -> Value {
+    let params = json!({"name": "run_command", "arguments": {"command": command}});
+    let answer = rpc(served, token, "tools/call", Some("run_command"), params).await;
+    answer
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("{answer}"))
+}
+
+/// The id of the task `result` is.
+pub(crate) fn task_id(result: &Value) -> String {
+    assert_eq!(result["resultType"], "task", "{result}");
+    let id = result["taskId"].as_str().unwrap().to_string();
+    assert!(id.starts_with("tk_"), "{id}");
+    id
+}
+
+/// `tasks/METHOD` of task `id` as `token`, with `params`.
+pub(crate) async fn task(served: &Served, token: &str, method: &str, id: &str) -> Value {
+    let params = json!({"taskId": id});
+    rpc(served, token, &format!("tasks/{method}"), Some(id), params).await
+}
+
+/// Polls task `id` until its status is not `working`; its `tasks/get` result.
+pub(crate) async fn poll(served: &Served, token: &str, id: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = task(served, token, "get", id).await;
+        let result = &answer["result"];
+        if result["status"] != "working" {
+            return result.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_long_command_becomes_a_task_that_is_polled_to_its_result() {
+    let served = serve(EVERY_CALL, "").await;
+    let created = run(&served, ALPHA, "sleep 0.3; echo done").await;
+    let id = task_id(&created);
+    assert_eq!(created["status"], "working", "{created}");
+    assert_eq!(created["pollIntervalMs"], 50, "{created}");
+    assert_eq!(created["ttlMs"], 3_600_000, "{created}");
+    let done = poll(&served, ALPHA, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["resultType"], "complete", "{done}");
+    assert_eq!(stdout_of(&done["result"]), "done\n");
+    // Polled again, the result is still there.
+    let again = task(&served, ALPHA, "get", &id).await;
+    assert_eq!(again["result"]["result"], done["result"], "{again}");
+}
+
+#[tokio::test]
+async fn a_call_that_ends_before_after_is_answered_at_once() {
+    let served = serve("[tasks]\nafter = \"20s\"\n", "").await;
+    let result = run(&served, ALPHA, "echo quick").await;
+    assert_ne!(result["resultType"], "task", "{result}");
+    assert_eq!(stdout_of(&result), "quick\n");
+}
+
+#[tokio::test]
+async fn a_tasks_approval_is_asked_by_its_status_and_answered_with_tasks_update() {
+    let served = serve(
+        "[profiles.asking]\nallow = [\"terminal:*\"]\napproval_required = [\"terminal:*\"]\n\
+         file.write = [\".\"]\n[tenants.gamma]\nprofile = \"asking\"\nworkspace = \"alpha\"\n\
+         token_sha256 = \"GAMMA\"\n[tasks]\nafter = \"0s\"\n",
+        "",
+    )
+    .await;
+    let gamma = crate::mcp_handles::GAMMA;
+    let id = task_id(&run(&served, gamma, "echo approved").await);
+    let asking = poll(&served, gamma, &id).await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let form = &asking["inputRequests"]["approval-1"];
+    assert_eq!(form["method"], "elicitation/create", "{asking}");
+    let answer = json!({"approval-1": {"action": "accept", "content": {"decision": "once"}}});
+    let params = json!({"taskId": id, "inputResponses": answer});
+    let ack = rpc(&served, gamma, "tasks/update", Some(&id), params).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let done = poll(&served, gamma, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(stdout_of(&done["result"]), "approved\n");
+}
+
+#[tokio::test]
+async fn a_cancelled_task_kills_its_command_and_its_audit_record_says_cancelled() {
+    let served = serve(&format!("audit = \"audit.log\"\n{EVERY_CALL}"), "").await;
+    let marker = format!("tasks-cancel-{}", std::process::id());
+    let command = format!("sleep 30; echo {marker}");
+    let id = task_id(&run(&served, ALPHA, &command).await);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while crate::processes_with(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let ack = task(&served, ALPHA, "cancel", &id).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let cancelled = task(&served, ALPHA, "get", &id).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    crate::assert_gone(&marker).await;
+    // The call's audit record says it was cancelled, and by whom.
+    let audit = served.root.join("audit.log");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let record = loop {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains(&id)) {
+            break serde_json::from_str::<Value>(line).unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no audit record: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert_eq!(record["outcome"], "cancelled", "{record}");
+    assert_eq!(record["tool"], "run_command", "{record}");
+    let error = record["error"].as_str().unwrap();
+    assert!(error.contains("cancelled by the client"), "{record}");
+    // Cancelling again, or a task that ended, is the same empty answer.
+    let again = task(&served, ALPHA, "cancel", &id).await;
+    assert_eq!(again["result"]["resultType"], "complete", "{again}");
+}
+
+#[tokio::test]
+async fn the_python_sdk_polls_a_task_to_its_result() {
+    let served = serve(EVERY_CALL, "").await;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join("target/python-venv/bin/python3");
+    let output = tokio::process::Command::new(&python)
+        .arg(root.join("tests/all/mcp_sdk_tasks.py"))
+        .args([&served.url, ALPHA, "run_command"])
+        .arg(json!({"command": "sleep 0.5; echo from-a-task"}).to_string())
+        .env("NO_PROXY", "*")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("running {}: {e}", python.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(answer["version"], "2026-07-28", "{answer}");
+    let tasks = answer["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{answer}");
+    assert!(tasks[0]["taskId"].as_str().unwrap().starts_with("tk_"));
+    assert!(answer["polls"].as_u64().unwrap() >= 1, "{answer}");
+    assert_eq!(stdout_of(&answer["result"]), "from-a-task\n");
+}
