@@ -86,7 +86,8 @@ pub(crate) async fn not_found(uri: Uri) -> Response {
         format!(
             "not_found: no route {:?}; the routes are GET /v1/tools, POST /v1/tool_calls, \
              GET /v1/health, GET /v1/status, GET /v1/approvals, POST /v1/approvals/{{id}}, \
-             GET /v1/approvals/events, POST /v1/sessions and /mcp",
+             GET /v1/approvals/events, POST /v1/sessions, GET /v1/tasks, GET and DELETE \
+             /v1/tasks/{{id}} and /mcp",
             uri.path()
         ),
     )
@@ -238,6 +239,11 @@ async fn tool_calls(
         }
         None => auth.caller.clone(),
     };
+    match super::tasks::is_async(&batch) {
+        Ok(true) => return super::tasks::start(&api, &auth.caller, &caller, &batch, session),
+        Ok(false) => {}
+        Err(message) => return error_response(StatusCode::BAD_REQUEST, message),
+    }
     let cap = api.host.tenant_caps().answers_held;
     let held = api.answers.hold(caller.tenant_name(), cap);
     let dispatched = tokio::select! {

@@ -216,7 +216,11 @@ impl HttpServer {
         Router::new()
             .nest(
                 "/v1",
-                api::routes(api.clone()).merge(super::approvals::routes().with_state(api)),
+                api::routes(api.clone()).merge(
+                    super::approvals::routes()
+                        .merge(super::tasks::routes())
+                        .with_state(api),
+                ),
             )
             .merge(mcp)
             .fallback(api::not_found)

@@ -14,6 +14,7 @@
 //! - [`api`]: the OpenAI-style routes under `/v1`; [`openai`]: the OpenAI
 //!   shape of a batch, to and from the host's calls; [`content`]: a call's
 //!   output in MCP's, Chat Completions' and Responses' shapes.
+//! - `tasks`: `/v1/tasks` and async batches, on the host's task store.
 //! - [`tenants`]: bearer tokens to callers, each with its profile, workspace
 //!   and limits.
 
@@ -30,6 +31,7 @@ mod narrowings;
 pub mod openai;
 mod progress;
 mod stdio;
+mod tasks;
 pub mod tenants;
 
 /// Waits until `count` is zero; whatever lowers it to zero notifies

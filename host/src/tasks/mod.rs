@@ -120,6 +120,8 @@ pub type Responder = Box<dyn FnOnce(&Value) + Send>;
 
 struct Entry {
     tenant: String,
+    /// The name of the profile that made it.
+    profile: String,
     view: TaskView,
     expires: Instant,
     done_at: Option<Instant>,
@@ -227,6 +229,7 @@ impl Tasks {
                 key,
                 Entry {
                     tenant: owner,
+                    profile: profile.name.clone(),
                     view: TaskView {
                         id: id.clone(),
                         tool: tool.to_string(),
@@ -406,27 +409,18 @@ impl Tasks {
         Ok(())
     }
 
-    /// The tasks of `tenant`, oldest first.
-    pub fn list(&self, tenant: Option<&str>) -> Vec<TaskView> {
+    /// The tasks of `tenant` under `profile`, oldest first.
+    pub fn list(&self, tenant: Option<&str>, profile: &Profile) -> Vec<TaskView> {
         let owner = tenant.unwrap_or_default();
         let mut views: Vec<TaskView> = self.with(|entries| {
             entries
                 .values()
-                .filter(|e| e.tenant == owner)
+                .filter(|e| e.tenant == owner && e.profile == profile.name)
                 .map(|e| e.view.clone())
                 .collect()
         });
         views.sort_by(|a, b| a.created_at.cmp(&b.created_at));
         views
-    }
-
-    /// Ends every running task with `payload` (the server is shutting
-    /// down).
-    pub fn abandon(&self, payload: &Payload) {
-        let keys: Vec<[u8; 16]> = self.with(|entries| entries.keys().copied().collect());
-        for key in keys {
-            self.finish(&key, payload.clone(), None);
-        }
     }
 }
 

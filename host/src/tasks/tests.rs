@@ -104,7 +104,7 @@ fn a_tenant_past_its_cap_is_refused_and_others_are_not() {
     );
     // A task that ended makes room: the one that ended first goes.
     let ids: Vec<String> = tasks
-        .list(Some("alpha"))
+        .list(Some("alpha"), &reader)
         .into_iter()
         .map(|v| v.id)
         .collect();
@@ -118,7 +118,7 @@ fn a_tenant_past_its_cap_is_refused_and_others_are_not() {
         tasks.get(&handles, &ids[1], Some("alpha"), &reader).err(),
         Some(TaskError::NotFound)
     );
-    assert_eq!(tasks.list(Some("alpha")).len(), 2);
+    assert_eq!(tasks.list(Some("alpha"), &reader).len(), 2);
 }
 
 #[test]
@@ -194,5 +194,5 @@ fn a_finished_task_is_kept_for_keep_then_expires() {
         tasks.get(&handles, &made.id, None, &reader).err(),
         Some(TaskError::NotFound)
     );
-    assert!(tasks.list(None).is_empty());
+    assert!(tasks.list(None, &reader).is_empty());
 }
