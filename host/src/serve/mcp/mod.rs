@@ -9,6 +9,7 @@ mod approve;
 mod ask;
 mod handles;
 mod logs;
+mod narrowing;
 mod server;
 mod stdio;
 pub(crate) mod streamable;

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::approve::{ElicitApprover, NoElicitation};
 use super::handles;
 use super::logs::log_forwarder;
+use super::narrowing::session_narrowing;
 use crate::approval::{Approvals, Approver};
 use crate::caller::{Caller, SessionNarrowing};
 use crate::dispatch::CallRequest;
@@ -53,7 +54,7 @@ const ELICITATION_TIMEOUT: Duration = Duration::from_secs(120);
 /// One MCP session (a stdio connection, or one Streamable HTTP session).
 #[derive(Clone)]
 pub struct McpServer {
-    host: Host,
+    pub(super) host: Host,
     /// Stateful tools keep their state per MCP session.
     session: Arc<str>,
     /// The approvals of this session, created when the client is known.
@@ -166,7 +167,7 @@ impl McpServer {
     }
 
     /// How long a user has to answer an approval (`approvals.timeout`).
-    fn approval_timeout(&self) -> Duration {
+    pub(super) fn approval_timeout(&self) -> Duration {
         self.host
             .config()
             .map_or(ELICITATION_TIMEOUT, |c| c.approval_timeout)
@@ -174,7 +175,7 @@ impl McpServer {
 
     /// Approvals asked through `approver`, with the configured allowlist and
     /// automatic rules.
-    fn approvals_with(&self, approver: Arc<dyn Approver>) -> Approvals {
+    pub(super) fn approvals_with(&self, approver: Arc<dyn Approver>) -> Approvals {
         let config = self.host.config();
         let allowlist = config.as_ref().map(|c| c.allowlist.clone());
         let auto = config
@@ -199,7 +200,7 @@ impl McpServer {
     }
 
     /// Runs one `tools/call` as `caller`.
-    async fn run(
+    pub(super) async fn run(
         self,
         caller: Caller,
         request: CallToolRequestParams,
@@ -284,34 +285,6 @@ impl McpServer {
         Ok(result)
     }
 
-    /// Runs a `tools/call` of a client that declared tasks (see
-    /// [`super::tasks::call`]): its log lines and progress are not sent
-    /// (a task has no request stream), and approvals wait for `tasks/update`.
-    async fn call_as_task(
-        &self,
-        caller: Caller,
-        request: CallToolRequestParams,
-        mut cx: CallContext,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        cx.ct = CancellationToken::new();
-        cx.meta.0.remove("progressToken");
-        cx.meta.0.remove("io.modelcontextprotocol/logLevel");
-        let held = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Held>().cloned());
-        let timeout = self.approval_timeout();
-        let server = self.clone();
-        let asked = caller.clone();
-        let tool = request.name.to_string();
-        let start = move |ask: super::ask::AskTheRequest| -> BoxFuture<'static, _> {
-            let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
-            Box::pin(server.run(asked.with_approvals(approvals), request, cx))
-        };
-        super::tasks::call(&self.host, &caller, &tool, held, timeout, start).await
-    }
-
     /// Sends `notifications/tools/list_changed` to `peer` after each reload,
     /// until the client goes away.
     fn notify_changes(&self, peer: Peer<RoleServer>) {
@@ -350,11 +323,11 @@ fn session_id() -> String {
 }
 
 /// What a call needs of its request, owned so that it can outlive it.
-struct CallContext {
-    id: String,
-    meta: rmcp::model::RequestMetaObject,
-    peer: Peer<RoleServer>,
-    ct: CancellationToken,
+pub(super) struct CallContext {
+    pub(super) id: String,
+    pub(super) meta: rmcp::model::RequestMetaObject,
+    pub(super) peer: Peer<RoleServer>,
+    pub(super) ct: CancellationToken,
 }
 
 impl ServerHandler for McpServer {
@@ -423,6 +396,13 @@ impl ServerHandler for McpServer {
         tools.truncate(end);
         let mut result = ListToolsResult::with_all_items(tools.split_off(start));
         result.next_cursor = (end < total).then(|| end.to_string());
+        // Without sessions: reusable for `[mcp] tools_ttl`, by this caller
+        // only (the list is its tenant's and profile's).
+        if handles::stateless(&context.meta) {
+            let ttl = self.host.config().map(|c| c.tools_ttl).unwrap_or_default();
+            result.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+            result.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
         Ok(result)
     }
 
@@ -587,42 +567,4 @@ impl ServerHandler for McpServer {
             }
         }
     }
-}
-
-/// The narrowing a client chose in `initialize`:
-/// `capabilities.experimental.toolhost.narrow = {"allow": [...], "deny": [...]}`.
-/// One that cannot be read keeps no permission (fail closed).
-fn session_narrowing(peer: &Peer<RoleServer>) -> SessionNarrowing {
-    let mut session = SessionNarrowing::default();
-    let written = peer.peer_info().and_then(|info| {
-        info.capabilities
-            .experimental
-            .as_ref()?
-            .get("toolhost")?
-            .get("narrow")
-            .cloned()
-    });
-    if let Some(value) = written {
-        let keep_nothing = || crate::policy::Narrowing {
-            allow: Some(Vec::new()),
-            deny: Vec::new(),
-        };
-        let narrowing = match serde_json::from_value::<crate::policy::Narrowing>(value) {
-            Ok(narrowing) => {
-                match crate::caller::too_large(narrowing.patterns(), narrowing.bytes()) {
-                    None => narrowing,
-                    Some(why) => {
-                        tracing::warn!("{why}: this session keeps no permission");
-                        keep_nothing()
-                    }
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "an unreadable session narrowing keeps no permission");
-                keep_nothing()
-            }
-        };
-        session.push(narrowing);
-    }
-    session
 }
