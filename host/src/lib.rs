@@ -47,6 +47,7 @@ pub mod scaffold;
 pub mod serve;
 pub mod tasks;
 pub mod toolsets;
+pub mod trace;
 
 pub use caller::Caller;
 pub use contract::ToolSpec;

@@ -31,6 +31,7 @@ mod mcp_handles;
 mod mcp_http;
 mod mcp_logs;
 mod mcp_tasks;
+mod mcp_trace;
 mod mcp_transport;
 mod network;
 mod output_schema;

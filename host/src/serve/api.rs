@@ -240,7 +240,10 @@ async fn tool_calls(
         None => auth.caller.clone(),
     };
     match super::tasks::is_async(&batch) {
-        Ok(true) => return super::tasks::start(&api, &auth.caller, &caller, &batch, session),
+        Ok(true) => {
+            let trace = crate::trace::Trace::of_headers(&headers);
+            return super::tasks::start(&api, &auth.caller, &caller, &batch, session, trace);
+        }
         Ok(false) => {}
         Err(message) => return error_response(StatusCode::BAD_REQUEST, message),
     }
@@ -249,8 +252,11 @@ async fn tool_calls(
     let dispatched = tokio::select! {
         dispatched = tokio::time::timeout(
             api.request_timeout,
-            api.host
-                .dispatch_batch_admitting(&caller, &batch, session.as_deref(), held.admit()),
+            crate::trace::Trace::scope(
+                crate::trace::Trace::of_headers(&headers),
+                api.host
+                    .dispatch_batch_admitting(&caller, &batch, session.as_deref(), held.admit()),
+            ),
         ) => dispatched,
         () = api.abandon.cancelled() => return shutting_down(),
     };

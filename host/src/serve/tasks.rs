@@ -35,13 +35,15 @@ pub(crate) fn is_async(batch: &Value) -> Result<bool, String> {
 /// Starts each call of `batch` as a task of `owner` (the tenant's own
 /// caller, which the ids are bound to) running as `caller` (it may be a
 /// narrowed session's): `202` with the task ids, or `429` and nothing run
-/// when the tenant's cap has no room for them all.
+/// when the tenant's cap has no room for them all. The calls go on in
+/// `trace`.
 pub(crate) fn start(
     api: &Api,
     owner: &Caller,
     caller: &Caller,
     batch: &Value,
     session: Option<String>,
+    trace: Option<crate::trace::Trace>,
 ) -> Response {
     let calls = batch
         .get("tool_calls")
@@ -89,9 +91,10 @@ pub(crate) fn start(
         let admit = held.admit();
         let abandon = api.abandon.clone();
         let (key, id) = (created.key, created.id.as_str().into());
+        let trace = trace.clone();
         let call = crate::tasks::cancellable(created.cancel, id, async move {
-            host.dispatch_batch_admitting(&caller, &one, session.as_deref(), admit)
-                .await
+            let call = host.dispatch_batch_admitting(&caller, &one, session.as_deref(), admit);
+            crate::trace::Trace::scope(trace, call).await
         });
         // The result's bytes stay counted in answers_held while it is kept.
         let kept: Box<dyn Send> = Box::new(held.clone());

@@ -239,8 +239,11 @@ impl McpServer {
         };
         let (sink, forwarded) = log_forwarder(floor, cx.peer.clone());
         let tool = call.tool.clone();
-        let dispatch =
-            crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call));
+        let trace = crate::trace::Trace::parse(cx.meta.get_traceparent(), cx.meta.get_tracestate());
+        let dispatch = crate::trace::Trace::scope(
+            trace,
+            crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call)),
+        );
         // Progress reports go as `notifications/progress` to a client that
         // asked for them with a token (over HTTP, on the request's stream).
         let progress = cx
@@ -419,6 +422,17 @@ impl ServerHandler for McpServer {
             peer: context.peer.clone(),
             ct: context.ct.clone(),
         };
+        // A trace named by the HTTP header when `_meta` names none.
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        if let (None, Some(trace)) = (
+            cx.meta.get_traceparent(),
+            parts.and_then(|p| crate::trace::Trace::of_headers(&p.headers)),
+        ) {
+            cx.meta.set_traceparent(trace.to_string());
+            if let Some(state) = trace.state() {
+                cx.meta.set_tracestate(state);
+            }
+        }
         // A client without sessions that declared tasks gets one for a call
         // that runs past `[tasks] after`.
         if handles::stateless(&context.meta) && super::tasks::declared(&context.meta) {
