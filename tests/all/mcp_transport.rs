@@ -2,7 +2,8 @@
 //! of an unsupported protocol version (HTTP and stdio), `Mcp-Method` and
 //! `Mcp-Name` checked against the body (and not asked of legacy sessions),
 //! and `tools/list`'s cache hints (`cacheScope: "private"`, `ttlMs` from
-//! `[mcp] tools_ttl`). Reloads reaching listeners are
+//! `[mcp] tools_ttl`), and the server card (public, the same for every
+//! caller). Reloads reaching listeners are
 //! `mcp_handles::a_reload_reaches_a_client_without_a_session_on_its_listen_stream`.
 
 use base64::Engine as _;
@@ -198,4 +199,76 @@ async fn tools_list_is_private_and_fresh_for_tools_ttl() {
     let result = listed(&configured).await;
     assert_eq!(result["cacheScope"], "private", "{result}");
     assert_eq!(result["ttlMs"], 90_000, "{result}");
+}
+
+/// `GET /mcp/server-card` without a token, with `headers`.
+async fn card(served: &Served, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = crate::http_api::client().get(served.url.replace("/mcp", "/mcp/server-card"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_server_card_is_public_the_same_for_everyone_and_names_no_tenant() {
+    let served = serve("", "").await;
+    let response = card(&served, &[("accept", "application/mcp-server+json")]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers().clone();
+    assert_eq!(headers["content-type"], "application/mcp-server+json");
+    assert_eq!(headers["access-control-allow-origin"], "*");
+    assert_eq!(headers["cache-control"], "public, max-age=3600");
+    let etag = headers["etag"].to_str().unwrap().to_string();
+    let text = response.text().await.unwrap();
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        body["$schema"],
+        "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
+    );
+    assert_eq!(body["name"], "dev.toolhost/toolhost", "{body}");
+    assert!(
+        body["_meta"]["dev.toolhost/experimental"].is_string(),
+        "{body}"
+    );
+    let remote = &body["remotes"][0];
+    assert_eq!(remote["type"], "streamable-http", "{body}");
+    assert_eq!(remote["headers"][0]["name"], "Authorization", "{body}");
+    let versions = remote["supportedProtocolVersions"].as_array().unwrap();
+    assert!(versions.contains(&json!("2026-07-28")), "{body}");
+    // Nothing of a tenant, its workspace, tools or plugins.
+    let root = served.root.display().to_string();
+    for private in [
+        "alpha",
+        "beta",
+        "worker",
+        "run_command",
+        "todo",
+        root.as_str(),
+    ] {
+        assert!(!text.contains(private), "{private:?} in {text}");
+    }
+    // Another server with other tenants gives the same card.
+    let other = serve(
+        "[tenants.gamma]\nprofile = \"worker\"\nworkspace = \"alpha\"\ntoken_sha256 = \"GAMMA\"\n",
+        "",
+    )
+    .await;
+    assert_eq!(card(&other, &[]).await.text().await.unwrap(), text);
+    // Unchanged: 304.
+    let again = card(&served, &[("if-none-match", &etag)]).await;
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    // Any web origin may read it, and only it; the Host allowlist holds.
+    let foreign = ("origin", "https://elsewhere.example");
+    assert_eq!(card(&served, &[foreign]).await.status(), StatusCode::OK);
+    let tools = crate::http_api::client()
+        .get(served.url.replace("/mcp", "/v1/tools"))
+        .bearer_auth(ALPHA)
+        .header(foreign.0, foreign.1)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tools.status(), StatusCode::FORBIDDEN);
+    let rebound = card(&served, &[("host", "attacker.example")]).await;
+    assert_eq!(rebound.status(), StatusCode::FORBIDDEN);
 }

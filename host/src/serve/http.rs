@@ -222,6 +222,7 @@ impl HttpServer {
                         .with_state(api),
                 ),
             )
+            .route(super::card::PATH, super::card::route(self.host.clone()))
             .merge(mcp)
             .fallback(api::not_found)
             .method_not_allowed_fallback(api::method_not_allowed)
