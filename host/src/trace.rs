@@ -98,8 +98,7 @@ impl Trace {
         if headers.contains_key("traceparent") {
             return;
         }
-        let random = crate::handles::Handles::random_id();
-        let span: String = random[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let span: String = span_id().iter().map(|b| format!("{b:02x}")).collect();
         let parent = format!("00-{}-{span}-{}", trace.trace_id, trace.flags);
         if let Ok(value) = HeaderValue::from_str(&parent) {
             headers.insert("traceparent", value);
@@ -108,6 +107,22 @@ impl Trace {
             }
         }
     }
+}
+
+/// 8 random bytes, never all zero, for a span id.
+fn span_id() -> [u8; 8] {
+    let mut span = [0u8; 8];
+    // SAFETY: the pointer and length describe `span`.
+    let got = unsafe { libc::getrandom(span.as_mut_ptr().cast(), span.len(), 0) };
+    if got != 8 || span == [0; 8] {
+        // Unique enough for a span without the kernel's random numbers.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        span = (now as u64 | 1).to_be_bytes();
+    }
+    span
 }
 
 #[cfg(test)]

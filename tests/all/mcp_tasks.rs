@@ -81,6 +81,18 @@ pub(crate) async fn task(served: &Served, token: &str, method: &str, id: &str) -
     rpc(served, token, &format!("tasks/{method}"), Some(id), params).await
 }
 
+/// Waits up to 20 seconds for a process whose command line holds `marker`.
+pub(crate) async fn started(marker: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while crate::processes_with(marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{marker:?} never started"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// Polls task `id` until its status is not `working`; its `tasks/get` result.
 pub(crate) async fn poll(served: &Served, token: &str, id: &str) -> Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -150,14 +162,7 @@ async fn a_cancelled_task_kills_its_command_and_its_audit_record_says_cancelled(
     let marker = format!("tasks-cancel-{}", std::process::id());
     let command = format!("sleep 30; echo {marker}");
     let id = task_id(&run(&served, ALPHA, &command).await);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while crate::processes_with(&marker).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command never started"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    started(&marker).await;
     let ack = task(&served, ALPHA, "cancel", &id).await;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
     let cancelled = task(&served, ALPHA, "get", &id).await;

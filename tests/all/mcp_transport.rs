@@ -184,7 +184,7 @@ async fn a_legacy_session_needs_no_method_or_name_headers() {
 async fn listed(served: &Served) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
                       "params": {"_meta": meta("2026-07-28")}});
-    let (status, answer) = post(&served, &[MODERN, ("mcp-method", "tools/list")], body).await;
+    let (status, answer) = post(served, &[MODERN, ("mcp-method", "tools/list")], body).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     answer["result"].clone()
 }

@@ -241,8 +241,14 @@ async fn tool_calls(
     };
     match super::tasks::is_async(&batch) {
         Ok(true) => {
-            let trace = crate::trace::Trace::of_headers(&headers);
-            return super::tasks::start(&api, &auth.caller, &caller, &batch, session, trace);
+            let batch = super::tasks::Batch {
+                owner: &auth.caller,
+                caller: &caller,
+                batch: &batch,
+                session,
+                trace: crate::trace::Trace::of_headers(&headers),
+            };
+            return super::tasks::start(&api.host, &api.answers, &api.abandon, batch);
         }
         Ok(false) => {}
         Err(message) => return error_response(StatusCode::BAD_REQUEST, message),

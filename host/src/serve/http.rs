@@ -218,8 +218,8 @@ impl HttpServer {
                 "/v1",
                 api::routes(api.clone()).merge(
                     super::approvals::routes()
-                        .merge(super::tasks::routes())
-                        .with_state(api),
+                        .with_state(api)
+                        .merge(super::tasks::routes().with_state(self.host.clone())),
                 ),
             )
             .route(super::card::PATH, super::card::route(self.host.clone()))

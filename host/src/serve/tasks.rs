@@ -10,13 +10,35 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use super::api::{Api, error_response};
+use tokio_util::sync::CancellationToken;
+
+use super::answers::Answers;
 use super::tenants::Authenticated;
 use crate::caller::Caller;
+use crate::host::Host;
 use crate::tasks::{Created, Payload, TaskError, TaskView};
 
+/// `{"error": message}` with `status`, as every `/v1` error.
+fn error_response(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, axum::Json(json!({ "error": message.into() }))).into_response()
+}
+
+/// A batch to run as tasks.
+pub(crate) struct Batch<'a> {
+    /// The tenant's own caller, which the task ids are bound to.
+    pub(crate) owner: &'a Caller,
+    /// The caller the calls run as (a narrowed session's, it may be).
+    pub(crate) caller: &'a Caller,
+    /// The batch, with `tool_calls` and `format`.
+    pub(crate) batch: &'a Value,
+    /// Its session.
+    pub(crate) session: Option<String>,
+    /// The trace of its request.
+    pub(crate) trace: Option<crate::trace::Trace>,
+}
+
 /// `/tasks` and `/tasks/{id}`.
-pub(crate) fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Host> {
     Router::new()
         .route("/tasks", get(list))
         .route("/tasks/{id}", get(show).delete(cancel))
@@ -32,25 +54,28 @@ pub(crate) fn is_async(batch: &Value) -> Result<bool, String> {
     }
 }
 
-/// Starts each call of `batch` as a task of `owner` (the tenant's own
-/// caller, which the ids are bound to) running as `caller` (it may be a
-/// narrowed session's): `202` with the task ids, or `429` and nothing run
-/// when the tenant's cap has no room for them all. The calls go on in
-/// `trace`.
+/// Starts each call of `batch` as a task: `202` with the task ids, or
+/// `429` and nothing run when the tenant's cap has no room for them all.
+/// Their results are held in `answers`; `abandon` ends them at shutdown.
 pub(crate) fn start(
-    api: &Api,
-    owner: &Caller,
-    caller: &Caller,
-    batch: &Value,
-    session: Option<String>,
-    trace: Option<crate::trace::Trace>,
+    host: &Host,
+    answers: &Answers,
+    abandon: &CancellationToken,
+    batch: Batch<'_>,
 ) -> Response {
+    let Batch {
+        owner,
+        caller,
+        batch,
+        session,
+        trace,
+    } = batch;
     let calls = batch
         .get("tool_calls")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let (tasks, settings) = api.host.tasks();
+    let (tasks, settings) = host.tasks();
     let mut made: Vec<Created> = Vec::with_capacity(calls.len());
     for call in &calls {
         let tool = call
@@ -59,7 +84,7 @@ pub(crate) fn start(
             .and_then(Value::as_str)
             .unwrap_or_default();
         match tasks.create(
-            api.host.handles(),
+            host.handles(),
             &settings,
             owner.tenant_name(),
             owner.profile(),
@@ -75,21 +100,19 @@ pub(crate) fn start(
             }
         }
     }
-    let mut answers = Vec::with_capacity(calls.len());
+    let mut started = Vec::with_capacity(calls.len());
     for (call, created) in calls.into_iter().zip(made) {
-        answers.push(json!({
+        started.push(json!({
             "tool_call_id": call.get("id").cloned().unwrap_or(Value::Null),
             "task_id": created.id,
             "status": "working",
             "poll_interval_ms": millis(settings.poll),
         }));
         let one = json!({ "tool_calls": [call], "format": batch.get("format") });
-        let (host, caller, session) = (api.host.clone(), caller.clone(), session.clone());
-        let held = api
-            .answers
-            .hold(caller.tenant_name(), host.tenant_caps().answers_held);
+        let (host, caller, session) = (host.clone(), caller.clone(), session.clone());
+        let held = answers.hold(caller.tenant_name(), host.tenant_caps().answers_held);
         let admit = held.admit();
-        let abandon = api.abandon.clone();
+        let abandon = abandon.clone();
         let (key, id) = (created.key, created.id.as_str().into());
         let trace = trace.clone();
         let call = crate::tasks::cancellable(created.cancel, id, async move {
@@ -117,7 +140,7 @@ pub(crate) fn start(
     }
     (
         StatusCode::ACCEPTED,
-        axum::Json(json!({ "tool_results": answers })),
+        axum::Json(json!({ "tool_results": started })),
     )
         .into_response()
 }
@@ -167,18 +190,13 @@ fn refused(error: &TaskError) -> Response {
 
 /// `GET /v1/tasks/{id}`.
 async fn show(
-    State(api): State<Api>,
+    State(host): State<Host>,
     Extension(auth): Extension<Authenticated>,
     Path(id): Path<String>,
 ) -> Response {
-    let (tasks, _) = api.host.tasks();
+    let (tasks, _) = host.tasks();
     let caller = &auth.caller;
-    match tasks.get(
-        api.host.handles(),
-        &id,
-        caller.tenant_name(),
-        caller.profile(),
-    ) {
+    match tasks.get(host.handles(), &id, caller.tenant_name(), caller.profile()) {
         Ok(view) => axum::Json(shown(&view, true)).into_response(),
         Err(error) => refused(&error),
     }
@@ -186,16 +204,16 @@ async fn show(
 
 /// `DELETE /v1/tasks/{id}`: cancels it; the task as it is then.
 async fn cancel(
-    State(api): State<Api>,
+    State(host): State<Host>,
     Extension(auth): Extension<Authenticated>,
     Path(id): Path<String>,
 ) -> Response {
-    let (tasks, _) = api.host.tasks();
+    let (tasks, _) = host.tasks();
     let caller = &auth.caller;
     let (tenant, profile) = (caller.tenant_name(), caller.profile());
     let done = tasks
-        .cancel(api.host.handles(), &id, tenant, profile)
-        .and_then(|()| tasks.get(api.host.handles(), &id, tenant, profile));
+        .cancel(host.handles(), &id, tenant, profile)
+        .and_then(|()| tasks.get(host.handles(), &id, tenant, profile));
     match done {
         Ok(view) => axum::Json(shown(&view, false)).into_response(),
         Err(error) => refused(&error),
@@ -203,8 +221,8 @@ async fn cancel(
 }
 
 /// `GET /v1/tasks`: the caller's tasks, oldest first, without results.
-async fn list(State(api): State<Api>, Extension(auth): Extension<Authenticated>) -> Response {
-    let (tasks, _) = api.host.tasks();
+async fn list(State(host): State<Host>, Extension(auth): Extension<Authenticated>) -> Response {
+    let (tasks, _) = host.tasks();
     let caller = &auth.caller;
     let listed: Vec<Value> = tasks
         .list(caller.tenant_name(), caller.profile())

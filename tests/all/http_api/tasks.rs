@@ -117,14 +117,7 @@ async fn delete_cancels_a_task_and_kills_its_command_and_other_tenants_find_noth
     let (status, body) = start(&served, ALPHA, &[&format!("sleep 30; echo {marker}")]).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let id = ids(&body).remove(0);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while crate::processes_with(&marker).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command never started"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    crate::mcp_tasks::started(&marker).await;
     // Another tenant: not found, the same answer as an id nobody made.
     let (unknown_status, unknown) = v1(&served, "GET", "/tasks/tk_nothing", BETA, None).await;
     assert_eq!(unknown_status, StatusCode::NOT_FOUND);

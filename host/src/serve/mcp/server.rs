@@ -54,7 +54,7 @@ const ELICITATION_TIMEOUT: Duration = Duration::from_secs(120);
 /// One MCP session (a stdio connection, or one Streamable HTTP session).
 #[derive(Clone)]
 pub struct McpServer {
-    pub(super) host: Host,
+    host: Host,
     /// Stateful tools keep their state per MCP session.
     session: Arc<str>,
     /// The approvals of this session, created when the client is known.
@@ -167,7 +167,7 @@ impl McpServer {
     }
 
     /// How long a user has to answer an approval (`approvals.timeout`).
-    pub(super) fn approval_timeout(&self) -> Duration {
+    fn approval_timeout(&self) -> Duration {
         self.host
             .config()
             .map_or(ELICITATION_TIMEOUT, |c| c.approval_timeout)
@@ -175,7 +175,7 @@ impl McpServer {
 
     /// Approvals asked through `approver`, with the configured allowlist and
     /// automatic rules.
-    pub(super) fn approvals_with(&self, approver: Arc<dyn Approver>) -> Approvals {
+    fn approvals_with(&self, approver: Arc<dyn Approver>) -> Approvals {
         let config = self.host.config();
         let allowlist = config.as_ref().map(|c| c.allowlist.clone());
         let auto = config
@@ -200,7 +200,7 @@ impl McpServer {
     }
 
     /// Runs one `tools/call` as `caller`.
-    pub(super) async fn run(
+    async fn run(
         self,
         caller: Caller,
         request: CallToolRequestParams,
@@ -288,6 +288,24 @@ impl McpServer {
         Ok(result)
     }
 
+    /// What starts `request` as `caller` with approvals asked through the
+    /// approver it is given (a call that runs in a task of its own).
+    fn starter(
+        &self,
+        caller: Caller,
+        request: CallToolRequestParams,
+        cx: CallContext,
+    ) -> impl FnOnce(
+        super::ask::AskTheRequest,
+    ) -> BoxFuture<'static, Result<CallToolResult, ErrorData>>
+    + use<> {
+        let server = self.clone();
+        move |ask| {
+            let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
+            Box::pin(server.run(caller.with_approvals(approvals), request, cx))
+        }
+    }
+
     /// Sends `notifications/tools/list_changed` to `peer` after each reload,
     /// until the client goes away.
     fn notify_changes(&self, peer: Peer<RoleServer>) {
@@ -326,11 +344,11 @@ fn session_id() -> String {
 }
 
 /// What a call needs of its request, owned so that it can outlive it.
-pub(super) struct CallContext {
-    pub(super) id: String,
-    pub(super) meta: rmcp::model::RequestMetaObject,
-    pub(super) peer: Peer<RoleServer>,
-    pub(super) ct: CancellationToken,
+struct CallContext {
+    id: String,
+    meta: rmcp::model::RequestMetaObject,
+    peer: Peer<RoleServer>,
+    ct: CancellationToken,
 }
 
 impl ServerHandler for McpServer {
@@ -399,8 +417,7 @@ impl ServerHandler for McpServer {
         tools.truncate(end);
         let mut result = ListToolsResult::with_all_items(tools.split_off(start));
         result.next_cursor = (end < total).then(|| end.to_string());
-        // Without sessions: reusable for `[mcp] tools_ttl`, by this caller
-        // only (the list is its tenant's and profile's).
+        // Without sessions: fresh for `[mcp] tools_ttl`, for this caller only.
         if handles::stateless(&context.meta) {
             let ttl = self.host.config().map(|c| c.tools_ttl).unwrap_or_default();
             result.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
@@ -424,34 +441,36 @@ impl ServerHandler for McpServer {
         };
         // A trace named by the HTTP header when `_meta` names none.
         let parts = context.extensions.get::<axum::http::request::Parts>();
-        if let (None, Some(trace)) = (
-            cx.meta.get_traceparent(),
-            parts.and_then(|p| crate::trace::Trace::of_headers(&p.headers)),
-        ) {
+        let header = parts.and_then(|p| crate::trace::Trace::of_headers(&p.headers));
+        if let (None, Some(trace)) = (cx.meta.get_traceparent(), header) {
             cx.meta.set_traceparent(trace.to_string());
             if let Some(state) = trace.state() {
                 cx.meta.set_tracestate(state);
             }
         }
+        // Over HTTP the result is held against the caller's answers_held
+        // until it is sent (a task's, while it is kept).
+        let held = parts.and_then(|parts| parts.extensions.get::<Held>().cloned());
+        let stateless = handles::stateless(&context.meta);
         // A client without sessions that declared tasks gets one for a call
-        // that runs past `[tasks] after`.
-        if handles::stateless(&context.meta) && super::tasks::declared(&context.meta) {
-            return self.call_as_task(caller, request, cx, &context).await;
+        // still running after `[tasks] after`: no log lines or progress (a
+        // task has no request stream), approvals through `tasks/update`.
+        if stateless && super::tasks::declared(&context.meta) {
+            cx.ct = CancellationToken::new();
+            cx.meta.remove("progressToken");
+            cx.meta.remove("io.modelcontextprotocol/logLevel");
+            let (timeout, tool) = (self.approval_timeout(), request.name.to_string());
+            let start = self.starter(caller.clone(), request, cx);
+            return super::tasks::call(&self.host, &caller, &tool, held, timeout, start).await;
         }
         // A client without sessions that can answer questions is asked for
         // approvals through `input_required`; the call runs on in a task of
         // its own between the requests (its log lines and progress go to
         // the first request's stream while it is open).
-        if handles::stateless(&context.meta) && super::ask::can_ask(&context.meta) {
+        if stateless && super::ask::can_ask(&context.meta) {
             cx.ct = CancellationToken::new();
             let timeout = self.approval_timeout();
-            let server = self.clone();
-            let asked = caller.clone();
-            let call = request.clone();
-            let start = move |ask: super::ask::AskTheRequest| -> BoxFuture<'static, _> {
-                let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
-                Box::pin(server.run(asked.with_approvals(approvals), call, cx))
-            };
+            let start = self.starter(caller.clone(), request.clone(), cx);
             let cancelled = context.ct.clone();
             return super::ask::call(
                 &self.parked,
@@ -464,13 +483,7 @@ impl ServerHandler for McpServer {
             )
             .await;
         }
-        let held = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Held>().cloned());
         let result = self.clone().run(caller, request, cx).await?;
-        // Over HTTP the result is held against the caller's answers_held
-        // until it is sent.
         match held.map(|held| held.keep_serialized(&result)) {
             Some(Err(refused)) => {
                 Ok(CallToolResult::error(vec![ContentBlock::text(refused.model_text())]).into())

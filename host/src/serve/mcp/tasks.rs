@@ -11,47 +11,12 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RequestContext, RoleServer};
-use tokio_util::sync::CancellationToken;
-
 use super::ask::{self, AskTheRequest, Event, Running};
-use super::server::{CallContext, McpServer};
 use crate::caller::Caller;
 use crate::hooks::BoxFuture;
 use crate::host::Host;
 use crate::serve::answers::Held;
 use crate::tasks::{Payload, Status, TaskError, TaskView, Tasks};
-
-impl McpServer {
-    /// Runs a `tools/call` of a client that declared tasks (see
-    /// [`call`]): its log lines and progress are not sent
-    /// (a task has no request stream), and approvals wait for `tasks/update`.
-    pub(super) async fn call_as_task(
-        &self,
-        caller: Caller,
-        request: CallToolRequestParams,
-        mut cx: CallContext,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        cx.ct = CancellationToken::new();
-        cx.meta.0.remove("progressToken");
-        cx.meta.0.remove("io.modelcontextprotocol/logLevel");
-        let held = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Held>().cloned());
-        let timeout = self.approval_timeout();
-        let server = self.clone();
-        let asked = caller.clone();
-        let tool = request.name.to_string();
-        let start = move |ask: AskTheRequest| -> BoxFuture<'static, _> {
-            let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
-            Box::pin(server.run(asked.with_approvals(approvals), request, cx))
-        };
-        call(&self.host, &caller, &tool, held, timeout, start).await
-    }
-}
 
 /// Whether the request declared the Tasks extension.
 pub(super) fn declared(meta: &rmcp::model::RequestMetaObject) -> bool {
