@@ -196,3 +196,33 @@ fn a_finished_task_is_kept_for_keep_then_expires() {
     );
     assert!(tasks.list(None, &reader).is_empty());
 }
+
+#[test]
+fn a_task_past_its_ttl_says_it_expired_and_one_still_kept_does_not() {
+    let (tasks, handles, reader) = (Tasks::default(), handles(), profile("reader"));
+    let short = TaskSettings {
+        ttl: Duration::from_secs(1),
+        keep: Duration::from_secs(1),
+        ..settings(2)
+    };
+    let gone = tasks.create(&handles, &short, None, &reader, "t").unwrap();
+    tasks.finish(&gone.key, Payload::Result(serde_json::json!(1)), None);
+    let running = tasks.create(&handles, &short, None, &reader, "t").unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(
+        tasks.get(&handles, &gone.id, None, &reader).err(),
+        Some(TaskError::Expired)
+    );
+    assert_eq!(
+        tasks
+            .get(&handles, &gone.id, None, &reader)
+            .err()
+            .unwrap()
+            .to_string(),
+        "Failed to retrieve task: Task has expired"
+    );
+    // A task still running is not dropped for its age: its call's own
+    // limits end it.
+    let view = tasks.get(&handles, &running.id, None, &reader).unwrap();
+    assert_eq!(view.status, Status::Working);
+}
