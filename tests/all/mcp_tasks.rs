@@ -219,3 +219,28 @@ async fn the_python_sdk_polls_a_task_to_its_result() {
     assert!(answer["polls"].as_u64().unwrap() >= 1, "{answer}");
     assert_eq!(stdout_of(&answer["result"]), "from-a-task\n");
 }
+
+#[tokio::test]
+async fn a_tasks_status_message_is_its_latest_progress_report() {
+    let plugins = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        toolhost_tests::CONFORMANCE,
+        plugins.path().join("conformance.wasm"),
+    )
+    .unwrap();
+    let top = format!(
+        "plugins = {:?}\n{EVERY_CALL}",
+        plugins.path().display().to_string()
+    );
+    let served = serve(&top, "").await;
+    let params = json!({"name": "test_tool_with_progress", "arguments": {}});
+    let name = Some("test_tool_with_progress");
+    let created = rpc(&served, ALPHA, "tools/call", name, params).await;
+    let id = task_id(&created["result"]);
+    let done = poll(&served, ALPHA, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["statusMessage"], "100/100: Completed step 100 of 100",
+        "{done}"
+    );
+}

@@ -33,7 +33,7 @@ mod narrowings;
 pub mod openai;
 mod progress;
 mod stdio;
-mod tasks;
+pub(crate) mod tasks;
 pub mod tenants;
 
 /// Waits until `count` is zero; whatever lowers it to zero notifies

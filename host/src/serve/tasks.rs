@@ -16,7 +16,8 @@ use super::answers::Answers;
 use super::tenants::Authenticated;
 use crate::caller::Caller;
 use crate::host::Host;
-use crate::tasks::{Created, Payload, TaskError, TaskView};
+use crate::tasks::{Created, Payload, TaskError, TaskView, Tasks, progress_text};
+use std::sync::Arc;
 
 /// `{"error": message}` with `status`, as every `/v1` error.
 fn error_response(status: StatusCode, message: impl Into<String>) -> Response {
@@ -35,6 +36,15 @@ pub(crate) struct Batch<'a> {
     pub(crate) session: Option<String>,
     /// The trace of its request.
     pub(crate) trace: Option<crate::trace::Trace>,
+}
+
+/// Where the progress reports of task `key`'s call go: its status message.
+pub(crate) fn progress_sink(tasks: &Arc<Tasks>, key: [u8; 16]) -> crate::runtime::ProgressSink {
+    let tasks = tasks.clone();
+    Arc::new(move |report: crate::runtime::Progress| {
+        let text = progress_text(report.progress, report.total, report.message.as_deref());
+        tasks.report(&key, text);
+    })
 }
 
 /// `/tasks` and `/tasks/{id}`.
@@ -114,9 +124,10 @@ pub(crate) fn start(
         let admit = held.admit();
         let abandon = abandon.clone();
         let (key, id) = (created.key, created.id.as_str().into());
-        let trace = trace.clone();
+        let (trace, sink) = (trace.clone(), progress_sink(tasks, key));
         let call = crate::tasks::cancellable(created.cancel, id, async move {
             let call = host.dispatch_batch_admitting(&caller, &one, session.as_deref(), admit);
+            let call = crate::runtime::with_progress_sink(sink, call);
             crate::trace::Trace::scope(trace, call).await
         });
         // The result's bytes stay counted in answers_held while it is kept.

@@ -424,6 +424,19 @@ impl Tasks {
     }
 }
 
+/// A progress report as a task's status message: `50/100: Completed step
+/// 50 of 100`, `7`, ...
+pub fn progress_text(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let done = match total {
+        Some(total) => format!("{progress}/{total}"),
+        None => format!("{progress}"),
+    };
+    match message {
+        Some(message) => format!("{done}: {message}"),
+        None => done,
+    }
+}
+
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

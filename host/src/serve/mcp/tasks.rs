@@ -55,9 +55,12 @@ where
         }
     };
     let (cancel, id) = (made.cancel.clone(), Arc::<str>::from(made.id.as_str()));
+    // Its progress reports become its status message.
+    let sink = crate::serve::tasks::progress_sink(tasks, made.key);
     let mut running = ask::spawn(
         move |ask| -> BoxFuture<'static, _> {
-            Box::pin(crate::tasks::cancellable(cancel, id, start(ask)))
+            let call = crate::tasks::cancellable(cancel, id, start(ask));
+            Box::pin(crate::runtime::with_progress_sink(sink, call))
         },
         timeout,
     );
