@@ -80,11 +80,16 @@ impl Trace {
         TRACE.try_with(Clone::clone).ok()
     }
 
-    /// Runs `call` in `trace` (as is, without one).
-    pub async fn scope<F: Future>(trace: Option<Self>, call: F) -> F::Output {
+    /// `call`, run in this trace.
+    pub fn scoped<F: Future>(self, call: F) -> impl Future<Output = F::Output> {
+        TRACE.scope(self, call)
+    }
+
+    /// `call`, run in `trace` (as is, without one).
+    pub fn scope<F: Future>(trace: Option<Self>, call: F) -> impl Future<Output = F::Output> {
         match trace {
-            Some(trace) => TRACE.scope(trace, call).await,
-            None => call.await,
+            Some(trace) => futures::future::Either::Left(TRACE.scope(trace, call)),
+            None => futures::future::Either::Right(call),
         }
     }
 

@@ -39,6 +39,7 @@ use crate::host::Host;
 use crate::serve::answers::Held;
 use crate::serve::progress::ProgressForward;
 use crate::toolsets::Selection;
+use crate::trace::Trace;
 
 /// Tools per `tools/list` page; `nextCursor` leads to the next.
 const TOOLS_PAGE: usize = 100;
@@ -239,11 +240,8 @@ impl McpServer {
         };
         let (sink, forwarded) = log_forwarder(floor, cx.peer.clone());
         let tool = call.tool.clone();
-        let trace = crate::trace::Trace::parse(cx.meta.get_traceparent(), cx.meta.get_tracestate());
-        let dispatch = crate::trace::Trace::scope(
-            trace,
-            crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call)),
-        );
+        let dispatch =
+            crate::runtime::with_log_sink(sink, self.host.dispatch_output_as(&caller, call));
         // Progress reports go as `notifications/progress` to a client that
         // asked for them with a token (over HTTP, on the request's stream).
         let progress = cx
@@ -256,6 +254,11 @@ impl McpServer {
         let dispatch: BoxFuture<'_, _> = match &progress {
             Some((sink, _)) => Box::pin(crate::runtime::with_progress_sink(sink.clone(), dispatch)),
             None => Box::pin(dispatch),
+        };
+        // The trace the request names goes on into the call.
+        let dispatch = match Trace::parse(cx.meta.get_traceparent(), cx.meta.get_tracestate()) {
+            Some(trace) => Box::pin(trace.scoped(dispatch)),
+            None => dispatch,
         };
         let dispatched = tokio::select! {
             result = dispatch => result,
@@ -288,8 +291,7 @@ impl McpServer {
         Ok(result)
     }
 
-    /// What starts `request` as `caller` with approvals asked through the
-    /// approver it is given (a call that runs in a task of its own).
+    /// What starts `request` as `caller`, asking approvals of the approver it gets.
     fn starter(
         &self,
         caller: Caller,
@@ -441,7 +443,7 @@ impl ServerHandler for McpServer {
         };
         // A trace named by the HTTP header when `_meta` names none.
         let parts = context.extensions.get::<axum::http::request::Parts>();
-        let header = parts.and_then(|p| crate::trace::Trace::of_headers(&p.headers));
+        let header = parts.and_then(|p| Trace::of_headers(&p.headers));
         if let (None, Some(trace)) = (cx.meta.get_traceparent(), header) {
             cx.meta.set_traceparent(trace.to_string());
             if let Some(state) = trace.state() {
