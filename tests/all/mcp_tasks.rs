@@ -244,3 +244,45 @@ async fn a_tasks_status_message_is_its_latest_progress_report() {
         "{done}"
     );
 }
+
+/// A 2026-07-28 request of `method` as alpha that declares no extension.
+async fn undeclared(served: &Served, method: &str, name: Option<&str>, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = crate::http_api::client()
+        .post(&served.url)
+        .bearer_auth(ALPHA)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let (_, answer) =
+        crate::http_api::parse(request.body(body.to_string()).send().await.unwrap()).await;
+    answer
+}
+
+#[tokio::test]
+async fn tasks_are_advertised_and_only_a_client_that_declared_them_gets_one() {
+    let served = serve(EVERY_CALL, "").await;
+    let discovered = undeclared(&served, "server/discover", None, json!({})).await;
+    let extensions = &discovered["result"]["capabilities"]["extensions"];
+    assert!(
+        extensions.get("io.modelcontextprotocol/tasks").is_some(),
+        "{discovered}"
+    );
+    // Without the extension: the call's result, never a task.
+    let params = json!({"name": "run_command", "arguments": {"command": "sleep 0.2; echo plain"}});
+    let answer = undeclared(&served, "tools/call", Some("run_command"), params).await;
+    assert_ne!(answer["result"]["resultType"], "task", "{answer}");
+    assert_eq!(stdout_of(&answer["result"]), "plain\n");
+    // And tasks/* is refused as needing the extension.
+    let id = task_id(&run(&served, ALPHA, "echo mine").await);
+    let get = undeclared(&served, "tasks/get", Some(&id), json!({"taskId": id})).await;
+    assert_eq!(get["error"]["code"], -32021, "{get}");
+}
