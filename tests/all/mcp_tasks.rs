@@ -14,29 +14,38 @@ use crate::mcp_handles::{ALPHA, Served, serve, stdout_of};
 pub(crate) const EVERY_CALL: &str = "[tasks]\nafter = \"0s\"\npoll = \"50ms\"\n";
 
 /// A 2026-07-28 request of `method` with `params` as `token`, declaring the
-/// Tasks extension (and `elicitation` when `elicit`); `name` goes in
-/// `Mcp-Name`. The JSON-RPC answer.
+/// Tasks extension and `elicitation`; `name` goes in `Mcp-Name`. The
+/// JSON-RPC answer.
 pub(crate) async fn rpc(
     served: &Served,
     token: &str,
     method: &str,
     name: Option<&str>,
+    params: Value,
+) -> Value {
+    let declared = json!({
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+        "elicitation": {"form": {}},
+    });
+    request(served, token, method, name, params, declared).await
+}
+
+/// [`rpc`] with `capabilities` as the client's.
+async fn request(
+    served: &Served,
+    token: &str,
+    method: &str,
+    name: Option<&str>,
     mut params: Value,
+    capabilities: Value,
 ) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}},
-            "elicitation": {"form": {}},
-        },
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
     });
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut request = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
+    let mut request = crate::http_api::client()
         .post(&served.url)
         .bearer_auth(token)
         .header("content-type", "application/json")
@@ -246,25 +255,8 @@ async fn a_tasks_status_message_is_its_latest_progress_report() {
 }
 
 /// A 2026-07-28 request of `method` as alpha that declares no extension.
-async fn undeclared(served: &Served, method: &str, name: Option<&str>, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut request = crate::http_api::client()
-        .post(&served.url)
-        .bearer_auth(ALPHA)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = name {
-        request = request.header("mcp-name", name);
-    }
-    let (_, answer) =
-        crate::http_api::parse(request.body(body.to_string()).send().await.unwrap()).await;
-    answer
+async fn undeclared(served: &Served, method: &str, name: Option<&str>, params: Value) -> Value {
+    request(served, ALPHA, method, name, params, json!({})).await
 }
 
 #[tokio::test]
