@@ -72,3 +72,21 @@ async fn a_flood_of_tasks_past_the_tenants_cap_is_refused_before_it_runs() {
         task(&served, ALPHA, "cancel", id).await;
     }
 }
+
+#[tokio::test]
+async fn a_call_whose_client_gives_up_before_it_is_a_task_keeps_no_place() {
+    let served = serve("[tasks]\nafter = \"20s\"\nmax_per_tenant = 1\n", "").await;
+    let marker = format!("tasks-gave-up-{}", std::process::id());
+    // The client stops waiting while the call could still become a task.
+    let params = json!({"name": "run_command", "arguments": {"command": format!("sleep 20; echo {marker}")}});
+    let gave_up = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        crate::mcp_tasks::rpc(&served, ALPHA, "tools/call", Some("run_command"), params),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the call answered: {gave_up:?}");
+    // Its command ends with it, and the tenant's one place is free again.
+    crate::assert_gone(&marker).await;
+    let again = run(&served, ALPHA, "echo again").await;
+    assert_eq!(crate::mcp_handles::stdout_of(&again), "again\n");
+}

@@ -450,8 +450,7 @@ impl ServerHandler for McpServer {
                 cx.meta.set_tracestate(state);
             }
         }
-        // Over HTTP the result is held against the caller's answers_held
-        // until it is sent (a task's, while it is kept).
+        // Over HTTP a result counts in answers_held until sent (or kept).
         let held = parts.and_then(|parts| parts.extensions.get::<Held>().cloned());
         let stateless = handles::stateless(&context.meta);
         // A client without sessions that declared tasks gets one for a call
@@ -463,7 +462,8 @@ impl ServerHandler for McpServer {
             cx.meta.remove("io.modelcontextprotocol/logLevel");
             let (timeout, tool) = (self.approval_timeout(), request.name.to_string());
             let start = self.starter(caller.clone(), request, cx);
-            return super::tasks::call(&self.host, &caller, &tool, held, timeout, start).await;
+            let (host, cancelled) = (&self.host, context.ct.clone());
+            return super::tasks::call(host, &caller, &tool, held, timeout, cancelled, start).await;
         }
         // A client without sessions that can answer questions is asked for
         // approvals through `input_required`; the call runs on in a task of

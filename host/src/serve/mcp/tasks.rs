@@ -27,13 +27,15 @@ pub(super) fn declared(meta: &rmcp::model::RequestMetaObject) -> bool {
 /// Serves a `tools/call` of `tool` as a task: the call `start` makes runs
 /// in a task of its own; if it ends within `[tasks] after` its result is the
 /// answer, otherwise a task is. Its result, kept until the task goes, is
-/// held in `held` against the caller's `answers_held`.
+/// held in `held` against the caller's `answers_held`. Until it is a task,
+/// the call ends when `cancelled` is (the client gave up).
 pub(super) async fn call<F>(
     host: &Host,
     caller: &Caller,
     tool: &str,
     held: Option<Held>,
     timeout: std::time::Duration,
+    cancelled: tokio_util::sync::CancellationToken,
     start: F,
 ) -> Result<CallToolResponse, ErrorData>
 where
@@ -64,10 +66,22 @@ where
         },
         timeout,
     );
-    let first = tokio::time::timeout(settings.after, running.events.recv()).await;
+    // Until the driver has it, the task goes if the request does (the call
+    // with it), so that it does not hold a place of the tenant's forever.
+    let mut unclaimed = Unclaimed {
+        tasks,
+        key: made.key,
+        armed: true,
+    };
+    let first = tokio::select! {
+        first = tokio::time::timeout(settings.after, running.events.recv()) => first,
+        // The client gave up on the request: the call ends with it.
+        () = cancelled.cancelled() => {
+            return Err(ErrorData::internal_error("the call was cancelled by the client", None));
+        }
+    };
     let pending = match first {
         Ok(Some(Event::Done(result))) => {
-            tasks.remove(&made.key);
             let result = result?;
             return Ok(match held.map(|held| held.keep_serialized(&result)) {
                 Some(Err(refused)) => {
@@ -79,7 +93,6 @@ where
         }
         Ok(Some(asked)) => Some(asked),
         Ok(None) => {
-            tasks.remove(&made.key);
             return Err(ErrorData::internal_error(
                 "the call ended without an answer",
                 None,
@@ -87,6 +100,7 @@ where
         }
         Err(_) => None,
     };
+    unclaimed.armed = false;
     let driver = tokio::spawn(drive(tasks.clone(), made.key, running, pending, held));
     tasks.drive(&made.key, driver.abort_handle());
     let view = tasks
@@ -100,6 +114,21 @@ where
     Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(
         &view,
     ))))
+}
+
+/// A task whose call no driver follows yet: removed when dropped armed.
+struct Unclaimed<'a> {
+    tasks: &'a Arc<Tasks>,
+    key: [u8; 16],
+    armed: bool,
+}
+
+impl Drop for Unclaimed<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.tasks.remove(&self.key);
+        }
+    }
 }
 
 /// Follows the running call of task `key`: its questions and its end go to
