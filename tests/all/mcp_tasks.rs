@@ -278,3 +278,67 @@ async fn tasks_are_advertised_and_only_a_client_that_declared_them_gets_one() {
     let get = undeclared(&served, "tasks/get", Some(&id), json!({"taskId": id})).await;
     assert_eq!(get["error"]["code"], -32021, "{get}");
 }
+
+/// The text of the refusal of a call of `run_command` as `token` that
+/// cannot be asked for approval.
+async fn refusal(served: &Served, token: &str) -> Value {
+    let params = json!({"name": "run_command", "arguments": {"command": "echo x"}});
+    let answer = request(
+        served,
+        token,
+        "tools/call",
+        Some("run_command"),
+        params,
+        json!({}),
+    )
+    .await;
+    answer["result"]["content"][0]["text"].clone()
+}
+
+#[tokio::test]
+async fn an_approval_answered_after_the_profile_changed_does_not_let_the_task_go_on() {
+    let asking = "[profiles.asking]\nallow = [\"terminal:*\"]\napproval_required = \
+                  [\"terminal:*\"]\nfile.write = [\".\"]\n";
+    let served = serve(
+        &format!(
+            "{asking}[tenants.gamma]\nprofile = \"asking\"\nworkspace = \"alpha\"\n\
+             token_sha256 = \"GAMMA\"\n{EVERY_CALL}"
+        ),
+        "",
+    )
+    .await;
+    let gamma = crate::mcp_handles::GAMMA;
+    let id = task_id(&run(&served, gamma, "echo ran > ran.txt").await);
+    assert_eq!(poll(&served, gamma, &id).await["status"], "input_required");
+    // The profile changes (commands now refused); the tenants follow the
+    // reload a moment later: a fresh call's refusal says so.
+    let before = refusal(&served, gamma).await;
+    let changed = served.config.replace(
+        "allow = [\"terminal:*\"]\napproval_required = [\"terminal:*\"]",
+        "deny = [\"terminal:*\"]",
+    );
+    assert_ne!(changed, served.config);
+    let file = served.root.join("toolhost.toml");
+    std::fs::write(&file, &changed).unwrap();
+    served.host.reload_config(&file).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while refusal(&served, gamma).await == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tenants did not follow"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let once = json!({"approval-1": {"action": "accept", "content": {"decision": "once"}}});
+    let params = json!({"taskId": id, "inputResponses": once});
+    let answered = rpc(&served, gamma, "tasks/update", Some(&id), params).await;
+    let message = answered["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("configuration changed"), "{answered}");
+    let done = task(&served, gamma, "get", &id).await;
+    assert_eq!(done["result"]["status"], "cancelled", "{done}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !served.root.join("alpha/ran.txt").exists(),
+        "the task's command ran"
+    );
+}

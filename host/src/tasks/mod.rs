@@ -8,7 +8,7 @@
 mod cancel;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -103,7 +103,15 @@ pub enum TaskError {
     NotFound,
     /// The task's time to live has passed.
     Expired,
+    /// Its caller's profile changed while it waited for an answer: it was
+    /// cancelled.
+    ProfileChanged,
 }
+
+/// Why a task whose caller's profile changed was cancelled.
+const CHANGED: &str = "the configuration changed while the task waited for its answer, so it \
+                       did not go on; call the tool again, it is judged under the new \
+                       configuration";
 
 impl std::fmt::Display for TaskError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -111,6 +119,7 @@ impl std::fmt::Display for TaskError {
             Self::TooMany(message) => write!(f, "too_many_tasks: {message}"),
             Self::NotFound => f.write_str("Failed to retrieve task: Task not found"),
             Self::Expired => f.write_str("Failed to retrieve task: Task has expired"),
+            Self::ProfileChanged => f.write_str(CHANGED),
         }
     }
 }
@@ -120,8 +129,9 @@ pub type Responder = Box<dyn FnOnce(&Value) + Send>;
 
 struct Entry {
     tenant: String,
-    /// The name of the profile that made it.
-    profile: String,
+    /// The profile that made it: an answer under another (the configuration
+    /// was reloaded) does not let its call go on.
+    profile: Arc<Profile>,
     view: TaskView,
     expires: Instant,
     done_at: Option<Instant>,
@@ -194,7 +204,7 @@ impl Tasks {
         handles: &Handles,
         settings: &TaskSettings,
         tenant: Option<&str>,
-        profile: &Profile,
+        profile: &Arc<Profile>,
         tool: &str,
     ) -> Result<Created, TaskError> {
         let key = Handles::random_id();
@@ -229,7 +239,7 @@ impl Tasks {
                 key,
                 Entry {
                     tenant: owner,
-                    profile: profile.name.clone(),
+                    profile: profile.clone(),
                     view: TaskView {
                         id: id.clone(),
                         tool: tool.to_string(),
@@ -355,18 +365,31 @@ impl Tasks {
     }
 
     /// Gives the answers in `responses` to task `id`'s question; answers to
-    /// other keys are ignored.
+    /// other keys are ignored. Under another profile than the task's (the
+    /// configuration changed), the task is cancelled instead.
     pub fn answer(
         &self,
         handles: &Handles,
         id: &str,
         tenant: Option<&str>,
-        profile: &Profile,
+        profile: &Arc<Profile>,
         responses: &serde_json::Map<String, Value>,
     ) -> Result<(), TaskError> {
         let key = self.find(handles, id, tenant, profile)?;
+        let mut changed = false;
         let responder = self.with(|entries| {
             let entry = entries.get_mut(&key)?;
+            if !Arc::ptr_eq(&entry.profile, profile) && !entry.view.status.is_terminal() {
+                changed = true;
+                entry.view.status = Status::Cancelled;
+                entry.view.payload = Payload::None;
+                entry.view.message = Some(CHANGED.into());
+                entry.view.last_updated_at = crate::audit::now_rfc3339();
+                entry.done_at = Some(Instant::now());
+                entry.responder = None;
+                entry.cancel.cancel();
+                return None;
+            }
             let Payload::Asking { key: asked, .. } = &entry.view.payload else {
                 return None;
             };
@@ -379,7 +402,10 @@ impl Tasks {
         if let Some((responder, answer)) = responder {
             responder(&answer);
         }
-        Ok(())
+        match changed {
+            true => Err(TaskError::ProfileChanged),
+            false => Ok(()),
+        }
     }
 
     /// Cancels task `id` of this caller: its call is ended (its command
@@ -415,7 +441,7 @@ impl Tasks {
         let mut views: Vec<TaskView> = self.with(|entries| {
             entries
                 .values()
-                .filter(|e| e.tenant == owner && e.profile == profile.name)
+                .filter(|e| e.tenant == owner && e.profile.name == profile.name)
                 .map(|e| e.view.clone())
                 .collect()
         });

@@ -11,8 +11,8 @@ fn handles() -> Handles {
     )
 }
 
-fn profile(name: &str) -> Profile {
-    Profile::deny_all(name, "/")
+fn profile(name: &str) -> Arc<Profile> {
+    Arc::new(Profile::deny_all(name, "/"))
 }
 
 fn settings(max: usize) -> TaskSettings {
@@ -68,9 +68,7 @@ fn a_task_is_found_by_its_owner_only_and_one_error_says_so_for_everyone_else() {
     }
     assert!(!made.cancel.is_cancelled());
     // A handle or request state is not a task id, nor the other way.
-    let handle = handles
-        .mint(Some("alpha"), &Arc::new(reader.clone()))
-        .unwrap();
+    let handle = handles.mint(Some("alpha"), &reader).unwrap();
     assert!(
         tasks
             .get(&handles, &handle.text, Some("alpha"), &reader)
@@ -225,4 +223,28 @@ fn a_task_past_its_ttl_says_it_expired_and_one_still_kept_does_not() {
     // limits end it.
     let view = tasks.get(&handles, &running.id, None, &reader).unwrap();
     assert_eq!(view.status, Status::Working);
+}
+
+#[test]
+fn an_answer_under_another_profile_cancels_the_task_instead() {
+    let (tasks, handles) = (Tasks::default(), handles());
+    let (before, after) = (profile("reader"), profile("reader"));
+    let made = tasks
+        .create(&handles, &settings(2), None, &before, "t")
+        .unwrap();
+    let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = answered.clone();
+    tasks.ask(
+        &made.key,
+        "approval-1".into(),
+        serde_json::json!({}),
+        Box::new(move |_| seen.store(true, std::sync::atomic::Ordering::SeqCst)),
+    );
+    let once = serde_json::json!({"approval-1": {"action": "accept"}});
+    let refused = tasks.answer(&handles, &made.id, None, &after, once.as_object().unwrap());
+    assert_eq!(refused, Err(TaskError::ProfileChanged));
+    assert!(!answered.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(made.cancel.is_cancelled());
+    let view = tasks.get(&handles, &made.id, None, &after).unwrap();
+    assert_eq!(view.status, Status::Cancelled);
 }
