@@ -139,6 +139,12 @@ async fn a_call_that_ends_before_after_is_answered_at_once() {
     let result = run(&served, ALPHA, "echo quick").await;
     assert_ne!(result["resultType"], "task", "{result}");
     assert_eq!(stdout_of(&result), "quick\n");
+    // A reload applies at once: now every call is a task.
+    let file = served.root.join("toolhost.toml");
+    let every = served.config.replace("after = \"20s\"", "after = \"0s\"");
+    std::fs::write(&file, every).unwrap();
+    served.host.reload_config(&file).unwrap();
+    task_id(&run(&served, ALPHA, "echo quick").await);
 }
 
 #[tokio::test]

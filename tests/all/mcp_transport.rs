@@ -199,6 +199,15 @@ async fn tools_list_is_private_and_fresh_for_tools_ttl() {
     let result = listed(&configured).await;
     assert_eq!(result["cacheScope"], "private", "{result}");
     assert_eq!(result["ttlMs"], 90_000, "{result}");
+    // A reload applies at once.
+    let file = default.root.join("toolhost.toml");
+    std::fs::write(
+        &file,
+        format!("{}\n[mcp]\ntools_ttl = \"5s\"\n", default.config),
+    )
+    .unwrap();
+    default.host.reload_config(&file).unwrap();
+    assert_eq!(listed(&default).await["ttlMs"], 5_000);
 }
 
 /// `GET /mcp/server-card` without a token, with `headers`.
