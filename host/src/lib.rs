@@ -45,7 +45,9 @@ pub mod reload;
 pub mod runtime;
 pub mod scaffold;
 pub mod serve;
+pub mod tasks;
 pub mod toolsets;
+pub mod trace;
 
 pub use caller::Caller;
 pub use contract::ToolSpec;

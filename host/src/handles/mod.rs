@@ -34,6 +34,13 @@ impl std::fmt::Display for HandleError {
     }
 }
 
+/// What every task id starts with.
+pub const TASK_PREFIX: &str = "tk_";
+
+/// What a task id is bound to in place of a request's digest: no digest of
+/// a request (a SHA-256) is all `0x7a`.
+const TASK_BOUND: [u8; 32] = [0x7a; 32];
+
 /// The handles of one host.
 pub struct Handles {
     settings: HandleSettings,
@@ -318,6 +325,42 @@ impl Handles {
             .codec()
             .open_state(text, owner(tenant, profile), bound)?;
         (u64::from(expires) > unix_now()).then_some(id)
+    }
+
+    /// The id of task `id` of `tenant` under `profile`, until `ttl` from
+    /// now: `tk_` and a request state's body, sealed for no request (so
+    /// neither opens as the other).
+    pub fn seal_task(
+        &self,
+        id: &[u8; 16],
+        ttl: Duration,
+        tenant: Option<&str>,
+        profile: &Profile,
+    ) -> String {
+        let sealed = self.codec().seal_state(
+            id,
+            expiry(ttl.max(Duration::from_secs(1))),
+            owner(tenant, profile),
+            &TASK_BOUND,
+        );
+        format!("{TASK_PREFIX}{}", &sealed[codec::STATE_PREFIX.len()..])
+    }
+
+    /// The task and expiry (unix seconds) of id `text` if it was made for
+    /// this caller; `None` for anything else (altered, of another tenant or
+    /// profile), all alike.
+    pub fn open_task(
+        &self,
+        text: &str,
+        tenant: Option<&str>,
+        profile: &Profile,
+    ) -> Option<([u8; 16], u64)> {
+        let body = text.strip_prefix(TASK_PREFIX)?;
+        let state = format!("{}{body}", codec::STATE_PREFIX);
+        let (id, expires) = self
+            .codec()
+            .open_state(&state, owner(tenant, profile), &TASK_BOUND)?;
+        Some((id, u64::from(expires)))
     }
 
     /// 128 random bits.

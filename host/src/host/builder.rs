@@ -310,6 +310,7 @@ impl HostBuilder {
                 sessions_memory,
                 terminals,
                 handles,
+                tasks: Default::default(),
                 loaded: tokio::sync::watch::channel(false).0,
                 cache: self.cache,
                 not_watching: Mutex::default(),

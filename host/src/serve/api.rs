@@ -86,7 +86,8 @@ pub(crate) async fn not_found(uri: Uri) -> Response {
         format!(
             "not_found: no route {:?}; the routes are GET /v1/tools, POST /v1/tool_calls, \
              GET /v1/health, GET /v1/status, GET /v1/approvals, POST /v1/approvals/{{id}}, \
-             GET /v1/approvals/events, POST /v1/sessions and /mcp",
+             GET /v1/approvals/events, POST /v1/sessions, GET /v1/tasks, GET and DELETE \
+             /v1/tasks/{{id}} and /mcp",
             uri.path()
         ),
     )
@@ -255,13 +256,30 @@ async fn tool_calls(
         }
         None => auth.caller.clone(),
     };
+    match super::tasks::is_async(&batch) {
+        Ok(true) => {
+            let batch = super::tasks::Batch {
+                owner: &auth.caller,
+                caller: &caller,
+                batch: &batch,
+                session,
+                trace: crate::trace::Trace::of_headers(&headers),
+            };
+            return super::tasks::start(&api.host, &api.answers, &api.abandon, batch);
+        }
+        Ok(false) => {}
+        Err(message) => return error_response(StatusCode::BAD_REQUEST, message),
+    }
     let cap = api.host.tenant_caps().answers_held;
     let held = api.answers.hold(caller.tenant_name(), cap);
     let dispatched = tokio::select! {
         dispatched = tokio::time::timeout(
             api.request_timeout,
-            api.host
-                .dispatch_batch_admitting(&caller, &batch, session.as_deref(), held.admit()),
+            crate::trace::Trace::scope(
+                crate::trace::Trace::of_headers(&headers),
+                api.host
+                    .dispatch_batch_admitting(&caller, &batch, session.as_deref(), held.admit()),
+            ),
         ) => dispatched,
         () = api.abandon.cancelled() => return shutting_down(),
     };

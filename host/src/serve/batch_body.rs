@@ -22,6 +22,8 @@ struct Batch<'a> {
     session: Option<&'a RawValue>,
     #[serde(borrow, default)]
     format: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "async")]
+    run_async: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -70,6 +72,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     }
     put(&mut out, "session", batch.session.map(small));
     put(&mut out, "format", batch.format.map(small));
+    put(&mut out, "async", batch.run_async.map(small));
     Ok(Value::Object(out))
 }
 

@@ -216,8 +216,13 @@ impl HttpServer {
         Router::new()
             .nest(
                 "/v1",
-                api::routes(api.clone()).merge(super::approvals::routes().with_state(api)),
+                api::routes(api.clone()).merge(
+                    super::approvals::routes()
+                        .with_state(api)
+                        .merge(super::tasks::routes().with_state(self.host.clone())),
+                ),
             )
+            .route(super::card::PATH, super::card::route(self.host.clone()))
             .merge(mcp)
             .fallback(api::not_found)
             .method_not_allowed_fallback(api::method_not_allowed)

@@ -57,7 +57,11 @@ pub(super) async fn front_door(
     let tracked = !(request.method() == Method::GET && request.uri().path() == "/mcp");
     let guard = tracked.then(|| front.requests.begin());
     let mcp = request.uri().path() == "/mcp";
-    if let Err(refusal) = front.check_headers(request.headers(), mcp) {
+    // The health check and the server card need no token; the card may be
+    // read from any web origin (it holds nothing of any caller).
+    let card = request.uri().path() == crate::serve::card::PATH;
+    let public = card || request.uri().path() == "/v1/health";
+    if let Err(refusal) = front.check_headers(request.headers(), mcp, card) {
         return *refusal;
     }
     if front.draining.is_cancelled() && request.uri().path() != "/v1/health" {
@@ -68,7 +72,7 @@ pub(super) async fn front_door(
         };
     }
     let mut share_guard = None;
-    if request.uri().path() != "/v1/health" {
+    if !public {
         match front
             .tenants
             .authenticate(request.headers().get(header::AUTHORIZATION))
@@ -190,7 +194,12 @@ impl FrontDoor {
 
     /// Refuses foreign hosts and origins and declared oversized bodies; the
     /// refusal is boxed as it is the rare path.
-    fn check_headers(&self, headers: &HeaderMap, mcp: bool) -> Result<(), Box<Response>> {
+    fn check_headers(
+        &self,
+        headers: &HeaderMap,
+        mcp: bool,
+        any_origin: bool,
+    ) -> Result<(), Box<Response>> {
         if !self.hosts.is_empty() {
             let host = headers
                 .get(header::HOST)
@@ -217,7 +226,7 @@ impl FrontDoor {
                 )));
             }
         }
-        if let Some(origin) = headers.get(header::ORIGIN) {
+        if let Some(origin) = headers.get(header::ORIGIN).filter(|_| !any_origin) {
             let allowed = origin
                 .to_str()
                 .ok()

@@ -1,6 +1,7 @@
 //! MCP: the server (`server`: tools, calls, list changes; `approve`:
 //! approvals through elicitation, `ask`: through `input_required`; `logs`: guest logs forwarded; `handles`:
-//! state named by handles for requests without sessions), served over
+//! state named by handles for requests without sessions; `tasks`: long calls
+//! as tasks), served over
 //! stdio (`stdio`) and over its Streamable HTTP transport at `/mcp`
 //! (`streamable`), and tools as `tools/list` entries (`tools`).
 
@@ -8,9 +9,11 @@ mod approve;
 mod ask;
 mod handles;
 mod logs;
+mod narrowing;
 mod server;
 mod stdio;
 pub(crate) mod streamable;
+mod tasks;
 mod tools;
 
 pub use server::McpServer;
