@@ -40,6 +40,12 @@ pub struct AuditRecord<'a> {
     /// The session id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<&'a str>,
+    /// The W3C trace id of the request that made the call, if it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<&'a str>,
+    /// The caller's span in that trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_span_id: Option<&'a str>,
     /// Wall-clock duration in milliseconds.
     pub duration_ms: f64,
     /// `ok`, or the error kind.
@@ -243,6 +249,8 @@ mod tests {
             plugin_hash: None,
             call_id: Some(&long),
             session: Some(&long),
+            trace_id: None,
+            parent_span_id: None,
             duration_ms: 1.0,
             outcome: "denied",
             error: Some(&long),

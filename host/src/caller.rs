@@ -16,6 +16,9 @@ pub struct Caller {
     profile: Arc<Profile>,
     approvals: Arc<Approvals>,
     slots: Arc<tokio::sync::Semaphore>,
+    /// A tenant's HTTP requests being read or run, as many as its
+    /// concurrency (see [`Caller::request_permit`]).
+    requests: Arc<tokio::sync::Semaphore>,
     concurrency: usize,
     rate: Option<Arc<RateLimit>>,
 }
@@ -52,6 +55,7 @@ impl Caller {
         Self {
             tenant: None,
             slots: Arc::new(tokio::sync::Semaphore::new(concurrency)),
+            requests: Arc::new(tokio::sync::Semaphore::new(concurrency)),
             concurrency,
             profile,
             approvals,
@@ -101,6 +105,7 @@ impl Caller {
         self.tenant = Some(name.into());
         self.concurrency = concurrency.max(1);
         self.slots = Arc::new(tokio::sync::Semaphore::new(self.concurrency));
+        self.requests = Arc::new(tokio::sync::Semaphore::new(self.concurrency));
         self
     }
 
@@ -122,6 +127,30 @@ impl Caller {
     /// Calls in flight now.
     pub fn in_flight(&self) -> usize {
         self.concurrency - self.slots.available_permits()
+    }
+
+    /// Waits up to `wait` for the room to read one more HTTP request body
+    /// of this tenant (none for the local caller): a tenant reads at most
+    /// its concurrency of bodies at once, so bodies sent slowly, or sent
+    /// faster than its calls run, hold at most that many bodies' memory, and
+    /// the rest wait unread. The permit is held for as long as the body (or
+    /// what is built from it) is.
+    pub(crate) async fn request_permit(
+        &self,
+        wait: Duration,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, String> {
+        if self.tenant.is_none() {
+            return Ok(None);
+        }
+        match tokio::time::timeout(wait, self.requests.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(Some(permit)),
+            _ => Err(format!(
+                "{} has {} requests being read or run, as many as its concurrency, and none \
+                 finished within {wait:?}; retry later, or send fewer requests at once",
+                self.who(),
+                self.concurrency
+            )),
+        }
     }
 
     /// Waits up to `wait` for one of the caller's call slots.

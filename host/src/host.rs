@@ -79,6 +79,8 @@ struct Inner {
     terminals: Arc<Terminals>,
     /// The handles of callers without sessions.
     handles: Arc<crate::handles::Handles>,
+    /// Calls running (or finished) as tasks.
+    tasks: Arc<crate::tasks::Tasks>,
     /// True once the plugins found at start are loaded (or failed to).
     loaded: tokio::sync::watch::Sender<bool>,
     cache: Option<ArtifactCache>,
@@ -230,6 +232,13 @@ impl Host {
     /// The handles naming the state of callers without sessions.
     pub fn handles(&self) -> &Arc<crate::handles::Handles> {
         &self.inner.handles
+    }
+
+    /// The calls running (or finished) as tasks, and their settings
+    /// (`[tasks]`, the defaults without a config).
+    pub fn tasks(&self) -> (&Arc<crate::tasks::Tasks>, crate::tasks::TaskSettings) {
+        let settings = self.config().map(|c| c.tasks).unwrap_or_default();
+        (&self.inner.tasks, settings)
     }
 
     /// Ends session `session` of `tenant` (`None`: the local caller): its

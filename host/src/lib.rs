@@ -42,6 +42,7 @@ mod caller;
 pub mod policy;
 pub mod store;
 pub mod toolsets;
+pub mod trace;
 
 // The capabilities, and the configuration that grants them.
 pub mod capability;
@@ -57,6 +58,7 @@ mod cluster;
 pub mod handles;
 pub mod hooks;
 pub mod registry;
+pub mod tasks;
 
 // The host.
 mod host;

@@ -33,6 +33,10 @@ pub(super) async fn run(global: &Global, call: Call) -> Result<ExitCode> {
         batch,
         save_content,
     } = call;
+    if let Some(session) = &session {
+        crate::runtime::check_session_name(session)
+            .map_err(|e| anyhow::anyhow!("--session: {e}"))?;
+    }
     if let Some(batch) = batch {
         let text = read_input(&batch, "the batch")?;
         let batch: serde_json::Value = serde_json::from_str(&text)

@@ -69,6 +69,12 @@ pub struct ConfigFile {
     /// Handles: their key, lifetime and cap.
     #[serde(default)]
     pub state: super::state::StateConfig,
+    /// Long calls as tasks: when, how long kept, how many.
+    #[serde(default)]
+    pub tasks: super::tasks::TasksConfig,
+    /// MCP: `tools_ttl`.
+    #[serde(default)]
+    pub mcp: super::tasks::McpConfig,
 }
 
 /// `[approvals]`.

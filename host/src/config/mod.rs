@@ -10,6 +10,7 @@ mod parse;
 mod profile;
 mod results;
 mod state;
+mod tasks;
 mod tools;
 mod validate;
 
@@ -35,6 +36,7 @@ pub use state::{
     DEFAULT_MAX_AGE, DEFAULT_MAX_PER_TENANT, HandleSettings, KEY_VARIABLE as STATE_KEY_VARIABLE,
     KeySource, StateConfig,
 };
+pub use tasks::{McpConfig, TaskSettings, TasksConfig};
 pub(crate) use tools::approval_table;
 
 use crate::toolsets::Toolsets;
@@ -163,6 +165,10 @@ pub struct Config {
     pub mime_types: crate::contract::MimeTypes,
     /// Handles (`[state]`).
     pub state: HandleSettings,
+    /// Tasks (`[tasks]`).
+    pub tasks: TaskSettings,
+    /// `ttlMs` of `tools/list` results (`[mcp] tools_ttl`).
+    pub tools_ttl: std::time::Duration,
     /// toolhost's own paths under the configuration the host runs with,
     /// kept protected after a reload (the allowlist, audit log, cache and
     /// plugin directory it started with stay in use).

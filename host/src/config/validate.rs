@@ -166,6 +166,11 @@ pub(super) fn validate(
         unset_variables: unset,
         mime_types: super::results::mime_types(&file.results, problems),
         state: super::state::settings(&file.state, base, problems),
+        tasks: super::tasks::settings(&file.tasks, problems),
+        tools_ttl: file
+            .mcp
+            .tools_ttl
+            .map_or(std::time::Duration::ZERO, |s| s.0),
         retained_own: None,
     }
 }

@@ -17,6 +17,7 @@ use registry::{Held, Refused};
 use crate::capability::Profile;
 use crate::capability::terminal::Terminals;
 pub use crate::config::{DEFAULT_MAX_AGE, DEFAULT_MAX_PER_TENANT, HandleSettings, KeySource};
+pub(crate) use crate::policy::show_duration;
 
 /// Why a handle was refused: `kind` (`invalid_handle`, `handle_expired`,
 /// `state_lost`, `too_many_handles`) and what to do.
@@ -33,6 +34,13 @@ impl std::fmt::Display for HandleError {
         write!(f, "{}: {}", self.kind, self.message)
     }
 }
+
+/// What every task id starts with.
+pub const TASK_PREFIX: &str = "tk_";
+
+/// What a task id is bound to in place of a request's digest: no digest of
+/// a request (a SHA-256) is all `0x7a`.
+const TASK_BOUND: [u8; 32] = [0x7a; 32];
 
 /// The handles of one host.
 pub struct Handles {
@@ -67,6 +75,8 @@ pub struct Claimed<'a> {
     /// The parts of its state so far (plugin name or `terminal`) and what
     /// made each (the plugin version's hash).
     pub parts: BTreeMap<String, String>,
+    /// Made for this call, which has kept no state yet (see `settle`).
+    fresh: bool,
 }
 
 impl Claimed<'_> {
@@ -81,6 +91,58 @@ impl Claimed<'_> {
             .with_held(&self.tenant, |held| held.record(&self.nonce, part, maker));
     }
 
+    /// Settles the handle once its call is over: `made` says whether the
+    /// call kept any state. A handle made for this call that kept none is
+    /// dropped unseen (a call refused before it ran takes no one's place);
+    /// one that kept some now counts against the tenant's cap, whose least
+    /// recently used idle handles are dropped. Whether the handle lives on,
+    /// to be shown to the client.
+    pub fn settle(&mut self, made: bool) -> bool {
+        if !self.fresh {
+            return true;
+        }
+        if !made {
+            return false;
+        }
+        self.fresh = false;
+        let max = self.handles.settings.max_per_tenant;
+        let evicted = self
+            .handles
+            .with_held(&self.tenant, |held| held.establish(&self.nonce, max));
+        for evicted in &evicted {
+            self.handles.end_terminal(&self.tenant, evicted);
+        }
+        true
+    }
+
+    /// Makes room for `part` (a stateful plugin's instance, or the
+    /// terminal) of this handle while `has_room` says the tenant holds as
+    /// many as it may: drops the state of the tenant's least recently used
+    /// handle that has that part and no call in flight (a later call with
+    /// it says so), rather than refusing a new conversation for as long as
+    /// older ones stay idle.
+    pub fn make_room(&self, part: &str, has_room: impl Fn() -> bool) {
+        while !has_room() {
+            let victim = self
+                .handles
+                .with_held(&self.tenant, |held| held.idle_holder_of(part, &self.nonce));
+            let Some(victim) = victim else {
+                return;
+            };
+            let reason = format!(
+                "its {} was ended to make room for a newer conversation of its tenant, which \
+                 holds as many as it may",
+                match part {
+                    TERMINAL => "terminal session".to_string(),
+                    plugin => format!("instance of plugin {plugin:?}"),
+                }
+            );
+            self.handles
+                .with_held(&self.tenant, |held| held.lose(&victim, reason));
+            self.handles.end_terminal(&self.tenant, &victim);
+        }
+    }
+
     /// Drops its state for `reason`; the error the call gets.
     pub fn lose(&self, reason: String) -> HandleError {
         self.handles
@@ -91,10 +153,22 @@ impl Claimed<'_> {
 
 impl Drop for Claimed<'_> {
     fn drop(&mut self) {
-        self.handles
-            .with_held(&self.tenant, |held| held.finish(&self.nonce));
+        let fresh = self.fresh;
+        self.handles.with_held(&self.tenant, |held| {
+            held.finish(&self.nonce);
+            if fresh {
+                held.forget(&self.nonce);
+            }
+        });
+        if fresh {
+            // Whatever a call that ended early made under it goes too.
+            self.handles.end_terminal(&self.tenant, &self.nonce);
+        }
     }
 }
+
+/// The name of the terminal among a handle's parts.
+pub const TERMINAL: &str = "terminal";
 
 impl Handles {
     /// Handles under `settings`, dropped after `idle` without a call; a
@@ -138,28 +212,24 @@ impl Handles {
         let key = tenant.unwrap_or_default();
         let max = self.settings.max_per_tenant;
         let inserted = self.with_held(key, |held| {
-            let evicted = held.insert(nonce, profile, max)?;
-            held.begin(&nonce, profile).map(|parts| (evicted, parts))
+            held.insert(nonce, profile, max)?;
+            held.begin(&nonce, profile)
         });
         match inserted {
-            Ok((evicted, parts)) => {
-                if let Some(evicted) = evicted {
-                    self.end_terminal(key, &evicted);
-                }
-                Ok(Claimed {
-                    handles: self,
-                    tenant: key.to_string(),
-                    nonce,
-                    text,
-                    parts,
-                })
-            }
+            Ok(parts) => Ok(Claimed {
+                handles: self,
+                tenant: key.to_string(),
+                nonce,
+                text,
+                parts,
+                fresh: true,
+            }),
             Err(Refused::Full(max)) => Err(HandleError {
                 kind: "too_many_handles",
                 message: format!(
-                    "{} holds {max} handles, each with a call in progress, the most it may \
-                     ([state] max_handles_per_tenant); wait for one to finish, or pass the \
-                     handle of a conversation you have",
+                    "{} has {max} new conversations whose first call is still running, the \
+                     most it may ([state] max_handles_per_tenant); wait for one to finish, or \
+                     pass the handle of a conversation you have",
                     match tenant {
                         Some(tenant) => format!("tenant {tenant:?}"),
                         None => "the local caller".to_string(),
@@ -217,6 +287,7 @@ impl Handles {
                 nonce: claims.nonce,
                 text: text.to_string(),
                 parts,
+                fresh: false,
             }),
             Err(Refused::Lost(reason)) => {
                 self.end_terminal(key, &claims.nonce);
@@ -255,6 +326,42 @@ impl Handles {
             .codec()
             .open_state(text, owner(tenant, profile), bound)?;
         (u64::from(expires) > unix_now()).then_some(id)
+    }
+
+    /// The id of task `id` of `tenant` under `profile`, until `ttl` from
+    /// now: `tk_` and a request state's body, sealed for no request (so
+    /// neither opens as the other).
+    pub fn seal_task(
+        &self,
+        id: &[u8; 16],
+        ttl: Duration,
+        tenant: Option<&str>,
+        profile: &Profile,
+    ) -> String {
+        let sealed = self.codec().seal_state(
+            id,
+            expiry(ttl.max(Duration::from_secs(1))),
+            owner(tenant, profile),
+            &TASK_BOUND,
+        );
+        format!("{TASK_PREFIX}{}", &sealed[codec::STATE_PREFIX.len()..])
+    }
+
+    /// The task and expiry (unix seconds) of id `text` if it was made for
+    /// this caller; `None` for anything else (altered, of another tenant or
+    /// profile), all alike.
+    pub fn open_task(
+        &self,
+        text: &str,
+        tenant: Option<&str>,
+        profile: &Profile,
+    ) -> Option<([u8; 16], u64)> {
+        let body = text.strip_prefix(TASK_PREFIX)?;
+        let state = format!("{}{body}", codec::STATE_PREFIX);
+        let (id, expires) = self
+            .codec()
+            .open_state(&state, owner(tenant, profile), &TASK_BOUND)?;
+        Some((id, u64::from(expires)))
     }
 
     /// 128 random bits.
@@ -326,7 +433,7 @@ impl Handles {
 /// The session id of the state named `nonce`.
 fn session_of(nonce: &Nonce) -> String {
     let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-    format!("h:{hex}")
+    format!("{}{hex}", crate::runtime::HANDLE_SESSION)
 }
 
 fn owner<'a>(tenant: Option<&'a str>, profile: &'a Profile) -> Owner<'a> {
@@ -368,18 +475,6 @@ fn shown(text: &str) -> String {
         format!("{:?}", format!("{start}…"))
     } else {
         format!("{start:?}")
-    }
-}
-
-/// `90s`, `10m`, `24h`, `1h30m`.
-pub(crate) fn show_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    match (secs / 3600, secs % 3600 / 60, secs % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, 0) => format!("{m}m"),
-        (h, 0, 0) => format!("{h}h"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, m, _) => format!("{h}h{m}m"),
     }
 }
 

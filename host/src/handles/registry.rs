@@ -24,6 +24,10 @@ struct Entry {
     /// Each part of its state (a plugin's name, or `terminal`) and what it
     /// was made by (the plugin version's hash).
     parts: BTreeMap<String, String>,
+    /// Made for the call in flight, which has not yet kept any state: it
+    /// counts against no cap and evicts no one until that call keeps some
+    /// (`establish`), and goes away unseen if it keeps none.
+    fresh: bool,
 }
 
 /// The handles of one tenant.
@@ -60,32 +64,18 @@ impl Held {
         idle_ones
     }
 
-    /// Adds a new handle under `profile`; when the tenant holds `max`
-    /// already, drops the least recently used one without a call in flight
-    /// first (returned), or refuses when every one has a call in flight.
+    /// Adds a fresh handle under `profile` for a call about to run: it
+    /// takes no one's place yet (see `establish`). Refused when the tenant
+    /// already has `max` fresh ones, each a new conversation's first call
+    /// still running.
     pub(crate) fn insert(
         &mut self,
         nonce: Nonce,
         profile: &Arc<Profile>,
         max: usize,
-    ) -> Result<Option<Nonce>, Refused> {
-        let mut evicted = None;
-        if self.live.len() >= max {
-            let oldest = self
-                .live
-                .iter()
-                .filter(|(_, e)| e.in_flight == 0)
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(nonce, _)| *nonce)
-                .ok_or(Refused::Full(max))?;
-            self.lose(
-                &oldest,
-                format!(
-                    "it was the least recently used of the {max} handles its tenant may hold \
-                     ([state] max_handles_per_tenant)"
-                ),
-            );
-            evicted = Some(oldest);
+    ) -> Result<(), Refused> {
+        if self.live.values().filter(|e| e.fresh).count() >= max {
+            return Err(Refused::Full(max));
         }
         self.live.insert(
             nonce,
@@ -94,9 +84,60 @@ impl Held {
                 last_used: Instant::now(),
                 in_flight: 0,
                 parts: BTreeMap::new(),
+                fresh: true,
             },
         );
-        Ok(evicted)
+        Ok(())
+    }
+
+    /// Fresh handle `nonce`'s call kept state: it now counts against `max`,
+    /// and the tenant's least recently used handles without a call in
+    /// flight are dropped (returned) until it holds no more than `max`.
+    pub(crate) fn establish(&mut self, nonce: &Nonce, max: usize) -> Vec<Nonce> {
+        if let Some(entry) = self.live.get_mut(nonce) {
+            entry.fresh = false;
+        }
+        let mut evicted = Vec::new();
+        while self.live.values().filter(|e| !e.fresh).count() > max {
+            let Some(oldest) = self.least_recently_used(|n, e| n != nonce && e.in_flight == 0)
+            else {
+                break;
+            };
+            self.lose(
+                &oldest,
+                format!(
+                    "it was the least recently used of the {max} handles its tenant may hold \
+                     ([state] max_handles_per_tenant)"
+                ),
+            );
+            evicted.push(oldest);
+        }
+        evicted
+    }
+
+    /// Drops fresh handle `nonce`, whose call kept no state: it was never
+    /// shown, so nothing remembers it.
+    pub(crate) fn forget(&mut self, nonce: &Nonce) {
+        if self.live.get(nonce).is_some_and(|e| e.fresh) {
+            self.live.remove(nonce);
+        }
+    }
+
+    /// The least recently used of the handles `which` picks.
+    fn least_recently_used(&self, which: impl Fn(&Nonce, &Entry) -> bool) -> Option<Nonce> {
+        self.live
+            .iter()
+            .filter(|(nonce, e)| !e.fresh && which(nonce, e))
+            .min_by_key(|(_, e)| e.last_used)
+            .map(|(nonce, _)| *nonce)
+    }
+
+    /// The least recently used handle without a call in flight that holds
+    /// `part`, other than `except`.
+    pub(crate) fn idle_holder_of(&self, part: &str, except: &Nonce) -> Option<Nonce> {
+        self.least_recently_used(|nonce, e| {
+            nonce != except && e.in_flight == 0 && e.parts.contains_key(part)
+        })
     }
 
     /// Starts a call on handle `nonce` under `profile`: the parts of its
@@ -172,24 +213,57 @@ mod tests {
         Arc::new(Profile::deny_all("p", "/"))
     }
 
+    /// A handle whose first call kept state (what `Handles::mint` and the
+    /// call's end do).
+    fn made(held: &mut Held, nonce: Nonce, p: &Arc<Profile>, max: usize) -> Vec<Nonce> {
+        held.insert(nonce, p, max).unwrap();
+        held.begin(&nonce, p).unwrap();
+        held.record(&nonce, "todo", "v1");
+        let evicted = held.establish(&nonce, max);
+        held.finish(&nonce);
+        evicted
+    }
+
     #[test]
     fn a_full_tenant_drops_its_least_recently_used_idle_handle() {
         let p = profile();
         let mut held = Held::default();
-        held.insert([1; 16], &p, 2).unwrap();
-        held.insert([2; 16], &p, 2).unwrap();
+        made(&mut held, [1; 16], &p, 2);
+        made(&mut held, [2; 16], &p, 2);
         held.begin(&[1; 16], &p).unwrap();
         held.finish(&[1; 16]);
         // [2] is the least recently used.
-        assert_eq!(held.insert([3; 16], &p, 2), Ok(Some([2; 16])));
+        assert_eq!(made(&mut held, [3; 16], &p, 2), vec![[2; 16]]);
         assert!(
             matches!(held.begin(&[2; 16], &p), Err(Refused::Lost(r)) if r.contains("least recently used"))
         );
-        // Every handle busy: refused, none dropped.
+        // Every handle busy: the new one is kept over the cap for now, and
+        // none is dropped.
         held.begin(&[1; 16], &p).unwrap();
         held.begin(&[3; 16], &p).unwrap();
-        assert_eq!(held.insert([4; 16], &p, 2), Err(Refused::Full(2)));
-        assert_eq!(held.len(), 2);
+        held.insert([4; 16], &p, 2).unwrap();
+        held.begin(&[4; 16], &p).unwrap();
+        assert_eq!(held.establish(&[4; 16], 2), Vec::<Nonce>::new());
+        assert_eq!(held.len(), 3);
+    }
+
+    #[test]
+    fn a_fresh_handle_takes_no_place_until_its_call_keeps_state() {
+        let p = profile();
+        let mut held = Held::default();
+        made(&mut held, [1; 16], &p, 1);
+        // A new conversation whose first call is refused: nobody dropped,
+        // and nothing remembers it.
+        held.insert([2; 16], &p, 1).unwrap();
+        held.begin(&[2; 16], &p).unwrap();
+        held.finish(&[2; 16]);
+        held.forget(&[2; 16]);
+        assert_eq!(held.len(), 1);
+        assert!(held.begin(&[1; 16], &p).is_ok());
+        held.finish(&[1; 16]);
+        // Fresh ones are capped on their own.
+        held.insert([3; 16], &p, 1).unwrap();
+        assert_eq!(held.insert([4; 16], &p, 1), Err(Refused::Full(1)));
     }
 
     #[test]
@@ -222,8 +296,8 @@ mod tests {
     fn idle_handles_expire_but_busy_ones_do_not() {
         let p = profile();
         let mut held = Held::default();
-        held.insert([1; 16], &p, 8).unwrap();
-        held.insert([2; 16], &p, 8).unwrap();
+        made(&mut held, [1; 16], &p, 8);
+        made(&mut held, [2; 16], &p, 8);
         held.begin(&[2; 16], &p).unwrap();
         assert_eq!(
             held.expire_idle(Duration::ZERO, "it was idle"),
@@ -239,7 +313,7 @@ mod tests {
         for i in 0..MAX_LOST_PER_TENANT + 10 {
             let mut nonce = [0u8; 16];
             nonce[..8].copy_from_slice(&(i as u64).to_be_bytes());
-            held.insert(nonce, &p, usize::MAX).unwrap();
+            held.insert(nonce, &p, 1).unwrap();
             held.lose(&nonce, "x".into());
         }
         assert_eq!(held.lost.len(), MAX_LOST_PER_TENANT);

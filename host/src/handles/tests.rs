@@ -8,15 +8,20 @@ fn profile(name: &str) -> Arc<Profile> {
     Arc::new(Profile::deny_all(name, "/"))
 }
 
+/// A handle of `tenant` whose first call kept state: its text.
+fn kept(handles: &Handles, tenant: Option<&str>, profile: &Arc<Profile>) -> String {
+    let mut minted = handles.mint(tenant, profile).unwrap();
+    minted.record("todo", "abc");
+    assert!(minted.settle(true));
+    minted.text.clone()
+}
+
 #[test]
 fn a_minted_handle_is_claimed_by_its_owner_and_nobody_else() {
     let handles = handles(HandleSettings::default());
     let (reader, other) = (profile("reader"), profile("writer"));
-    let minted = handles.mint(Some("alpha"), &reader).unwrap();
-    let text = minted.text.clone();
+    let text = kept(&handles, Some("alpha"), &reader);
     assert!(text.starts_with(PREFIX) && text.len() == TEXT_LEN, "{text}");
-    minted.record("todo", "abc");
-    drop(minted);
     let claimed = handles.claim(&text, Some("alpha"), &reader).unwrap();
     assert_eq!(claimed.parts.get("todo").map(String::as_str), Some("abc"));
     assert!(claimed.session().starts_with("h:") && !claimed.session().contains(&text[3..]));
@@ -50,7 +55,7 @@ fn an_expired_handle_is_refused_as_expired() {
         ..HandleSettings::default()
     });
     let reader = profile("reader");
-    let text = handles.mint(None, &reader).unwrap().text.clone();
+    let text = kept(&handles, None, &reader);
     let refused = handles.claim(&text, None, &reader).err().unwrap();
     assert_eq!(refused.kind, "handle_expired", "{refused}");
     assert!(refused.message.contains("handle_max_age"), "{refused}");
@@ -70,7 +75,7 @@ fn a_handle_of_another_replica_says_which() {
         ..HandleSettings::default()
     });
     let reader = profile("reader");
-    let text = one.mint(None, &reader).unwrap().text.clone();
+    let text = kept(&one, None, &reader);
     assert_eq!(
         two.claim(&text, None, &reader).err().unwrap().kind,
         "wrong_replica"
@@ -85,7 +90,7 @@ fn a_restarted_host_with_the_same_key_says_the_state_is_lost() {
         key: key.clone(),
         ..HandleSettings::default()
     });
-    let text = before.mint(Some("a"), &reader).unwrap().text.clone();
+    let text = kept(&before, Some("a"), &reader);
     let after = handles(HandleSettings {
         key,
         ..HandleSettings::default()
@@ -102,19 +107,28 @@ fn a_tenant_over_its_cap_loses_its_least_recently_used_handle() {
         ..HandleSettings::default()
     });
     let reader = profile("reader");
-    let first = handles.mint(Some("a"), &reader).unwrap().text.clone();
-    let second = handles.mint(Some("a"), &reader).unwrap().text.clone();
+    let first = kept(&handles, Some("a"), &reader);
+    let second = kept(&handles, Some("a"), &reader);
     // Another tenant's handles do not count.
-    let _other = handles.mint(Some("b"), &reader).unwrap();
-    let third = handles.mint(Some("a"), &reader).unwrap();
+    kept(&handles, Some("b"), &reader);
+    // A new conversation whose call kept nothing takes no one's place.
+    let refused_call = handles.mint(Some("a"), &reader).unwrap();
+    drop(refused_call);
     assert_eq!(handles.held(Some("a")), 2);
-    let refused = handles.claim(&first, Some("a"), &reader).err().unwrap();
+    assert!(handles.claim(&first, Some("a"), &reader).is_ok());
+    // One that kept state takes the least recently used one's.
+    let third = kept(&handles, Some("a"), &reader);
+    assert_eq!(handles.held(Some("a")), 2);
+    let refused = handles.claim(&second, Some("a"), &reader).err().unwrap();
     assert_eq!(refused.kind, "state_lost");
-    // Both left have a call in flight: the next is refused.
-    let busy = handles.claim(&second, Some("a"), &reader).unwrap();
+    // New conversations whose first calls all still run are capped.
+    let running = [
+        handles.mint(Some("a"), &reader).unwrap(),
+        handles.mint(Some("a"), &reader).unwrap(),
+    ];
     let refused = handles.mint(Some("a"), &reader).err().unwrap();
     assert_eq!(refused.kind, "too_many_handles", "{refused}");
-    drop((busy, third));
+    drop((running, third));
 }
 
 #[test]

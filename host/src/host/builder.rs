@@ -267,6 +267,9 @@ impl HostBuilder {
             anyhow::anyhow!("invalid toolsets:\n  {}", problems.join("\n  "))
         })?;
         let terminals = Arc::new(Terminals::default());
+        // The repository guard's inotify instance, taken before any command
+        // could take every one of toolhost's user.
+        crate::capability::terminal::confine::guard::start_watcher();
         let sessions_memory = SessionMemory::new(self.sessions_memory);
         if let Some(config) = &self.config {
             terminals.set_output_cap(config.tenant_caps.background_output);
@@ -302,6 +305,7 @@ impl HostBuilder {
                 sessions_memory,
                 terminals,
                 handles,
+                tasks: Default::default(),
                 loaded: tokio::sync::watch::channel(false).0,
                 cache: self.cache,
                 not_watching: Mutex::default(),

@@ -92,6 +92,8 @@ impl Host {
                 tokio::select! {
                     biased;
                     done = self.run_entry(caller, entry, &request, arguments, started) => done,
+                    // A task's call ends when the task is cancelled.
+                    error = crate::tasks::cancelled_call() => (Err(error), Vec::new()),
                     () = entry.plugin.cancelled() => (Err(CallError::new(
                         ErrorKind::Cancelled,
                         format!(
@@ -108,6 +110,7 @@ impl Host {
         }
         if let Some(audit) = self.audit_log().filter(|_| !over_budget) {
             let error_text = result.as_ref().err().map(CallError::model_text);
+            let trace = crate::trace::Trace::current();
             audit.record(&AuditRecord {
                 time: now_rfc3339(),
                 tenant: caller.tenant_name(),
@@ -117,6 +120,8 @@ impl Host {
                 plugin_hash: entry.map(|e| e.plugin.hash().to_string()),
                 call_id: request.call_id.as_deref(),
                 session: request.session.as_deref(),
+                trace_id: trace.as_ref().map(|t| t.trace_id.as_str()),
+                parent_span_id: trace.as_ref().map(|t| t.parent_id.as_str()),
                 duration_ms: started.elapsed().as_secs_f64() * 1000.0,
                 outcome: match &result {
                     Ok(_) => "ok",

@@ -27,4 +27,4 @@ pub use permissions::{
     Narrowing, PermissionDecision, PermissionPattern, PermissionPatternError, PermissionRefusal,
     PermissionRules,
 };
-pub use units::{ByteSize, Span, human_bytes, parse_duration, parse_size};
+pub use units::{ByteSize, Span, human_bytes, parse_duration, parse_size, show_duration};

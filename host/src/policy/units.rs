@@ -138,6 +138,18 @@ pub fn human_bytes(n: usize) -> String {
     }
 }
 
+/// `90s`, `10m`, `24h`, `1h30m`.
+pub fn show_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match (secs / 3600, secs % 3600 / 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (h, 0, 0) => format!("{h}h"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, _) => format!("{h}h{m}m"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

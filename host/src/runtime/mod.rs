@@ -17,4 +17,5 @@ pub use cache::{ArtifactCache, Compiled};
 pub use engine::Runtime;
 pub use flight::{Drained, Flight};
 pub use plugin::{CAPTURED_FILE, CapturedPlugin, PluginVersion};
-pub use stateful::{MAX_SESSIONS, SessionState, session_key};
+pub(crate) use stateful::{HANDLE_SESSION, MCP_SESSION};
+pub use stateful::{MAX_SESSIONS, SessionState, check_session_name, session_key};

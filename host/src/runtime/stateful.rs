@@ -23,6 +23,39 @@ pub const MAX_SESSIONS: usize = 256;
 /// tenant cannot take every slot from the others.
 pub(crate) const MAX_SESSIONS_PER_TENANT: usize = MAX_SESSIONS / 4;
 
+/// What the session id of a handle's state starts with.
+pub(crate) const HANDLE_SESSION: &str = "h:";
+/// What the session id of an MCP session starts with.
+pub(crate) const MCP_SESSION: &str = "mcp-";
+
+/// Checks a session id a caller names (`/v1`'s `session` and
+/// `Toolhost-Session`, `POST /v1/sessions`, `call --session`): no control
+/// character, and not in the ids toolhost makes for handles and MCP
+/// sessions, so a named session never reaches their state. (Its length is
+/// bounded where ids are, with the call id.) The error says which rule and
+/// what to send.
+pub fn check_session_name(name: &str) -> Result<(), String> {
+    let mut shown: String = name.chars().take(40).collect();
+    if shown.len() < name.len() {
+        shown.push('…');
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!(
+            "the session id {shown:?} has a control character; name it with printable characters"
+        ));
+    }
+    if let Some(prefix) = [HANDLE_SESSION, MCP_SESSION]
+        .into_iter()
+        .find(|prefix| name.starts_with(prefix))
+    {
+        return Err(format!(
+            "the session id {shown:?} starts with {prefix:?}, which toolhost's own sessions (of \
+             handles and MCP sessions) use; name it otherwise"
+        ));
+    }
+    Ok(())
+}
+
 /// The key of `session` of `tenant` (`None`: the local caller). Sessions
 /// are kept per tenant, so two tenants never share an instance or a
 /// terminal.
@@ -108,6 +141,15 @@ pub(crate) struct Sessions {
     closed: AtomicBool,
 }
 
+/// Why `slots` has no room for a new session of `tenant`, if it has none.
+fn full<V>(slots: &HashMap<String, V>, tenant: &str) -> Option<NoSlot> {
+    if slots.len() >= MAX_SESSIONS {
+        return Some(NoSlot::Full);
+    }
+    let held = slots.keys().filter(|k| tenant_of(k) == tenant).count();
+    (held >= MAX_SESSIONS_PER_TENANT).then_some(NoSlot::TenantFull)
+}
+
 impl Sessions {
     /// The slot for `key`, created empty if new.
     #[cfg(test)]
@@ -129,12 +171,8 @@ impl Sessions {
         if !make {
             return Ok(None);
         }
-        if slots.len() >= MAX_SESSIONS {
-            return Err(NoSlot::Full);
-        }
-        let tenant = tenant_of(key);
-        if slots.keys().filter(|k| tenant_of(k) == tenant).count() >= MAX_SESSIONS_PER_TENANT {
-            return Err(NoSlot::TenantFull);
+        if let Some(full) = full(&slots, tenant_of(key)) {
+            return Err(full);
         }
         let slot = Arc::new(tokio::sync::Mutex::new(Slot {
             live: None,
@@ -144,6 +182,12 @@ impl Sessions {
         }));
         slots.insert(key.to_string(), slot.clone());
         Ok(Some(slot))
+    }
+
+    /// Whether a new session of `tenant` would get a slot.
+    pub(crate) fn has_room(&self, tenant: &str) -> bool {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        full(&slots, tenant).is_none()
     }
 
     /// The state of session `key`, marking it used now (so it is not torn

@@ -86,7 +86,8 @@ pub(crate) async fn not_found(uri: Uri) -> Response {
         format!(
             "not_found: no route {:?}; the routes are GET /v1/tools, POST /v1/tool_calls, \
              GET /v1/health, GET /v1/status, GET /v1/approvals, POST /v1/approvals/{{id}}, \
-             GET /v1/approvals/events, POST /v1/sessions and /mcp",
+             GET /v1/approvals/events, POST /v1/sessions, GET /v1/tasks, GET and DELETE \
+             /v1/tasks/{{id}} and /mcp",
             uri.path()
         ),
     )
@@ -172,6 +173,14 @@ async fn tool_calls(
             "unsupported_media_type: send the batch as JSON with `Content-Type: application/json`",
         );
     }
+    // Held while the body is read and parsed: a tenant's bodies beyond its
+    // concurrency wait unread.
+    let reading = match auth.caller.request_permit(api.body_timeout).await {
+        Ok(permit) => permit,
+        Err(message) => {
+            return error_response(StatusCode::TOO_MANY_REQUESTS, format!("busy: {message}"));
+        }
+    };
     let bytes = match tokio::time::timeout(api.body_timeout, read_body(body, api.max_body)).await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(BodyError::TooLarge)) => return too_large(api.max_body),
@@ -193,8 +202,17 @@ async fn tool_calls(
     };
     // Only what a batch uses is built; the body's bytes go before the calls
     // run.
-    let batch = super::batch_body::parse(&bytes);
-    drop(bytes);
+    // A large body is parsed off the async workers, which serve everyone.
+    let batch = if bytes.len() > 64 << 10 {
+        tokio::task::spawn_blocking(move || super::batch_body::parse(&bytes))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+    } else {
+        let parsed = super::batch_body::parse(&bytes);
+        drop(bytes);
+        parsed
+    };
+    drop(reading);
     let batch: Value = match batch {
         Ok(batch) => batch,
         Err(e) => {
@@ -238,17 +256,34 @@ async fn tool_calls(
         }
         None => auth.caller.clone(),
     };
+    match super::tasks::is_async(&batch) {
+        Ok(true) => {
+            let batch = super::tasks::Batch {
+                owner: &auth.caller,
+                caller: &caller,
+                batch: &batch,
+                session,
+                trace: crate::trace::Trace::of_headers(&headers),
+            };
+            return super::tasks::start(&api.host, &api.answers, &api.abandon, batch);
+        }
+        Ok(false) => {}
+        Err(message) => return error_response(StatusCode::BAD_REQUEST, message),
+    }
     let cap = api.host.tenant_caps().answers_held;
     let held = api.answers.hold(caller.tenant_name(), cap);
     let dispatched = tokio::select! {
         dispatched = tokio::time::timeout(
             api.request_timeout,
-            super::openai::dispatch_batch_admitting(
-                &api.host,
-                &caller,
-                &batch,
-                session.as_deref(),
-                held.admit(),
+            crate::trace::Trace::scope(
+                crate::trace::Trace::of_headers(&headers),
+                super::openai::dispatch_batch_admitting(
+                    &api.host,
+                    &caller,
+                    &batch,
+                    session.as_deref(),
+                    held.admit(),
+                ),
             ),
         ) => dispatched,
         () = api.abandon.cancelled() => return shutting_down(),
@@ -331,7 +366,12 @@ fn session(batch: &Value, headers: &HeaderMap) -> Result<Option<String>, String>
             "invalid_request: the \"session\" field ({field:?}) and the Toolhost-Session header \
              ({header:?}) differ; give one"
         )),
-        (field, header) => Ok(field.or(header)),
+        (field, header) => match field.or(header) {
+            Some(name) => crate::runtime::check_session_name(&name)
+                .map(|()| Some(name))
+                .map_err(|e| format!("invalid_request: {e}")),
+            None => Ok(None),
+        },
     }
 }
 

@@ -69,6 +69,9 @@ async fn narrow(
             "invalid_request: the session id must be 1 to 256 characters",
         );
     }
+    if let Err(e) = crate::runtime::check_session_name(&request.session) {
+        return error_response(StatusCode::BAD_REQUEST, format!("invalid_request: {e}"));
+    }
     let caps = api.host.tenant_caps();
     let tenant = auth.caller.tenant_name();
     let narrowed = match api

@@ -1,7 +1,8 @@
 //! A `/v1/tool_calls` body read into only what a batch uses: the fields a
 //! batch and its entries know, each entry's arguments kept as their JSON
 //! text (parsed when the call runs, after its size check); unknown fields
-//! are skipped without being built, so a body holds about its own size.
+//! are skipped without being built, and the small fields (ids, names) are
+//! built only when they are scalars, so a body holds about its own size.
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -21,6 +22,8 @@ struct Batch<'a> {
     session: Option<&'a RawValue>,
     #[serde(borrow, default)]
     format: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "async")]
+    run_async: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +72,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     }
     put(&mut out, "session", batch.session.map(small));
     put(&mut out, "format", batch.format.map(small));
+    put(&mut out, "async", batch.run_async.map(small));
     Ok(Value::Object(out))
 }
 
@@ -116,9 +120,15 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     }
 }
 
-/// A small field as JSON, or its text when it is long.
+/// A small field as JSON when it is a scalar (a string, number, boolean or
+/// null), or its text when it is long; an array or object, which no small
+/// field may be, is never built: it reads as `false`, which the dispatcher
+/// refuses where it looks at the field.
 fn small(raw: &RawValue) -> Value {
     let text = raw.get();
+    if text.starts_with(['[', '{']) {
+        return Value::Bool(false);
+    }
     if text.len() <= SMALL {
         serde_json::from_str(text).unwrap_or(Value::Null)
     } else {

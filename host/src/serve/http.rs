@@ -8,6 +8,7 @@
 
 mod front;
 mod sessions;
+mod shares;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -148,6 +149,7 @@ impl HttpServer {
             &options.allowed_origins,
             addr.ip().is_loopback(),
             options.max_body,
+            options.max_connections,
         );
         Ok(Self {
             host,
@@ -192,9 +194,7 @@ impl HttpServer {
             endpoint.clone(),
             self.options.max_connections,
         ));
-        let mcp = mcp::streamable::route_to(endpoint).layer(
-            tower_http::timeout::RequestBodyTimeoutLayer::new(self.options.body_timeout),
-        );
+        let mcp = mcp::streamable::route_to(endpoint);
         let api = Api {
             host: self.host.clone(),
             max_body: self.options.max_body,
@@ -216,11 +216,20 @@ impl HttpServer {
         Router::new()
             .nest(
                 "/v1",
-                api::routes(api.clone()).merge(super::approvals::routes().with_state(api)),
+                api::routes(api.clone()).merge(
+                    super::approvals::routes()
+                        .with_state(api)
+                        .merge(super::tasks::routes().with_state(self.host.clone())),
+                ),
             )
+            .route(super::card::PATH, super::card::route(self.host.clone()))
             .merge(mcp)
             .fallback(api::not_found)
             .method_not_allowed_fallback(api::method_not_allowed)
+            // No route reads a body without a time limit.
+            .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+                self.options.body_timeout,
+            ))
             .layer(axum::middleware::from_fn_with_state(
                 self.front.clone(),
                 front_door,

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 pub(crate) const PARSE_ERROR: i64 = -32700;
 pub(crate) const INVALID_REQUEST: i64 = -32600;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
 
 /// The requests a client sends that rmcp knows; one of them that rmcp could
 /// not read into its type had params that do not fit.

@@ -14,6 +14,8 @@
 //! - [`api`]: the OpenAI-style routes under `/v1`; [`openai`]: the OpenAI
 //!   shape of a batch, to and from the host's calls; [`content`]: a call's
 //!   output in MCP's, Chat Completions' and Responses' shapes.
+//! - `card`: the MCP server card at `/mcp/server-card`.
+//! - `tasks`: `/v1/tasks` and async batches, on the host's task store.
 //! - [`tenants`]: bearer tokens to callers, each with its profile, workspace
 //!   and limits.
 
@@ -21,6 +23,7 @@ pub(crate) mod answers;
 pub mod api;
 mod approvals;
 mod batch_body;
+pub(crate) mod card;
 mod connections;
 pub mod content;
 pub mod http;
@@ -30,6 +33,7 @@ pub mod mcp;
 mod narrowings;
 pub mod openai;
 mod progress;
+pub(crate) mod tasks;
 pub mod tenants;
 
 /// Waits until `count` is zero; whatever lowers it to zero notifies

@@ -157,6 +157,11 @@ fn batch_request(
         Some(Value::String(text)) => Arguments::Text(text.clone()),
         Some(value) => Arguments::Value(value.clone()),
     };
+    if call_id(call).is_some_and(|id| !(id.is_string() || id.is_number() || id.is_null())) {
+        return Err(malformed(
+            "has an id that is not a string; give each call a string id (\"call_1\")",
+        ));
+    }
     let mut request = CallRequest::new(name, arguments);
     request.call_id = call_id(call).and_then(Value::as_str).map(String::from);
     request.session = session.map(String::from);
@@ -172,7 +177,11 @@ fn call_id(call: &Value) -> Option<&Value> {
 /// One entry of `tool_results` in `format`, answering the batch entry
 /// `call` with `content`.
 fn tool_result(call: &Value, content: Value, format: Format) -> Value {
-    let id = call_id(call).cloned().unwrap_or(Value::Null);
+    // Only an id a call may have (a string or a number) is echoed.
+    let id = call_id(call)
+        .filter(|id| id.is_string() || id.is_number())
+        .cloned()
+        .unwrap_or(Value::Null);
     match format {
         Format::Chat => json!({
             "tool_call_id": id,

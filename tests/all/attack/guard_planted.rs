@@ -227,3 +227,54 @@ async fn a_planted_tree_that_keeps_growing_holds_up_no_other_guard() {
         "the other command took {took:?}: {planted}"
     );
 }
+
+/// The owner's configuration includes a file in a directory that does not
+/// exist yet; a command makes the directory, then plants the file: the
+/// guard watches the directory from the moment it appears, so the plant
+/// is set aside and the command ended at once, not when it ends.
+#[tokio::test]
+async fn a_plant_below_a_directory_made_after_the_command_started_is_seen_at_once() {
+    let outside = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(bundled);
+    let proj = ws.join("proj");
+    let proj_s = proj.to_str().unwrap();
+    owner_git(outside.path(), &["init", "-q", proj_s]);
+    owner_git(
+        outside.path(),
+        &[
+            "-C",
+            proj_s,
+            "config",
+            "include.path",
+            "../conf/local.gitconfig",
+        ],
+    );
+    let host = ws.host(WRITABLE).await;
+    let started = Instant::now();
+    let result = run(
+        &host,
+        "mkdir proj/conf && sleep 0.5 && printf '[core]\\n\\tfsmonitor = true\\n' \
+         > proj/conf/local.gitconfig && sleep 8; echo $((6 * 7))-finished",
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(!result.contains("42-finished"), "{result}");
+    assert!(result.contains("toolhost-planted-"), "{result}");
+    assert!(took < Duration::from_secs(6), "{took:?}: {result}");
+    assert!(!proj.join("conf/local.gitconfig").exists(), "{result}");
+}
+
+/// A command's inotify instances are its sandbox's own few: it cannot take
+/// every one of toolhost's user (the guard's own was taken at start).
+#[tokio::test]
+async fn a_command_takes_at_most_two_inotify_instances() {
+    let ws = Workspace::new(bundled);
+    let host = ws.host(WRITABLE).await;
+    let result = run(
+        &host,
+        "python3 -c 'import ctypes; l = ctypes.CDLL(None); \
+         print(sum(l.inotify_init1(0) >= 0 for _ in range(200)), \"instances\")'",
+    )
+    .await;
+    assert!(result.contains("2 instances"), "{result}");
+}

@@ -261,3 +261,62 @@ async fn other_names_are_masked(ws: Workspace, profile: &str, container: bool) {
     assert!(run(&host, "cat notes/plain").await.contains("plain"));
     assert!(read_file(&host, "notes/plain").await.contains("plain"));
 }
+
+/// Denies whose match depends on a directory above the file (anchored in
+/// the workspace, or with a directory part), beside one by name alone.
+const ANCHORED: &str = r#"
+allow = ["terminal:*", "file:read", "file:write"]
+file.read = ["."]
+file.write = ["."]
+file.deny = ["**/.env", "config/master.key", "config/secrets/**", "**/.aws/credentials"]
+terminal.dangerous = "allow"
+"#;
+
+#[tokio::test]
+async fn a_directory_above_an_anchored_denied_path_cannot_be_renamed_away_from_it() {
+    anchored_denies_hold(Workspace::new(bundled), ANCHORED, false).await;
+}
+
+#[tokio::test]
+async fn in_a_container_a_directory_above_an_anchored_denied_path_cannot_be_renamed() {
+    let _alone = crate::container::ONE_AT_A_TIME.lock().await;
+    let Some(_socket) = crate::container::engine().await else {
+        return;
+    };
+    anchored_denies_hold(Workspace::new(bundled), &in_container(ANCHORED), true).await;
+}
+
+async fn anchored_denies_hold(ws: Workspace, profile: &str, container: bool) {
+    ws.write("config/master.key", format!("{SECRET}-1\n"));
+    ws.write("config/secrets/db", format!("{SECRET}-2\n"));
+    ws.write("home/.aws/credentials", format!("{SECRET}-3\n"));
+    ws.write("app/.env", format!("{SECRET}-4\n"));
+    if container {
+        crate::container::give_to_sandbox(&ws.path);
+    }
+    let host = ws.host(profile).await;
+    let moved = run(
+        &host,
+        "mv config c2; mv home/.aws home/aws2; mv home h2; mv app app2; ls; true",
+    )
+    .await;
+    let read = run(
+        &host,
+        "cat c2/master.key c2/secrets/db home/aws2/credentials h2/aws2/credentials \
+         h2/.aws/credentials app2/.env 2>/dev/null; grep -rs race-secret . ; true",
+    )
+    .await;
+    assert!(!read.contains(SECRET), "after `{moved}`: {read}");
+    for path in [
+        "c2/master.key",
+        "c2/secrets/db",
+        "home/aws2/credentials",
+        "h2/aws2/credentials",
+        "app2/.env",
+    ] {
+        let read = read_file(&host, path).await;
+        assert!(!read.contains(SECRET), "read_file {path}: {read}");
+    }
+    // A directory above a file denied by its name alone is renamed.
+    assert!(ws.join("app2/.env").exists(), "{moved}");
+}

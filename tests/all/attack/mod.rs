@@ -24,6 +24,7 @@ mod proxy;
 mod save_content;
 mod server;
 mod special_files;
+mod tasks;
 mod tenants;
 mod tty;
 mod url_rules;

@@ -13,6 +13,7 @@ mod bounded;
 mod cpu_share;
 mod flood;
 mod request_memory;
+mod stalled;
 mod unread;
 mod watching;
 

@@ -107,6 +107,36 @@ async fn in_a_container_a_mask_holds_when_buried_past_path_max() {
     unbury(&ws);
 }
 
+/// Buries `app` so that its own path fits in `PATH_MAX` and its `.env`'s
+/// does not.
+const BURY_JUST: &str = "python3 - <<'PY'
+import os
+base = os.getcwd()
+os.mkdir('x'); os.rename('app', 'x/app'); top = 'x'
+need = 4093 - (len(base) + len('/x/app'))
+i = 0
+while need > 0:
+    k = min(200, need - 1)
+    if need - (k + 1) == 1:
+        k -= 1
+    n = ('N%02d' % i + 'a' * 200)[:k]
+    os.mkdir(n); os.rename(top, n + '/' + top); top = n; need -= k + 1; i += 1
+print('buried', need)
+PY";
+
+#[tokio::test]
+async fn a_denied_file_whose_path_just_passes_path_max_is_never_read() {
+    let ws = Workspace::new(bundled);
+    ws.write("app/.env", format!("TOKEN={SECRET}\n"));
+    let host = ws.host(PROFILE).await;
+    let buried = run(&host, BURY_JUST).await;
+    assert!(buried.contains("buried 0"), "{buried}");
+    let dug = run(&host, DIG).await;
+    assert!(!dug.contains(SECRET), "the masked file was read: {dug}");
+    assert!(dug.contains("cannot be looked at"), "{dug}");
+    unbury(&ws);
+}
+
 /// A directory named with a byte that is not UTF-8, holding a masked file.
 fn odd_name() -> &'static std::ffi::OsStr {
     std::ffi::OsStr::from_bytes(b"caf\xe9")

@@ -176,20 +176,17 @@ impl Run {
 
     /// Runs one step; returns its output as the document would show it.
     fn step(&mut self, step: &Step) -> String {
-        // A server gets a port of its own, which later commands then use.
-        let port = if is_server(&step.command) {
-            free_port()
+        // A server gets a port of its own (the kernel's choice, so that no
+        // other test can take it first), which later commands then use.
+        let output = if is_server(&step.command) {
+            let output = self.start_server(&step.command.replace(&format!(":{SHOWN_PORT}"), ":0"));
+            port_zero_shown(&output)
         } else {
-            self.port
+            let port = format!(":{}", self.port);
+            self.shell(&step.command.replace(&format!(":{SHOWN_PORT}"), &port))
+                .1
         };
-        let command = step
-            .command
-            .replace(&format!(":{SHOWN_PORT}"), &format!(":{port}"));
-        let output = if is_server(&command) {
-            self.start_server(&command, port)
-        } else {
-            self.shell(&command).1
-        };
+        let port = self.port;
         let shown = output
             .replace(&self.dir.display().to_string(), SHOWN_DIR)
             .replace(&format!(":{port}"), &format!(":{SHOWN_PORT}"));
@@ -250,7 +247,7 @@ impl Run {
     /// Starts a server in the background and returns what it logged up to
     /// its `serving on` line (then it replaces the server before), or
     /// everything if it exits first.
-    fn start_server(&mut self, line: &str, port: u16) -> String {
+    fn start_server(&mut self, line: &str) -> String {
         let log = tempfile::NamedTempFile::new().unwrap();
         let mut child = self
             .command(line)
@@ -270,7 +267,7 @@ impl Run {
             {
                 self.stop_server();
                 self.server = Some(child);
-                self.port = port;
+                self.port = served_port(&text[..end]);
                 return text[..end].to_string();
             }
             if Instant::now() > deadline {
@@ -305,9 +302,45 @@ fn is_server(line: &str) -> bool {
 }
 
 /// A port no one listens on now.
+/// A port no server listens on now (where commands before the first
+/// server would reach).
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     listener.local_addr().unwrap().port()
+}
+
+/// `text` with port 0 (what a server that did not start was asked for)
+/// shown as the document's port.
+fn port_zero_shown(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(":0") {
+        let after = &rest[at + 2..];
+        shown.push_str(&rest[..at]);
+        if after.starts_with(|c: char| c.is_ascii_digit()) {
+            shown.push_str(":0");
+        } else {
+            shown.push(':');
+            shown.push_str(SHOWN_PORT);
+        }
+        rest = after;
+    }
+    shown.push_str(rest);
+    shown
+}
+
+/// The port of the `serving on http://HOST:PORT` line ending `log`.
+fn served_port(log: &str) -> u16 {
+    let url = &log[log.rfind("serving on http://").expect("a serving line")..];
+    let authority = url["serving on http://".len()..]
+        .split(['/', ' '])
+        .next()
+        .unwrap_or_default();
+    authority
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {url:?}"))
 }
 
 fn kill_group(child: &mut Child) {

@@ -7,6 +7,7 @@ mod approvals;
 mod limits;
 mod requests;
 mod safety;
+mod tasks;
 mod tenants;
 
 use std::net::SocketAddr;

@@ -63,13 +63,15 @@ impl Host for Room<'_, Fetch> {
             self.refuse(attempted, &reason);
             return Ok(Err(HttpError::Denied(reason)));
         }
-        let outgoing = match Outgoing::from_guest(request) {
+        let mut outgoing = match Outgoing::from_guest(request) {
             Ok(outgoing) => outgoing,
             Err(problem) => {
                 self.refuse(attempted, &problem);
                 return Ok(Err(HttpError::InvalidRequest(problem)));
             }
         };
+        // The caller's trace goes on, as a span of this request.
+        crate::trace::Trace::continue_into(&mut outgoing.headers);
         let profile = self.call.grants.profile.clone();
         let limits = &profile.network;
         let time_limit = outgoing

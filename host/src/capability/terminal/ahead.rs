@@ -356,7 +356,9 @@ async fn build_once(
     let watched = if session {
         None
     } else {
-        launched.watch_guard(guard.clone(), None)
+        launched
+            .watch_guard(guard.clone(), None)
+            .map_err(Attempt::Failed)?
     };
     Ok(Built {
         launched,

@@ -335,7 +335,7 @@ impl Launched {
         &self,
         guard: crate::capability::terminal::confine::guard::Guard,
         tell: Option<crate::capability::terminal::confine::guard::End>,
-    ) -> Option<crate::capability::terminal::confine::guard::Watched> {
+    ) -> Result<Option<crate::capability::terminal::confine::guard::Watched>, String> {
         let kill = self.init.as_ref().and_then(|init| init.try_clone().ok());
         let gone = self.init.as_ref().and_then(|init| init.try_clone().ok());
         guard.watch(

@@ -202,6 +202,12 @@ impl PluginVersion {
         self.sessions.keep(key)
     }
 
+    /// Whether a new session of `tenant` (`""`: the local caller) would get
+    /// a slot: under the version's cap and the tenant's share.
+    pub fn has_session_room(&self, tenant: &str) -> bool {
+        self.sessions.has_room(tenant)
+    }
+
     /// Ends session `key` (its slot is free at once) unless a call is in
     /// progress in it.
     pub fn end_session(&self, key: &str) {

@@ -33,6 +33,8 @@ pub(super) struct FrontDoor {
     pub(super) allowed_hosts: Vec<String>,
     pub(super) allowed_origins: Vec<String>,
     max_body: usize,
+    /// Each tenant's share of the connections for its requests in flight.
+    shares: Arc<super::shares::Shares>,
     pub(super) requests: Arc<Requests>,
     /// Cancelled when shutdown begins: new requests are answered 503.
     pub(super) draining: CancellationToken,
@@ -55,7 +57,11 @@ pub(super) async fn front_door(
     let tracked = !(request.method() == Method::GET && request.uri().path() == "/mcp");
     let guard = tracked.then(|| front.requests.begin());
     let mcp = request.uri().path() == "/mcp";
-    if let Err(refusal) = front.check_headers(request.headers(), mcp) {
+    // The health check and the server card need no token; the card may be
+    // read from any web origin (it holds nothing of any caller).
+    let card = request.uri().path() == crate::serve::card::PATH;
+    let public = card || request.uri().path() == "/v1/health";
+    if let Err(refusal) = front.check_headers(request.headers(), mcp, card) {
         return *refusal;
     }
     if front.draining.is_cancelled() && request.uri().path() != "/v1/health" {
@@ -65,12 +71,21 @@ pub(super) async fn front_door(
             api::shutting_down()
         };
     }
-    if request.uri().path() != "/v1/health" {
+    let mut share_guard = None;
+    if !public {
         match front
             .tenants
             .authenticate(request.headers().get(header::AUTHORIZATION))
         {
             Ok(authenticated) => {
+                let tenant = authenticated.caller.tenant_name();
+                match front.shares.take(tenant, front.tenants.len()) {
+                    Ok(share) => share_guard = Some(share),
+                    Err(message) => {
+                        let message = format!("busy: {message}");
+                        return error_response(StatusCode::TOO_MANY_REQUESTS, message);
+                    }
+                }
                 request
                     .extensions_mut()
                     .insert(authenticated.caller.clone());
@@ -87,6 +102,10 @@ pub(super) async fn front_door(
         }
     }
     let response = next.run(request).await;
+    let response = match share_guard {
+        Some(share) => crate::serve::connections::held_with_body(response, share),
+        None => response,
+    };
     match guard {
         Some(guard) => response.map(|body| {
             Body::new(Tracked {
@@ -96,6 +115,44 @@ pub(super) async fn front_door(
         }),
         None => response,
     }
+}
+
+/// Most bytes of a client's value a refusal's log line shows.
+const LOGGED_VALUE: usize = 120;
+
+/// Logs a refusal of a request no token was checked for yet, showing the
+/// start of the client's `value` (escaped), at most one line a second: the
+/// lines held back meanwhile are counted in the next. A client cannot make
+/// the log grow faster than that, whatever it sends.
+fn logged_refusal(what: &str, value: &[u8]) {
+    use std::sync::atomic::AtomicU64;
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    static HELD_BACK: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST.load(Ordering::Relaxed);
+    if last == now
+        || LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        HELD_BACK.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let shown = String::from_utf8_lossy(&value[..value.len().min(LOGGED_VALUE)]);
+    let cut = if value.len() > LOGGED_VALUE {
+        "…"
+    } else {
+        ""
+    };
+    let held_back = HELD_BACK.swap(0, Ordering::Relaxed);
+    tracing::warn!(
+        value = %format!("{shown:?}{cut}"),
+        bytes = value.len(),
+        like_it_in_the_last_second = held_back,
+        "{what}"
+    );
 }
 
 impl FrontDoor {
@@ -108,6 +165,7 @@ impl FrontDoor {
         allowed_origins: &[String],
         loopback: bool,
         max_body: usize,
+        max_connections: usize,
     ) -> Self {
         let mut allowed_hosts = allowed_hosts.to_vec();
         if loopback {
@@ -128,6 +186,7 @@ impl FrontDoor {
             allowed_hosts,
             allowed_origins: origins,
             max_body,
+            shares: super::shares::Shares::new(max_connections),
             requests: Arc::default(),
             draining: CancellationToken::new(),
         }
@@ -135,7 +194,12 @@ impl FrontDoor {
 
     /// Refuses foreign hosts and origins and declared oversized bodies; the
     /// refusal is boxed as it is the rare path.
-    fn check_headers(&self, headers: &HeaderMap, mcp: bool) -> Result<(), Box<Response>> {
+    fn check_headers(
+        &self,
+        headers: &HeaderMap,
+        mcp: bool,
+        any_origin: bool,
+    ) -> Result<(), Box<Response>> {
         if !self.hosts.is_empty() {
             let host = headers
                 .get(header::HOST)
@@ -148,7 +212,10 @@ impl FrontDoor {
                     ))
                 })?;
             if !self.hosts.iter().any(|allowed| allowed.matches(&host)) {
-                tracing::warn!(host = %host, "refused a request for a host that is not allowed (DNS rebinding?)");
+                logged_refusal(
+                    "refused a request for a host that is not allowed (DNS rebinding?)",
+                    host.as_str().as_bytes(),
+                );
                 return Err(Box::new(error_response(
                     StatusCode::FORBIDDEN,
                     format!(
@@ -159,14 +226,17 @@ impl FrontDoor {
                 )));
             }
         }
-        if let Some(origin) = headers.get(header::ORIGIN) {
+        if let Some(origin) = headers.get(header::ORIGIN).filter(|_| !any_origin) {
             let allowed = origin
                 .to_str()
                 .ok()
                 .and_then(Origin::parse)
                 .is_some_and(|origin| self.origins.iter().any(|a| a.matches(&origin)));
             if !allowed {
-                tracing::warn!(origin = ?origin, "refused a request from an origin that is not allowed");
+                logged_refusal(
+                    "refused a request from an origin that is not allowed",
+                    origin.as_bytes(),
+                );
                 return Err(Box::new(error_response(
                     StatusCode::FORBIDDEN,
                     "forbidden: requests from this web origin are not allowed; the server's \

@@ -35,11 +35,33 @@ pub(super) enum Event {
 }
 
 /// A call running in a task of its own, aborted when dropped.
-struct Running {
-    events: mpsc::Receiver<Event>,
+pub(super) struct Running {
+    pub(super) events: mpsc::Receiver<Event>,
     task: tokio::task::JoinHandle<()>,
     /// Questions asked so far (each gets a key of its own).
-    asked: usize,
+    pub(super) asked: usize,
+}
+
+/// Starts the call `start` makes, in a task of its own; its questions are
+/// asked through the events of the [`Running`] call, and wait for an
+/// answer up to `timeout`.
+pub(super) fn spawn<F>(start: F, timeout: Duration) -> Running
+where
+    F: FnOnce(AskTheRequest) -> BoxFuture<'static, Result<CallToolResult, ErrorData>>,
+{
+    let (events, received) = mpsc::channel(1);
+    let ask = AskTheRequest {
+        events: events.clone(),
+        timeout,
+    };
+    let call = start(ask);
+    Running {
+        events: received,
+        task: tokio::spawn(async move {
+            let _ = events.send(Event::Done(call.await)).await;
+        }),
+        asked: 0,
+    }
 }
 
 impl Drop for Running {
@@ -183,21 +205,7 @@ where
             let Parked { running, .. } = call;
             running
         }
-        None => {
-            let (events, received) = mpsc::channel(1);
-            let ask = AskTheRequest {
-                events: events.clone(),
-                timeout,
-            };
-            let call = start(ask);
-            Running {
-                events: received,
-                task: tokio::spawn(async move {
-                    let _ = events.send(Event::Done(call.await)).await;
-                }),
-                asked: 0,
-            }
-        }
+        None => spawn(start, timeout),
     };
     let event = tokio::select! {
         event = running.events.recv() => event,
@@ -266,7 +274,7 @@ fn park_again(
 }
 
 /// The `elicitation/create` form of an approval question.
-fn form(question: &ApprovalRequest) -> Value {
+pub(super) fn form(question: &ApprovalRequest) -> Value {
     json!({
         "method": "elicitation/create",
         "params": {
@@ -290,7 +298,7 @@ fn form(question: &ApprovalRequest) -> Value {
 
 /// The approval an `ElicitResult` gives: `accept` with a decision; anything
 /// else refuses.
-fn decision(answer: &Value) -> Approval {
+pub(super) fn decision(answer: &Value) -> Approval {
     if answer["action"] != "accept" {
         return Approval::Deny;
     }

@@ -9,7 +9,7 @@ use rmcp::model::{CallToolResult, ContentBlock, MetaObject, RequestMetaObject};
 use serde_json::{Map, Value, json};
 
 use crate::caller::Caller;
-use crate::handles::{Claimed, HandleError};
+use crate::handles::{Claimed, HandleError, TERMINAL};
 use crate::host::Host;
 use crate::runtime::{PluginVersion, SessionState};
 
@@ -20,8 +20,6 @@ const PROPERTY: &str = "handle";
 const FALLBACK: &str = "toolhost_handle";
 /// The key of the handle in a result's `_meta`.
 pub(super) const META_KEY: &str = "dev.toolhost/handle";
-/// The part of a handle's state a terminal tool uses.
-const TERMINAL: &str = "terminal";
 
 /// Whether the request speaks a revision without sessions: its `_meta`
 /// names one that has no `initialize`.
@@ -89,8 +87,8 @@ fn property(schema: &Value) -> &'static str {
 /// property in its input schema (and output schema, when it has one) and a
 /// sentence in its description.
 pub(super) fn list(host: &Host, tools: &mut [Value]) {
-    let idle = crate::handles::show_duration(host.session_idle());
-    let max_age = crate::handles::show_duration(host.handles().settings().max_age);
+    let idle = crate::policy::show_duration(host.session_idle());
+    let max_age = crate::policy::show_duration(host.handles().settings().max_age);
     for tool in tools {
         let name = tool["name"].as_str().unwrap_or_default().to_string();
         let parts = parts(host, &name);
@@ -195,6 +193,17 @@ pub(super) fn take<'a>(
             return Err(claimed.lose(reason));
         }
     }
+    for part in parts
+        .iter()
+        .filter(|p| !claimed.parts.contains_key(p.name()))
+    {
+        match part {
+            Part::Terminal => claimed.make_room(TERMINAL, || host.terminals().has_room(tenant)),
+            Part::Plugin(plugin) => claimed.make_room(plugin.name(), || {
+                plugin.has_session_room(tenant.unwrap_or_default())
+            }),
+        }
+    }
     Ok(Some(InCall {
         claimed,
         parts,
@@ -256,9 +265,11 @@ impl InCall<'_> {
     }
 
     /// Notes the parts the call made, and puts the handle in `result`: a
-    /// text block, `structuredContent` and `_meta`.
-    pub(super) fn finish(self, result: &mut CallToolResult) {
+    /// text block, `structuredContent` and `_meta`. A new conversation
+    /// whose first call kept no state (refused before it ran) gets none.
+    pub(super) fn finish(mut self, result: &mut CallToolResult) {
         let session = crate::runtime::session_key(self.tenant.as_deref(), &self.claimed.session());
+        let mut kept = false;
         for part in &self.parts {
             let made = match part {
                 Part::Plugin(plugin) => plugin.keep_session(&session) == SessionState::Live,
@@ -266,7 +277,11 @@ impl InCall<'_> {
             };
             if made {
                 self.claimed.record(part.name(), &part.maker());
+                kept = true;
             }
+        }
+        if !self.claimed.settle(kept) {
+            return;
         }
         let text = &self.claimed.text;
         result.content.push(ContentBlock::text(format!(

@@ -1,16 +1,21 @@
-//! MCP: the server (`server`: tools, calls, list changes; `approve`:
+//! MCP: the server (`server`: tools and calls; `changes`: its session id
+//! and list changes; `approve`:
 //! approvals through elicitation, `ask`: through `input_required`; `logs`: guest logs forwarded; `handles`:
-//! state named by handles for requests without sessions), served over
+//! state named by handles for requests without sessions; `tasks`: long calls
+//! as tasks), served over
 //! stdio (`stdio`) and over its Streamable HTTP transport at `/mcp`
 //! (`streamable`), and tools as `tools/list` entries (`tools`).
 
 mod approve;
 mod ask;
+mod changes;
 mod handles;
 mod logs;
+mod narrowing;
 mod server;
 mod stdio;
 pub(crate) mod streamable;
+mod tasks;
 mod tools;
 
 pub use server::McpServer;

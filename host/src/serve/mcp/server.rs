@@ -14,12 +14,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, ContentBlock, ErrorData, Implementation,
-    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
-    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestMethod, CompleteRequestParams, CompleteResult, ContentBlock, ErrorData,
+    GetTaskParams, GetTaskResult, Implementation, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{Peer, ServerHandler};
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::approve::{ElicitApprover, NoElicitation};
 use super::handles;
 use super::logs::log_forwarder;
+use super::narrowing::session_narrowing;
 use crate::approval::{Approvals, Approver};
 use crate::caller::{Caller, SessionNarrowing};
 use crate::error::ErrorKind;
@@ -37,6 +39,7 @@ use crate::host::Host;
 use crate::serve::answers::Held;
 use crate::serve::progress::ProgressForward;
 use crate::toolsets::Selection;
+use crate::trace::Trace;
 
 /// Tools per `tools/list` page; `nextCursor` leads to the next.
 const TOOLS_PAGE: usize = 100;
@@ -96,7 +99,7 @@ impl McpServer {
     /// A new session whose calls still running when `abandon` is cancelled
     /// end with an error saying the server is shutting down.
     pub fn with_abandon(host: Host, abandon: CancellationToken) -> Self {
-        let session: Arc<str> = session_id().into();
+        let session: Arc<str> = super::changes::session_id().into();
         Self {
             _terminal: Arc::new(TerminalOfSession {
                 host: host.clone(),
@@ -257,6 +260,11 @@ impl McpServer {
             )),
             None => Box::pin(dispatch),
         };
+        // The trace the request names goes on into the call.
+        let dispatch = match Trace::parse(cx.meta.get_traceparent(), cx.meta.get_tracestate()) {
+            Some(trace) => Box::pin(trace.scoped(dispatch)),
+            None => dispatch,
+        };
         let dispatched = tokio::select! {
             result = dispatch => result,
             () = cx.ct.cancelled() => {
@@ -288,41 +296,22 @@ impl McpServer {
         Ok(result)
     }
 
-    /// Sends `notifications/tools/list_changed` to `peer` after each reload,
-    /// until the client goes away.
-    fn notify_changes(&self, peer: Peer<RoleServer>) {
-        let mut events = self.host.events();
-        tokio::spawn(async move {
-            loop {
-                match events.recv().await {
-                    Ok(event) if event.changes_tools() => {
-                        if peer.is_transport_closed()
-                            || peer.notify_tool_list_changed().await.is_err()
-                        {
-                            return;
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        if peer.notify_tool_list_changed().await.is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => return,
-                }
-            }
-        });
+    /// What starts `request` as `caller`, asking approvals of the approver it gets.
+    fn starter(
+        &self,
+        caller: Caller,
+        request: CallToolRequestParams,
+        cx: CallContext,
+    ) -> impl FnOnce(
+        super::ask::AskTheRequest,
+    ) -> BoxFuture<'static, Result<CallToolResult, ErrorData>>
+    + use<> {
+        let server = self.clone();
+        move |ask| {
+            let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
+            Box::pin(server.run(caller.with_approvals(approvals), request, cx))
+        }
     }
-}
-
-fn session_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    format!("mcp-{now:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// What a call needs of its request, owned so that it can outlive it.
@@ -339,6 +328,7 @@ impl ServerHandler for McpServer {
             .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
@@ -355,7 +345,7 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        self.notify_changes(context.peer);
+        super::changes::notify_changes(&self.host, context.peer);
     }
 
     async fn list_tools(
@@ -396,6 +386,12 @@ impl ServerHandler for McpServer {
         tools.truncate(end);
         let mut result = ListToolsResult::with_all_items(tools.split_off(start));
         result.next_cursor = (end < total).then(|| end.to_string());
+        // Without sessions: fresh for `[mcp] tools_ttl`, for this caller only.
+        if handles::stateless(&context.meta) {
+            let ttl = self.host.config().map(|c| c.tools_ttl).unwrap_or_default();
+            result.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+            result.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
         Ok(result)
     }
 
@@ -412,20 +408,38 @@ impl ServerHandler for McpServer {
             peer: context.peer.clone(),
             ct: context.ct.clone(),
         };
+        // A trace named by the HTTP header when `_meta` names none.
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let header = parts.and_then(|p| Trace::of_headers(&p.headers));
+        if let (None, Some(trace)) = (cx.meta.get_traceparent(), header) {
+            cx.meta.set_traceparent(trace.to_string());
+            if let Some(state) = trace.state() {
+                cx.meta.set_tracestate(state);
+            }
+        }
+        // Over HTTP a result counts in answers_held until sent (or kept).
+        let held = parts.and_then(|parts| parts.extensions.get::<Held>().cloned());
+        let stateless = handles::stateless(&context.meta);
+        // A client without sessions that declared tasks gets one for a call
+        // still running after `[tasks] after`: no log lines or progress (a
+        // task has no request stream), approvals through `tasks/update`.
+        if stateless && super::tasks::declared(&context.meta) {
+            cx.ct = CancellationToken::new();
+            cx.meta.remove("progressToken");
+            cx.meta.remove("io.modelcontextprotocol/logLevel");
+            let (timeout, tool) = (self.approval_timeout(), request.name.to_string());
+            let start = self.starter(caller.clone(), request, cx);
+            let (host, cancelled) = (&self.host, context.ct.clone());
+            return super::tasks::call(host, &caller, &tool, held, timeout, cancelled, start).await;
+        }
         // A client without sessions that can answer questions is asked for
         // approvals through `input_required`; the call runs on in a task of
         // its own between the requests (its log lines and progress go to
         // the first request's stream while it is open).
-        if handles::stateless(&context.meta) && super::ask::can_ask(&context.meta) {
+        if stateless && super::ask::can_ask(&context.meta) {
             cx.ct = CancellationToken::new();
             let timeout = self.approval_timeout();
-            let server = self.clone();
-            let asked = caller.clone();
-            let call = request.clone();
-            let start = move |ask: super::ask::AskTheRequest| -> BoxFuture<'static, _> {
-                let approvals = Arc::new(server.approvals_with(Arc::new(ask)));
-                Box::pin(server.run(asked.with_approvals(approvals), call, cx))
-            };
+            let start = self.starter(caller.clone(), request.clone(), cx);
             let cancelled = context.ct.clone();
             return super::ask::call(
                 &self.parked,
@@ -438,19 +452,43 @@ impl ServerHandler for McpServer {
             )
             .await;
         }
-        let held = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Held>().cloned());
         let result = self.clone().run(caller, request, cx).await?;
-        // Over HTTP the result is held against the caller's answers_held
-        // until it is sent.
         match held.map(|held| held.keep_serialized(&result)) {
             Some(Err(refused)) => {
                 Ok(CallToolResult::error(vec![ContentBlock::text(refused.model_text())]).into())
             }
             _ => Ok(result.into()),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        super::tasks::get(&self.host, &self.caller(&context), &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(&context);
+        super::tasks::update(
+            &self.host,
+            &caller,
+            &request.task_id,
+            &request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        super::tasks::cancel(&self.host, &self.caller(&context), &request.task_id)
     }
 
     async fn set_level(
@@ -525,42 +563,4 @@ impl ServerHandler for McpServer {
             }
         }
     }
-}
-
-/// The narrowing a client chose in `initialize`:
-/// `capabilities.experimental.toolhost.narrow = {"allow": [...], "deny": [...]}`.
-/// One that cannot be read keeps no permission (fail closed).
-fn session_narrowing(peer: &Peer<RoleServer>) -> SessionNarrowing {
-    let mut session = SessionNarrowing::default();
-    let written = peer.peer_info().and_then(|info| {
-        info.capabilities
-            .experimental
-            .as_ref()?
-            .get("toolhost")?
-            .get("narrow")
-            .cloned()
-    });
-    if let Some(value) = written {
-        let keep_nothing = || crate::policy::Narrowing {
-            allow: Some(Vec::new()),
-            deny: Vec::new(),
-        };
-        let narrowing = match serde_json::from_value::<crate::policy::Narrowing>(value) {
-            Ok(narrowing) => {
-                match crate::caller::too_large(narrowing.patterns(), narrowing.bytes()) {
-                    None => narrowing,
-                    Some(why) => {
-                        tracing::warn!("{why}: this session keeps no permission");
-                        keep_nothing()
-                    }
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "an unreadable session narrowing keeps no permission");
-                keep_nothing()
-            }
-        };
-        session.push(narrowing);
-    }
-    session
 }

@@ -29,7 +29,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::answers::Answers;
 use super::super::api::{BodyError, is_json, read_body};
-use super::super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal};
+use super::super::jsonrpc::{
+    self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal,
+};
 use super::server::McpServer;
 use crate::caller::Caller;
 use crate::host::Host;
@@ -56,6 +58,10 @@ pub struct McpHttp {
 pub fn http_service(host: Host, settings: McpHttp) -> axum::routing::MethodRouter {
     route(host, settings)
 }
+
+/// How long a tenant's request waits for room to have its body read (see
+/// [`Caller::request_permit`]), as long as a body may take to arrive.
+const REQUEST_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The first protocol version with SSE priming events.
 const PRIMING_SINCE: &str = "2025-11-25";
@@ -186,6 +192,22 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
         return into_axum(response);
     }
     let (mut parts, body) = request.into_parts();
+    // Held while the body is read and decoded (not while its request is
+    // handled: an answer to the server's own question may need a permit
+    // of the same tenant).
+    let caller = parts.extensions.get::<Caller>().cloned();
+    let reading = match &caller {
+        Some(caller) => match caller.request_permit(REQUEST_WAIT).await {
+            Ok(permit) => permit,
+            Err(message) => {
+                return refusal_response(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &Refusal::new(Value::Null, INTERNAL_ERROR, format!("busy: {message}")),
+                );
+            }
+        },
+        None => None,
+    };
     let bytes = match read_body(body, mcp.max_body).await {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge) => return too_large(mcp.max_body),
@@ -221,9 +243,9 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
         (None, Some(version)) => primes(version.as_str()),
         (None, None) => version_header_primes(&parts.headers),
     };
+    drop(reading);
     // The answer's results are held against the caller's answers_held
     // (`tools/call` keeps its result's size) until its body is done.
-    let caller = parts.extensions.get::<Caller>().cloned();
     let tenant = caller.as_ref().and_then(Caller::tenant_name);
     let held = mcp
         .answers

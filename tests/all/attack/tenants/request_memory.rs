@@ -23,6 +23,59 @@ fn padded(zeros: usize) -> String {
     body
 }
 
+/// A batch of one `sleep` call and `entries` entries whose ids are arrays
+/// of one-key objects of about 4 KiB each.
+fn junk_ids(entries: usize) -> String {
+    let call = json!({"id": "1", "type": "function", "function": {
+        "name": "run_command", "arguments": {"command": "sleep 4"}}});
+    let id = format!("[{}{{\"\":0}}]", "{\"\":0},".repeat(583));
+    assert!(id.len() < 4096);
+    let junk = format!(
+        "{{\"id\":{id},\"type\":\"function\",\"function\":{{\"name\":\"echo\",\"arguments\":\"{{}}\"}}}}"
+    );
+    let mut body = format!("{{\"tool_calls\":[{call}");
+    for _ in 0..entries {
+        body.push(',');
+        body.push_str(&junk);
+    }
+    body.push_str("]}");
+    body
+}
+
+#[tokio::test]
+async fn ids_of_tiny_values_are_not_built_nor_copied_into_the_answer() {
+    let served = start("");
+    let body = junk_ids(900);
+    assert!(body.len() < 4 << 20);
+    let (status, answer) = {
+        let response = served
+            .client
+            .post(format!("{}/v1/tool_calls", served.base))
+            .bearer_auth(A)
+            .header("content-type", "application/json")
+            .body(junk_ids(3))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.text().await.unwrap())
+    };
+    assert!(status.is_success(), "{answer}");
+    // An id that is not a string is refused for its entry, and not echoed.
+    assert!(answer.contains("id that is not a string"), "{answer}");
+    assert!(!answer.contains("{\"\":0}"), "{answer}");
+    let grown = peak_growth(&served, "/v1/tool_calls", &[], &body).await;
+    for status in grown.1 {
+        assert!(status.is_success(), "{status}");
+    }
+    // Built as values, eight such bodies held about 3 GiB.
+    assert!(
+        grown.0 < 160 << 20,
+        "the server grew by {} MiB",
+        grown.0 >> 20
+    );
+}
+
 #[tokio::test]
 async fn padded_bodies_are_not_built_while_their_calls_run() {
     let served = start("");
@@ -106,4 +159,50 @@ async fn mcp_messages_of_many_tiny_values_are_refused_before_they_are_built() {
         "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"x": [0, 0, 0]}}});
     let (_, answer) = mcp(&served, Some(&session), &call).await;
     assert!(answer.to_string().contains("hi"), "{answer}");
+}
+
+/// A connection that posts to `path` as tenant `a` a body of `size` bytes
+/// announced and all but its last byte sent, in a task that keeps it open
+/// (it never finishes) until aborted.
+fn unfinished_body(served: &Served, path: &str, size: usize) -> tokio::task::JoinHandle<()> {
+    use tokio::io::AsyncWriteExt as _;
+    let addr = served.base.trim_start_matches("http://").to_string();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {A}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {size}\r\n\r\n"
+    );
+    tokio::spawn(async move {
+        let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        socket.write_all(head.as_bytes()).await.unwrap();
+        // The server may not read it all (that is the point).
+        let _ = socket.write_all(" ".repeat(size - 1).as_bytes()).await;
+        std::future::pending::<()>().await;
+    })
+}
+
+#[tokio::test]
+async fn bodies_one_tenant_never_finishes_hold_at_most_its_concurrency_of_them() {
+    let served = Served::start(&super::config("", "concurrency = 2"), &["a", "b"]);
+    let before = resident(served.pid());
+    let open: Vec<_> = (0..48)
+        .map(|n| {
+            let path = if n % 2 == 0 { "/v1/tool_calls" } else { "/mcp" };
+            unfinished_body(&served, path, 4_000_000)
+        })
+        .collect();
+    let mut grown = 0;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        grown = grown.max(resident(served.pid()).saturating_sub(before));
+    }
+    // Read whole, the 48 bodies held about 200 MiB; two at a time, 8 MiB.
+    assert!(grown < 64 << 20, "the server grew by {} MiB", grown >> 20);
+    // Tenant b is served meanwhile.
+    let call = json!({"tool_calls": [{"id": "b", "type": "function", "function": {
+        "name": "run_command", "arguments": "{\"command\":\"echo hi\"}"}}]});
+    let (status, body) = served.post("/v1/tool_calls", super::B, &call).await;
+    assert!(status.is_success(), "{body}");
+    assert!(body.to_string().contains("hi"), "{body}");
+    open.iter().for_each(tokio::task::JoinHandle::abort);
 }

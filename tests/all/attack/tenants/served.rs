@@ -138,6 +138,18 @@ impl Served {
         panic!("no {needle:?} on stderr; got:\n{}", self.log.join("\n"));
     }
 
+    /// The bytes of stderr lines the server wrote since the last call,
+    /// after `settle` for the last ones to arrive.
+    pub(crate) fn logged(&mut self, settle: Duration) -> usize {
+        std::thread::sleep(settle);
+        let stderr = self.stderr.get_mut().unwrap();
+        let mut bytes = 0;
+        while let Ok(line) = stderr.try_recv() {
+            bytes += line.len() + 1;
+        }
+        bytes
+    }
+
     /// The server's process id.
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()

@@ -135,6 +135,9 @@ fn launch() -> Result<std::convert::Infallible, String> {
             unsafe { libc::_exit(SETUP_EXIT) }
         }
         drop(mapped_read);
+        if let Err(message) = super::identity::cap_inotify() {
+            fail(&message);
+        }
         if let Err(message) = super::identity::become_inside(spec.identity.is_some()) {
             fail(&message);
         }

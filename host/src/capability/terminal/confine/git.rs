@@ -197,10 +197,25 @@ impl Walk<'_> {
                     .bind(path.to_path_buf(), MountKind::ReadOnly, &meta);
                 self.mounts.guard.mounted(&root, path.to_path_buf(), &meta);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Absent, or a file where a directory above it should be (which
+            // a command may replace with one): kept absent.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
                 self.mounts.guard.absent(&root, path.to_path_buf());
             }
-            Err(_) => {}
+            Err(e) => {
+                self.refused.get_or_insert_with(|| {
+                    format!(
+                        "{} is repository metadata git outside the sandbox reads, and cannot be \
+                         looked at ({e}); make its directory searchable, or its path shorter",
+                        crate::escape::escape(&path.to_string_lossy())
+                    )
+                });
+            }
         }
     }
 
@@ -232,7 +247,9 @@ impl Walk<'_> {
         }
     }
 
-    fn pin_between(&mut self, root: &Path, dir: &Path) {
+    /// Pins `dir` and the directories above it up to (not including) the
+    /// grant `root`: a command cannot rename or remove them.
+    pub(super) fn pin_between(&mut self, root: &Path, dir: &Path) {
         for ancestor in dir.ancestors() {
             if ancestor == root || !ancestor.starts_with(root) {
                 break;
@@ -252,7 +269,7 @@ impl Walk<'_> {
     /// The writable grant that exposes `path` (lexically, symlinks as they
     /// are): the nearest grant or `terminal.read` directory above it must be
     /// a writable grant, and no deny rule may cover it.
-    fn root_of(&self, path: &Path) -> Option<&Path> {
+    pub(super) fn root_of(&self, path: &Path) -> Option<&Path> {
         let nearest = self
             .roots
             .iter()

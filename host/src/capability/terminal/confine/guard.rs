@@ -326,7 +326,7 @@ fn relink(dir: i32, name: &OsStr, text: &Path) -> Result<Option<std::ffi::OsStri
 
 mod watcher;
 
-pub(crate) use watcher::{Watched, kill, pidfd};
+pub(crate) use watcher::{Watched, kill, pidfd, start as start_watcher};
 
 #[cfg(test)]
 mod tests;

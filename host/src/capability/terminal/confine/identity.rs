@@ -32,6 +32,25 @@ pub(super) fn write_maps(pid: libc::pid_t, uid: u32, gid: u32, root: bool) -> Re
     write("gid_map", format!("{INSIDE_ID} {gid} 1\n")).map_err(|e| unmapped(e, gid))
 }
 
+/// Most inotify instances and watches of one sandbox: its user namespace's
+/// own limits, which its commands cannot raise. What they use is also
+/// charged to toolhost's user, whose limits every sandbox shares (128
+/// instances and a fixed number of watches by default): so no command can
+/// take them all.
+const INOTIFY_LIMITS: [(&str, &str); 2] = [
+    ("/proc/sys/user/max_inotify_instances", "2"),
+    ("/proc/sys/user/max_inotify_watches", "2048"),
+];
+
+/// In the sandbox's first process, still holding every capability in its
+/// new user namespace: lowers that namespace's inotify limits.
+pub(super) fn cap_inotify() -> Result<(), String> {
+    for (path, value) in INOTIFY_LIMITS {
+        std::fs::write(path, value).map_err(|e| format!("writing {path}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// In the sandbox's first process, once its maps are written: takes
 /// [`INSIDE_ID`] as its uid and gid. Created by a root launcher (`root`),
 /// it still has root's ids and groups, which its namespace does not map:

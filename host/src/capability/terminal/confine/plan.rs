@@ -37,6 +37,7 @@ pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec,
     let mut mounts = Mounts::default();
     mounts.system();
     add_grants(profile, watch, &mut mounts)?;
+    mounts.refusal()?;
     let (mounts, guard) = mounts.into_list();
     Ok(Spec {
         mounts,
@@ -78,6 +79,7 @@ pub(crate) fn grant_mounts(
             mounts.mask(path);
         }
     }
+    mounts.refusal()?;
     Ok(mounts.into_list())
 }
 
@@ -147,6 +149,7 @@ fn add_grants(
         read,
         refused: None,
         read_bytes: 0,
+        largest: Vec::new(),
     };
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;
@@ -178,9 +181,17 @@ pub(super) struct Mounts {
     /// renamed or replaced (see [`super::git`]).
     pins: BTreeSet<PathBuf>,
     pub(super) guard: Guard,
+    /// Why a path that had to be masked could not be looked at: the
+    /// command is refused rather than run without that mask.
+    refused: Option<String>,
 }
 
 impl Mounts {
+    /// Why the plan cannot be used, if a mask could not be planned.
+    fn refusal(&mut self) -> Result<(), String> {
+        self.refused.take().map_or(Ok(()), Err)
+    }
+
     fn add(&mut self, path: PathBuf, kind: MountKind) {
         self.planned.insert(path, (kind, None));
     }
@@ -230,7 +241,20 @@ impl Mounts {
             Ok(meta) if !meta.file_type().is_symlink() => {
                 self.bind(path.to_path_buf(), MountKind::MaskFile, &meta)
             }
-            _ => {}
+            Ok(_) => {}
+            // Gone since it was listed: nothing to mask.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // Past PATH_MAX, unsearchable, ...: whether it is there cannot
+            // be told, so no command runs without its mask.
+            Err(e) => {
+                self.refused.get_or_insert_with(|| {
+                    format!(
+                        "{} must be masked, and cannot be looked at ({e}); move it where its \
+                         path is shorter and its directory searchable, or deny its directory",
+                        crate::escape::escape(&path.to_string_lossy())
+                    )
+                });
+            }
         }
     }
 

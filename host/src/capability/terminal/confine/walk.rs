@@ -13,7 +13,11 @@ use crate::capability::Profile;
 
 /// Most entries looked at inside the grants to find what `file.deny` masks;
 /// past it the command is refused rather than run with a mask missing.
+#[cfg(not(test))]
 const MAX_ENTRIES: usize = 200_000;
+/// The same, small enough for a unit test to pass.
+#[cfg(test)]
+const MAX_ENTRIES: usize = 2_000;
 
 /// A walk of the grants for what to mask or protect.
 pub(super) struct Walk<'a> {
@@ -37,7 +41,13 @@ pub(super) struct Walk<'a> {
     pub(super) refused: Option<String>,
     /// Bytes of repository metadata read so far.
     pub(super) read_bytes: u64,
+    /// The directories with the most entries seen so far, most first: the
+    /// refusal past [`MAX_ENTRIES`] names them.
+    pub(super) largest: Vec<(PathBuf, usize)>,
 }
+
+/// How many of the largest directories a refusal names.
+const NAMED: usize = 3;
 
 impl Walk<'_> {
     /// Walks `real` (the grant `written` with symlinks resolved): deny rules
@@ -76,6 +86,7 @@ impl Walk<'_> {
             let file_type = entry.file_type().map_err(|e| unlisted(real, &e))?;
             listed.push((entry.file_name(), file_type));
         }
+        self.note_size(real, listed.len());
         // A git directory other than `.git` (a bare repository, a separate
         // git directory), known by what it holds, as git knows it.
         if writable
@@ -87,10 +98,7 @@ impl Walk<'_> {
         for (name, file_type) in listed {
             self.entries += 1;
             if self.entries > MAX_ENTRIES {
-                return Err(format!(
-                    "the granted directories hold more than {MAX_ENTRIES} entries, too many to \
-                     find every path file.deny masks; grant smaller directories to commands"
-                ));
+                return Err(self.too_many("every path file.deny masks"));
             }
             let real_path = real.join(&name);
             let written_path = written.join(&name);
@@ -100,6 +108,15 @@ impl Walk<'_> {
             let denied = rules.denies_entry(&real_path).is_some()
                 || (written_path != real_path && rules.denies_entry(&written_path).is_some());
             if denied {
+                // A rule that matches because of a directory above the entry
+                // (`config/master.key`, `**/.aws/credentials`) would stop
+                // matching were that directory renamed: it is pinned.
+                if writable
+                    && !self.denied_anywhere(&name)
+                    && let Some(root) = self.root_of(real).map(Path::to_path_buf)
+                {
+                    self.pin_between(&root, real);
+                }
                 if file_type.is_symlink() {
                     self.mask_target(&real_path);
                 } else {
@@ -187,15 +204,15 @@ impl Walk<'_> {
                     Reach::Owner => return Err(unlisted(&dir, &e)),
                 },
             };
+            let mut here = 0;
             for entry in entries {
                 let entry = entry.map_err(|e| unlisted(&dir, &e))?;
                 let file_type = entry.file_type().map_err(|e| unlisted(&dir, &e))?;
                 self.entries += 1;
+                here += 1;
                 if self.entries > MAX_ENTRIES {
-                    return Err(format!(
-                        "the granted directories hold more than {MAX_ENTRIES} entries, too many \
-                         to find every path file.deny masks; grant smaller directories to commands"
-                    ));
+                    self.note_size(&dir, here);
+                    return Err(self.too_many("every path file.deny masks"));
                 }
                 let path = entry.path();
                 if file_type.is_dir() {
@@ -206,8 +223,46 @@ impl Walk<'_> {
                     self.note_linked(&path);
                 }
             }
+            self.note_size(&dir, here);
         }
         Ok(())
+    }
+
+    /// Whether a deny rule matches an entry named `name` wherever it lies
+    /// (`**/.env`), so that renaming a directory above it takes nothing out
+    /// of the rule's reach.
+    fn denied_anywhere(&self, name: &std::ffi::OsStr) -> bool {
+        let elsewhere = Path::new("/\u{1}toolhost-elsewhere").join(name);
+        self.profile.paths.denies_entry(&elsewhere).is_some()
+    }
+
+    /// Notes that `dir` holds `entries`, keeping the largest few.
+    fn note_size(&mut self, dir: &Path, entries: usize) {
+        if self.largest.len() == NAMED && self.largest[NAMED - 1].1 >= entries {
+            return;
+        }
+        self.largest.retain(|(seen, _)| seen != dir);
+        self.largest.push((dir.to_path_buf(), entries));
+        self.largest.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        self.largest.truncate(NAMED);
+    }
+
+    /// The refusal past [`MAX_ENTRIES`], when looking for `what`: it names
+    /// where the entries are, so whoever owns the files knows what to
+    /// remove (a command that made them cannot: no command runs in these
+    /// grants until the count is under the budget again).
+    fn too_many(&self, what: &str) -> String {
+        let largest: Vec<String> = self
+            .largest
+            .iter()
+            .map(|(dir, n)| format!("{} ({n} entries)", dir.display()))
+            .collect();
+        format!(
+            "the granted directories hold more than {MAX_ENTRIES} entries, too many to find {what}; \
+             the largest: {}; remove entries there from outside the sandbox, or grant smaller \
+             directories (file.write, file.read, terminal.read)",
+            largest.join(", ")
+        )
     }
 
     /// Masks every other name in the grants of a denied file with more
@@ -221,14 +276,14 @@ impl Walk<'_> {
         let mut seen = 0;
         while let Some(dir) = stack.pop() {
             let entries = std::fs::read_dir(&dir).map_err(|e| unlisted(&dir, &e))?;
+            let mut here = 0;
             for entry in entries {
                 let entry = entry.map_err(|e| unlisted(&dir, &e))?;
                 seen += 1;
+                here += 1;
                 if seen > MAX_ENTRIES {
-                    return Err(format!(
-                        "the granted directories hold more than {MAX_ENTRIES} entries, too \
-                         many to find every name of a denied file; grant smaller directories"
-                    ));
+                    self.note_size(&dir, here);
+                    return Err(self.too_many("every name of a denied file"));
                 }
                 let path = entry.path();
                 let Ok(meta) = path.symlink_metadata() else {
@@ -418,6 +473,29 @@ mod tests {
             let git_knows = both || (head && (objects > 0 || refs > 0));
             prop_assert_eq!(is_git_dir(d, &listed(d)), git_knows || config);
         });
+    }
+
+    #[test]
+    fn past_the_budget_the_refusal_names_where_the_entries_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for (name, files) in [("junk", MAX_ENTRIES), ("src", 10)] {
+            std::fs::create_dir(root.join(name)).unwrap();
+            for n in 0..files {
+                std::fs::write(root.join(name).join(n.to_string()), "").unwrap();
+            }
+        }
+        let mut profile = Profile::deny_all("p", &root);
+        let none: [&str; 0] = [];
+        profile.paths =
+            crate::capability::file::PathRules::new(none, [&root], ["**/.env"]).unwrap();
+        let refused = super::super::plan::plan(&profile, None).err().unwrap();
+        let junk = root.join("junk").display().to_string();
+        assert!(refused.contains(&junk), "{refused}");
+        assert!(refused.contains("remove entries there"), "{refused}");
+        // Under the budget again, the command runs.
+        std::fs::remove_dir_all(root.join("junk")).unwrap();
+        assert!(super::super::plan::plan(&profile, None).is_ok());
     }
 
     #[test]

@@ -203,7 +203,7 @@ impl SessionSandbox {
             Some(Box::new(move |reason| {
                 told.lock().unwrap_or_else(|e| e.into_inner()).broken = Some(reason.to_string());
             })),
-        );
+        )?;
         let (group, control) = built.launched.into_parts();
         let mut receiver = control
             .try_clone()

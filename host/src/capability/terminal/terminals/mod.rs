@@ -76,6 +76,14 @@ impl std::fmt::Debug for Terminals {
     }
 }
 
+/// How many of `sessions` tenant `tenant` holds.
+fn held_by<V>(sessions: &HashMap<String, V>, tenant: &str) -> usize {
+    sessions
+        .keys()
+        .filter(|key| key.split_once('\0').is_some_and(|(t, _)| t == tenant))
+        .count()
+}
+
 impl Terminals {
     /// The session `key` under `profile`: the open one, or a new one if
     /// there is none or it was opened under another profile (which ends it).
@@ -102,18 +110,14 @@ impl Terminals {
                      keeps; end one, or wait until one is idle for session_idle"
                 ));
             }
-            if let Some((tenant, _)) = key.split_once('\0') {
-                let held = sessions
-                    .keys()
-                    .filter(|other| other.split_once('\0').is_some_and(|(t, _)| t == tenant))
-                    .count();
-                if held >= MAX_TERMINAL_SESSIONS_PER_TENANT {
-                    return Err(format!(
-                        "tenant {tenant:?} holds {MAX_TERMINAL_SESSIONS_PER_TENANT} terminal \
-                         sessions, its share of this host; end one, or wait until one is idle \
-                         for session_idle"
-                    ));
-                }
+            if let Some((tenant, _)) = key.split_once('\0')
+                && held_by(&sessions, tenant) >= MAX_TERMINAL_SESSIONS_PER_TENANT
+            {
+                return Err(format!(
+                    "tenant {tenant:?} holds {MAX_TERMINAL_SESSIONS_PER_TENANT} terminal \
+                     sessions, its share of this host; end one, or wait until one is idle for \
+                     session_idle"
+                ));
             }
         }
         let tenant = key.split_once('\0').map_or("", |(tenant, _)| tenant);
@@ -121,6 +125,16 @@ impl Terminals {
         let session = Arc::new(TerminalSession::new(profile.clone(), budget));
         sessions.insert(key.to_string(), session.clone());
         Ok(session)
+    }
+
+    /// Whether a new session of `tenant` (`None`: the local caller) would
+    /// fit: under the host's cap and the tenant's share.
+    pub fn has_room(&self, tenant: Option<&str>) -> bool {
+        let sessions = self.lock();
+        if sessions.len() >= MAX_TERMINAL_SESSIONS {
+            return false;
+        }
+        tenant.is_none_or(|tenant| held_by(&sessions, tenant) < MAX_TERMINAL_SESSIONS_PER_TENANT)
     }
 
     /// Sets `tenant_caps.background_output`, for every tenant at once.

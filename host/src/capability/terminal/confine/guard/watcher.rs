@@ -15,39 +15,42 @@ impl Guard {
     /// once and `end` is called with why (it ends the sandbox). After the
     /// returned registration is dropped, the watch goes on until `gone`
     /// (the sandbox's PID 1) has exited, then checks one last time.
-    pub(crate) fn watch(self, end: End, gone: Option<OwnedFd>) -> Option<Watched> {
+    ///
+    /// Fails closed: `Err` says why the guard cannot be watched (no inotify
+    /// instance or watch left for toolhost's user), and the sandbox must
+    /// not run. A kept path whose directory does not exist yet is watched
+    /// at the nearest directory that does, and its own directory from the
+    /// moment it appears.
+    pub(crate) fn watch(self, end: End, gone: Option<OwnedFd>) -> Result<Option<Watched>, String> {
         if self.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let watcher = watcher()?;
+        let watcher = watcher().ok_or_else(|| {
+            "the repository guard has no inotify instance: toolhost's user has none left \
+             (fs.inotify.max_user_instances), so no command may run beside kept repository \
+             metadata until one is free"
+                .to_string()
+        })?;
         let mut state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
         state.next += 1;
         let id = state.next;
-        let mut wds = Vec::new();
-        for dir in self.dirs() {
-            let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-                continue;
-            };
-            // SAFETY: a NUL-terminated path and the watcher's descriptor.
-            let wd = unsafe { libc::inotify_add_watch(watcher.fd.as_raw_fd(), c.as_ptr(), EVENTS) };
-            if wd >= 0 && !wds.contains(&wd) {
-                wds.push(wd);
-                state.by_wd.entry(wd).or_default().push(id);
-            }
-        }
         let undone = Arc::new(Mutex::new(None));
         state.guards.insert(
             id,
             Entry {
                 guard: Arc::new(self),
                 end,
-                wds,
+                wds: Vec::new(),
                 gone,
                 ending: false,
                 undone: undone.clone(),
             },
         );
-        Some(Watched { id, undone })
+        if let Err(e) = state.rewatch(id, watcher.fd.as_raw_fd()) {
+            state.remove(id, watcher.fd.as_raw_fd());
+            return Err(e);
+        }
+        Ok(Some(Watched { id, undone }))
     }
 }
 
@@ -127,6 +130,46 @@ struct State {
 }
 
 impl State {
+    /// Adds a watch on each directory guard `id` needs that it has none
+    /// on yet (one that appeared since); whether any was added. `Err` when
+    /// one cannot be added (no watch left for toolhost's user).
+    fn rewatch(&mut self, id: u64, inotify: i32) -> Result<bool, String> {
+        let Some(entry) = self.guards.get(&id) else {
+            return Ok(false);
+        };
+        let dirs: Vec<PathBuf> = entry.guard.dirs().map(PathBuf::from).collect();
+        let mut added = false;
+        for dir in dirs {
+            let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+                continue;
+            };
+            // SAFETY: a NUL-terminated path and the watcher's descriptor.
+            let wd = unsafe { libc::inotify_add_watch(inotify, c.as_ptr(), EVENTS) };
+            if wd < 0 {
+                let e = std::io::Error::last_os_error();
+                // Gone since it was found: its parent's watch sees it.
+                if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) {
+                    continue;
+                }
+                return Err(format!(
+                    "the repository guard cannot watch {}: {e} (fs.inotify.max_user_watches of \
+                     toolhost's user), so no command may run beside kept repository metadata \
+                     until watches are free",
+                    dir.display()
+                ));
+            }
+            let Some(entry) = self.guards.get_mut(&id) else {
+                return Ok(added);
+            };
+            if !entry.wds.contains(&wd) {
+                entry.wds.push(wd);
+                self.by_wd.entry(wd).or_default().push(id);
+                added = true;
+            }
+        }
+        Ok(added)
+    }
+
     fn remove(&mut self, id: u64, inotify: i32) {
         let Some(entry) = self.guards.remove(&id) else {
             return;
@@ -153,42 +196,60 @@ struct Watcher {
     state: Mutex<State>,
 }
 
+/// Starts the process's watcher now, before any command runs, so that no
+/// command can take the inotify instance it needs first; false (and a
+/// warning) where it cannot be had yet.
+pub(crate) fn start() -> bool {
+    let started = watcher().is_some();
+    if !started {
+        tracing::warn!(
+            "no inotify instance for the repository guard yet: commands beside kept repository \
+             metadata are refused until one is free"
+        );
+    }
+    started
+}
+
 /// The process's watcher, started at first use; `None` where inotify or a
-/// thread is not to be had (then guards are checked when commands end).
+/// thread is not to be had now (not remembered: a later call tries again).
 fn watcher() -> Option<&'static Watcher> {
-    static WATCHER: OnceLock<Option<Watcher>> = OnceLock::new();
-    WATCHER
-        .get_or_init(|| {
-            // SAFETY: new descriptors owned here, or -1.
-            let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
-            let mut pipe = [0; 2];
-            // SAFETY: pipe2 fills two descriptors.
-            let piped = unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) };
-            if fd < 0 || piped < 0 {
-                tracing::warn!("no inotify for the repository guard: checked when commands end");
-                return None;
-            }
-            // SAFETY: each descriptor was just created and is owned here.
-            let (fd, read, write) = unsafe {
-                (
-                    OwnedFd::from_raw_fd(fd),
-                    OwnedFd::from_raw_fd(pipe[0]),
-                    OwnedFd::from_raw_fd(pipe[1]),
-                )
-            };
-            let watcher = Watcher {
-                fd,
-                wake: write,
-                state: Mutex::new(State::default()),
-            };
-            let inotify = watcher.fd.as_raw_fd();
-            std::thread::Builder::new()
-                .name("toolhost-guard".into())
-                .spawn(move || run(inotify, read))
-                .ok()?;
-            Some(watcher)
-        })
-        .as_ref()
+    static WATCHER: OnceLock<Watcher> = OnceLock::new();
+    static STARTING: Mutex<()> = Mutex::new(());
+    if let Some(watcher) = WATCHER.get() {
+        return Some(watcher);
+    }
+    let _starting = STARTING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(watcher) = WATCHER.get() {
+        return Some(watcher);
+    }
+    // SAFETY: new descriptors owned here, or -1.
+    let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` was just created and is owned here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut pipe = [0; 2];
+    // SAFETY: pipe2 fills two descriptors.
+    if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return None;
+    }
+    // SAFETY: each descriptor was just created and is owned here.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+    let inotify = fd.as_raw_fd();
+    let watcher = Watcher {
+        fd,
+        wake: write,
+        state: Mutex::new(State::default()),
+    };
+    // The thread waits for `WATCHER` to be set (it asks for it under
+    // `STARTING`).
+    std::thread::Builder::new()
+        .name("toolhost-guard".into())
+        .spawn(move || run(inotify, read))
+        .ok()?;
+    let _ = WATCHER.set(watcher);
+    WATCHER.get()
 }
 
 /// Wakes the watcher's thread through its pipe.
@@ -285,6 +346,19 @@ fn run(inotify: i32, wake: OwnedFd) {
         let mut put_back: Vec<(PathBuf, String)> = Vec::new();
         let mut told = Vec::new();
         for id in ids {
+            // A directory that appeared (above a kept path) is watched from
+            // now on, then everything is checked again: what was made in it
+            // before its watch is seen too. A watch that cannot be added
+            // ends the sandbox.
+            match state.rewatch(id, inotify) {
+                Ok(_) => {}
+                Err(reason) => {
+                    if let Some(entry) = state.guards.get(&id) {
+                        tell(entry, &reason);
+                    }
+                    continue;
+                }
+            }
             let Some(entry) = state.guards.get(&id) else {
                 continue;
             };

@@ -118,7 +118,7 @@ impl ContainerBackend {
                 last = reason;
                 continue;
             }
-            backend.watch_guard();
+            backend.watch_guard()?;
             if profile.terminal.network == TerminalNetwork::Proxy {
                 backend.relay =
                     Some(Relay::start(&backend.socket, &backend.id, profile, gate.clone()).await?);
@@ -206,7 +206,7 @@ impl ContainerBackend {
 
     /// Watches the guard of the container's mounts: a change is put back,
     /// and the container removed (its next command gets a new one).
-    fn watch_guard(&mut self) {
+    fn watch_guard(&mut self) -> Result<(), String> {
         let guard = self
             .planned
             .lock()
@@ -221,7 +221,8 @@ impl ContainerBackend {
                 std::thread::spawn(move || remove(&socket, &id));
             }),
             None,
-        );
+        )?;
+        Ok(())
     }
 
     /// Its mounts, their guard and watch.
