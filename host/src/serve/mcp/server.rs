@@ -314,6 +314,15 @@ impl McpServer {
     }
 }
 
+/// `result`, or an error result in its place when keeping it until it is
+/// sent would pass the caller's `answers_held` (over HTTP).
+fn counted(held: Option<&Held>, result: CallToolResult) -> CallToolResult {
+    match held.map(|held| held.keep_serialized(&result)) {
+        Some(Err(refused)) => CallToolResult::error(vec![ContentBlock::text(refused.model_text())]),
+        _ => result,
+    }
+}
+
 /// What a call needs of its request, owned so that it can outlive it.
 struct CallContext {
     id: String,
@@ -441,7 +450,7 @@ impl ServerHandler for McpServer {
             let timeout = self.approval_timeout();
             let start = self.starter(caller.clone(), request.clone(), cx);
             let cancelled = context.ct.clone();
-            return super::ask::call(
+            let response = super::ask::call(
                 &self.parked,
                 &self.host,
                 &caller,
@@ -450,15 +459,14 @@ impl ServerHandler for McpServer {
                 cancelled,
                 start,
             )
-            .await;
+            .await?;
+            return Ok(match response {
+                CallToolResponse::Complete(result) => counted(held.as_ref(), result).into(),
+                asked => asked,
+            });
         }
         let result = self.clone().run(caller, request, cx).await?;
-        match held.map(|held| held.keep_serialized(&result)) {
-            Some(Err(refused)) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(refused.model_text())]).into())
-            }
-            _ => Ok(result.into()),
-        }
+        Ok(counted(held.as_ref(), result).into())
     }
 
     async fn get_task(

@@ -218,3 +218,38 @@ async fn unread_mcp_answers_count_against_the_tenants_cap() {
     b_is_served(&served).await;
     drop(unread);
 }
+
+/// A 2026-07-28 `tools/call` of a ~1 MB result, with or without the
+/// client saying it can answer questions: both count against
+/// `answers_held` alike.
+#[tokio::test]
+async fn a_client_that_can_answer_questions_is_held_to_answers_held_too() {
+    let served = start("answers_held = \"256KiB\"");
+    for capabilities in [json!({}), json!({"elicitation": {"form": {}}})] {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        });
+        let mut call = echo_call(1);
+        call["params"]["_meta"] = meta;
+        let response = served
+            .client
+            .post(format!("{}/mcp", served.base))
+            .bearer_auth(A)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "echo")
+            .json(&call)
+            .send()
+            .await
+            .unwrap();
+        let answer = response.text().await.unwrap();
+        assert!(
+            answer.contains("tenant_caps.answers_held") && answer.len() < 64 << 10,
+            "{capabilities}: {}",
+            &answer[..answer.len().min(300)]
+        );
+    }
+}
