@@ -40,6 +40,10 @@ pub struct Profile {
     pub limits: Limits,
     /// What the tool and parameter layers say of single tools, by name.
     pub tools: BTreeMap<String, Arc<ToolRules>>,
+    /// The configuration this profile was made from ([`crate::config::Config::generation`];
+    /// 0: none): a call made under a configuration since replaced is
+    /// refused when it starts, and when an approval it waited for comes.
+    pub generation: u64,
 }
 
 /// What a profile says of one tool, beyond its permission rules.
@@ -82,6 +86,7 @@ impl Profile {
             env: Vec::new(),
             limits: Limits::default(),
             tools: BTreeMap::new(),
+            generation: 0,
         }
     }
 

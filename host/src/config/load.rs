@@ -109,6 +109,7 @@ impl Config {
         let mut profile =
             resolve_profile(name, written, &self.global, workspace, &own, &mut problems);
         profile.terminal.sandbox_id = sandbox_id;
+        profile.generation = self.generation;
         match problems.first() {
             None => Ok(Arc::new(profile)),
             Some((key, problem)) => Err(format!("{key}: {problem}")),

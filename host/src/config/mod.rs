@@ -106,6 +106,9 @@ pub struct Tenant {
 /// A validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Tells this configuration from every other one this process read
+    /// (never 0): the profiles made from it carry it.
+    pub generation: u64,
     /// Where it came from.
     pub source: ConfigSource,
     /// Directory relative paths are resolved against.

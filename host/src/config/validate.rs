@@ -118,7 +118,9 @@ pub(super) fn validate(
         file.tenants.len(),
         problems,
     );
+    static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     Config {
+        generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         source,
         base_dir: base.to_path_buf(),
         workspace,

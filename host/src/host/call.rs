@@ -253,6 +253,12 @@ impl Host {
                 return (Err(error), Vec::new());
             }
         };
+        // Approved and given a slot: the configuration it was made under
+        // must still be the running one.
+        if let Err(error) = self.still_current(caller.profile()) {
+            self.after_call(&info, Err(&error), started);
+            return (Err(error), Vec::new());
+        }
         let approvals = || {
             Some(ApprovalScope {
                 approvals: caller.approvals().clone(),
@@ -331,6 +337,25 @@ impl Host {
 
     /// Asks for approval of each permission the profile marks
     /// `approval_required`.
+    /// Refuses a call made under a profile of a configuration that has
+    /// been replaced since (it waited for an approval or a slot across a
+    /// reload): what it would run was decided by rules no longer in force.
+    fn still_current(&self, profile: &crate::capability::Profile) -> Result<(), CallError> {
+        // A host without a configuration (built with a profile) never
+        // reloads one.
+        let Some(running) = self.config().map(|config| config.generation) else {
+            return Ok(());
+        };
+        if profile.generation == 0 || profile.generation == running {
+            return Ok(());
+        }
+        Err(CallError::new(
+            ErrorKind::Denied,
+            "the configuration was reloaded while this call waited for an approval or a free \
+             slot, and the call was made under the one before; nothing ran; call again",
+        ))
+    }
+
     async fn approve_permissions(
         &self,
         caller: &Caller,

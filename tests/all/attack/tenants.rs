@@ -498,3 +498,34 @@ async fn an_oversized_narrowing_in_initialize_keeps_no_permission() {
         "tools without permissions stay: {names:?}"
     );
 }
+
+/// A call waiting for its approval when a reload takes its write grant
+/// away does not run once approved: it was made under the rules before.
+#[tokio::test]
+async fn a_call_approved_after_a_reload_that_changed_its_rules_does_not_run() {
+    let mut served = start("");
+    let waiting = write_in_background(&served, A, "after-reload");
+    let id = pending(&served, A, 1).await.remove(0);
+    let text = std::fs::read_to_string(served.path("toolhost.toml")).unwrap();
+    let narrowed = text.replace("file.write = [\".\"]", "file.write = []");
+    assert_ne!(text, narrowed);
+    std::fs::write(served.path("toolhost.toml"), narrowed).unwrap();
+    served.wait_for("tenants reloaded");
+    let (status, body) = served
+        .post(
+            &format!("/v1/approvals/{id}"),
+            A,
+            &json!({"decision": "once"}),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    let result = waiting.await.unwrap();
+    let message = result["error"].as_str().unwrap_or_default();
+    assert!(message.contains("configuration was reloaded"), "{result}");
+    let written = std::fs::read_dir(served.path("a"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    assert!(written.is_empty(), "{written:?}");
+}
