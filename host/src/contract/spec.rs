@@ -89,7 +89,7 @@ fn violations(validator: &jsonschema::Validator, value: &Value) -> Result<(), Ve
 
 /// True for a valid tool name: `[a-zA-Z0-9_-]{1,64}`.
 pub(crate) fn is_valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
+    (1..=MAX_TOOL_NAME).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -119,6 +119,9 @@ pub(crate) const MAX_SCHEMA_BYTES: usize = 64 << 10;
 
 /// Largest description of one tool, in bytes.
 pub(crate) const MAX_DESCRIPTION_BYTES: usize = 8 << 10;
+
+/// Longest name of a tool, in bytes (ASCII: as many characters).
+pub(crate) const MAX_TOOL_NAME: usize = 64;
 
 /// Largest title of one tool, in bytes.
 pub(crate) const MAX_TITLE_BYTES: usize = 128;

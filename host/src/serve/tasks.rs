@@ -93,6 +93,22 @@ pub(crate) fn start(
             .or_else(|| call.get("name"))
             .and_then(Value::as_str)
             .unwrap_or_default();
+        // A task keeps its tool's name until it goes: no longer than a
+        // tool's name may be.
+        if tool.len() > crate::contract::spec::MAX_TOOL_NAME {
+            for created in &made {
+                tasks.remove(&created.key);
+            }
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "invalid_request: a tool name of {} bytes, longer than any tool's ({} at \
+                     most); name a tool of GET /v1/tools",
+                    tool.len(),
+                    crate::contract::spec::MAX_TOOL_NAME
+                ),
+            );
+        }
         match tasks.create(
             host.handles(),
             &settings,

@@ -242,7 +242,12 @@ impl Tasks {
                     profile: profile.clone(),
                     view: TaskView {
                         id: id.clone(),
-                        tool: tool.to_string(),
+                        // No tool has a longer name: a task keeps no more
+                        // of whatever a caller sent.
+                        tool: tool
+                            .chars()
+                            .take(crate::contract::spec::MAX_TOOL_NAME)
+                            .collect(),
                         status: Status::Working,
                         message: None,
                         created_at: now.clone(),

@@ -169,3 +169,21 @@ async fn an_async_batch_past_the_cap_is_refused_whole_before_it_runs() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_task_keeps_no_tool_name_longer_than_a_tools() {
+    let served = serve(EVERY_CALL, "").await;
+    let call = json!({"id": "c", "type": "function", "function": {
+        "name": "x".repeat(3 << 20), "arguments": "{}"}});
+    let batch = json!({"async": true, "tool_calls": [call]});
+    let (status, body) = v1(&served, "POST", "/tool_calls", ALPHA, Some(batch)).await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        &body.to_string()[..200]
+    );
+    assert!(body.to_string().len() < 1024, "the refusal echoes the name");
+    let (_, listed) = v1(&served, "GET", "/tasks", ALPHA, None).await;
+    assert_eq!(listed["tasks"], json!([]), "{listed}");
+}
