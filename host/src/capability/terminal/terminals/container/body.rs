@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use bollard::Docker;
@@ -227,8 +227,9 @@ fn masks() -> Result<PathBuf, String> {
     MASKS
         .get_or_init(|| {
             use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+            sweep_stale_masks(&std::env::temp_dir());
             let dir = std::env::temp_dir().join(format!(
-                "toolhost-masks-{}-{:x}",
+                "{MASKS_PREFIX}{}-{:x}",
                 std::process::id(),
                 crate::capability::terminal::terminals::script::nonce()
             ));
@@ -248,6 +249,45 @@ fn masks() -> Result<PathBuf, String> {
                 .map_err(|e| format!("making the masks in {}: {e}", dir.display()))
         })
         .clone()
+}
+
+/// What the masks' directories are named with, before the pid of the
+/// process that made them.
+const MASKS_PREFIX: &str = "toolhost-masks-";
+
+/// Removes the masks' directories in `tmp` of processes that have ended
+/// (each process makes one and cannot remove it when it exits): only
+/// directories (not links) owned by this process's user.
+fn sweep_stale_masks(tmp: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(MASKS_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split('-')
+            .next()
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let ours = entry
+            .path()
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+        if gone && ours {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Podman's default seccomp profile with set-id modes refused, written
@@ -313,6 +353,35 @@ fn refusing_set_id(profile: &str) -> Result<serde_json::Value, String> {
         }
     }
     Ok(profile)
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+
+    #[test]
+    fn the_masks_of_ended_processes_are_swept_and_no_others() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        let ended_pid = ended.id();
+        ended.wait().unwrap();
+        let stale = tmp.path().join(format!("{MASKS_PREFIX}{ended_pid}-ab"));
+        let live = tmp
+            .path()
+            .join(format!("{MASKS_PREFIX}{}-cd", std::process::id()));
+        for dir in [&stale, &live] {
+            std::fs::create_dir_all(dir.join("dir")).unwrap();
+            std::fs::write(dir.join("file"), "").unwrap();
+        }
+        let other = tmp.path().join("unrelated-1-ab");
+        std::fs::create_dir(&other).unwrap();
+        let link = tmp.path().join(format!("{MASKS_PREFIX}{ended_pid}-ef"));
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        sweep_stale_masks(tmp.path());
+        assert!(!stale.exists());
+        assert!(live.exists() && other.exists());
+        assert!(link.symlink_metadata().is_ok(), "a link is left alone");
+    }
 }
 
 #[cfg(test)]
