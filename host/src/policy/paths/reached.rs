@@ -103,9 +103,14 @@ impl PathRules {
                         Ok(meta) => {
                             found.insert((meta.dev(), meta.ino()));
                         }
-                        // Leads nowhere (yet).
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(unseen(e)),
+                        // A directory on the way a command may open again.
+                        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                            return Err(unseen(e));
+                        }
+                        // Leads nowhere (yet), or nowhere the kernel follows
+                        // (a loop, a file on the way): nothing is reached
+                        // through it, by the owner either.
+                        Err(_) => {}
                     }
                 } else if kind.is_dir() {
                     stack.push((path, true));
