@@ -4,6 +4,7 @@
 mod confinement;
 mod lexical;
 mod reached;
+mod repository;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ pub use confinement::Confinement;
 pub(crate) use confinement::value_allowed;
 pub use lexical::{Access, normalize};
 pub use reached::{Identities, Unsearched};
+pub use repository::{GITDIR_KEPT, WORKTREE_KEPT, kept_metadata};
 
 use super::own::{OwnPath, OwnPaths, Protection};
 
@@ -169,6 +171,11 @@ impl PathRules {
                 path,
                 pattern: pattern.to_owned(),
             });
+        }
+        if access == Access::Write
+            && let Some(kept) = kept_metadata(&path)
+        {
+            return Err(PathRefusal::RepositoryMetadata { path, kept });
         }
         let granted = self
             .grants
@@ -436,6 +443,20 @@ pub enum PathRefusal {
         key: String,
         /// What may not be done with it, and what to change.
         rule: String,
+    },
+    /// Repository metadata that makes git run programs (a repository's
+    /// configuration, hooks, ...): the file tools write it no more than
+    /// commands may.
+    #[error(
+        "path {path:?} is repository metadata ({kept}) that makes git outside the sandbox run \
+         programs or read its metadata elsewhere; tools and commands may change a repository's \
+         work and history but not that: the owner edits it"
+    )]
+    RepositoryMetadata {
+        /// The normalized path.
+        path: PathBuf,
+        /// The kept part.
+        kept: String,
     },
     /// A parameter rule of the tool confines its paths elsewhere.
     #[error(

@@ -351,6 +351,7 @@ impl PolicedFs<'_> {
                 let code = match &refusal {
                     PathRefusal::Denied { .. }
                     | PathRefusal::Own { .. }
+                    | PathRefusal::RepositoryMetadata { .. }
                     | PathRefusal::OutsideRule { .. } => ErrorCode::Access,
                     PathRefusal::NotGranted {
                         access: Access::Write,
