@@ -334,3 +334,39 @@ async fn in_a_container_metadata_cannot_be_replaced_nor_planted() {
     a_background_plant_is_put_back(&client, &scene, &root).await;
     client.cancel().await.unwrap();
 }
+
+/// The file tools of the same profile write no more of a repository's
+/// metadata than its commands may: its configuration, hooks and info.
+#[tokio::test]
+async fn the_file_tools_write_no_metadata_git_runs_programs_from() {
+    let scene = Scene::new();
+    scene.planting_would_run();
+    let host = scene.ws.host(WRITABLE).await;
+    let root = scene.repo("r");
+    let planted = std::fs::read_to_string(scene.ws.join("planted.cfg")).unwrap();
+    for (tool, path) in [
+        ("write_file", "r/.git/config"),
+        ("write_file", "r/.git/hooks/pre-commit"),
+        ("write_file", "r/.git/info/attributes"),
+        ("edit_file", "r/.git/config"),
+    ] {
+        let arguments = match tool {
+            "edit_file" => json!({ "path": path, "old_text": "[core]", "new_text": planted }),
+            _ => json!({ "path": path, "content": planted }),
+        };
+        let refused = match host.call(tool, arguments).await {
+            Ok(result) => result.get().to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(refused.contains("denied"), "{tool} {path}: {refused}");
+        scene.host_git_runs_nothing(&root, path);
+    }
+    // Its work stays open to them.
+    let wrote = host
+        .call(
+            "write_file",
+            json!({ "path": "r/notes.txt", "content": "n" }),
+        )
+        .await;
+    assert!(wrote.is_ok(), "{wrote:?}");
+}

@@ -481,37 +481,45 @@ fn not_as_root_another_users_searchable_directory_hides_nothing() {
 
 #[test]
 fn not_as_root_read_file_reaches_no_denied_file_in_an_unlistable_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
-    std::fs::create_dir_all(ws.join("w")).unwrap();
-    std::fs::create_dir_all(ws.join("home")).unwrap();
-    std::fs::write(
-        ws.join("toolhost.toml"),
-        "default_profile = \"p\"\naudit = \"off\"\ncache_dir = \"cache\"\nworkspace = \"w\"\n\
-         [profiles.p]\nallow = [\"terminal:*\", \"file:read\", \"file:write\"]\n\
-         file.read = [\".\"]\nfile.write = [\".\"]\nfile.deny = [\"**/.env\"]\n\
-         terminal.dangerous = \"allow\"\n",
-    )
-    .unwrap();
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        let status = std::process::Command::new("chown")
-            .args(["-R", &format!("{USER}:{USER}")])
-            .arg(&ws)
-            .status()
-            .unwrap();
-        assert!(status.success());
+    // Enterable but not listable; listable but not searchable; neither.
+    for mode in ["311", "600", "000"] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join("w")).unwrap();
+        std::fs::create_dir_all(ws.join("home")).unwrap();
+        std::fs::write(
+            ws.join("toolhost.toml"),
+            "default_profile = \"p\"\naudit = \"off\"\ncache_dir = \"cache\"\nworkspace = \"w\"\n\
+             [profiles.p]\nallow = [\"terminal:*\", \"file:read\", \"file:write\"]\n\
+             file.read = [\".\"]\nfile.write = [\".\"]\nfile.deny = [\"**/.env\"]\n\
+             terminal.dangerous = \"allow\"\n",
+        )
+        .unwrap();
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            let status = std::process::Command::new("chown")
+                .args(["-R", &format!("{USER}:{USER}")])
+                .arg(&ws)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let made = run_as_user(
+            &ws,
+            &format!("mkdir app && : > app/.env && ln app/.env k && chmod {mode} app && echo made"),
+        );
+        assert!(made.contains("made"), "{mode}: {made}");
+        // The owner fills the file it knows by name.
+        std::fs::write(ws.join("w/app/.env"), format!("TOKEN={SECRET}\n")).unwrap();
+        let read = call_as_user(&ws, "read_file", json!({ "path": "k" }));
+        assert!(
+            !read.contains(SECRET),
+            "{mode}: read_file read the denied file: {read}"
+        );
+        let read = run_as_user(&ws, "chmod 700 app; cat k app/.env");
+        assert!(
+            !read.contains(SECRET),
+            "{mode}: a command read the denied file: {read}"
+        );
     }
-    let made = run_as_user(
-        &ws,
-        "mkdir app && : > app/.env && ln app/.env k && chmod 311 app && echo made",
-    );
-    assert!(made.contains("made"), "{made}");
-    // The owner fills the file it knows by name.
-    std::fs::write(ws.join("w/app/.env"), format!("TOKEN={SECRET}\n")).unwrap();
-    let read = call_as_user(&ws, "read_file", json!({ "path": "k" }));
-    assert!(
-        !read.contains(SECRET),
-        "read_file read the denied file: {read}"
-    );
 }

@@ -262,9 +262,9 @@ impl PolicedFs<'_> {
                  file.write (or move large trees such as dependencies out of it)"
             )),
             Some(Err(paths::Unsearched::Unlistable(dir, why))) => Some(format!(
-                "{} can be entered but not listed ({why}), so what the names file.deny matches \
-                 reach under other names cannot be found; give it back its owner's read \
-                 permission (chmod u+r)",
+                "{} cannot be looked through ({why}), so what the names file.deny matches \
+                 reach under other names cannot be found; give it back its owner's read and \
+                 search permission (chmod u+rx)",
                 dir.display()
             )),
             Some(Ok(reached)) if reached.is_empty() => None,
@@ -348,6 +348,7 @@ impl PolicedFs<'_> {
                 let code = match &refusal {
                     PathRefusal::Denied { .. }
                     | PathRefusal::Own { .. }
+                    | PathRefusal::RepositoryMetadata { .. }
                     | PathRefusal::OutsideRule { .. } => ErrorCode::Access,
                     PathRefusal::NotGranted {
                         access: Access::Write,

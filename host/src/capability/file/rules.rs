@@ -2,6 +2,7 @@
 //! globs carved out of them (on `policy::lexical`'s normalized paths).
 
 mod reached;
+mod repository;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 pub use crate::policy::confinement::Confinement;
 pub use crate::policy::lexical::{Access, normalize};
 pub use reached::{Identities, Unsearched};
+pub use repository::{GITDIR_KEPT, WORKTREE_KEPT, kept_metadata};
 
 use crate::policy::own::{OwnPath, OwnPaths, Protection};
 
@@ -166,6 +168,11 @@ impl PathRules {
                 path,
                 pattern: pattern.to_owned(),
             });
+        }
+        if access == Access::Write
+            && let Some(kept) = kept_metadata(&path)
+        {
+            return Err(PathRefusal::RepositoryMetadata { path, kept });
         }
         let granted = self
             .grants
@@ -433,6 +440,20 @@ pub enum PathRefusal {
         key: String,
         /// What may not be done with it, and what to change.
         rule: String,
+    },
+    /// Repository metadata that makes git run programs (a repository's
+    /// configuration, hooks, ...): the file tools write it no more than
+    /// commands may.
+    #[error(
+        "path {path:?} is repository metadata ({kept}) that makes git outside the sandbox run \
+         programs or read its metadata elsewhere; tools and commands may change a repository's \
+         work and history but not that: the owner edits it"
+    )]
+    RepositoryMetadata {
+        /// The normalized path.
+        path: PathBuf,
+        /// The kept part.
+        kept: String,
     },
     /// A parameter rule of the tool confines its paths elsewhere.
     #[error(

@@ -31,6 +31,15 @@ fn searchable(dir: &Path) -> bool {
     unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::X_OK, libc::AT_EACCESS) == 0 }
 }
 
+/// Whether `dir` belongs to toolhost's user (whose commands may change
+/// its mode back and forth).
+fn ours(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    dir.symlink_metadata().is_ok_and(|meta| meta.uid() == me)
+}
+
 impl PathRules {
     /// The files and directories that a name `file.deny` matches inside
     /// the write grants (where links can be made) reaches (see the module),
@@ -61,18 +70,22 @@ impl PathRules {
         while let Some((dir, inside_denied)) = stack.pop() {
             let entries = match std::fs::read_dir(&dir) {
                 Ok(entries) => entries,
-                // What cannot be entered either hides nothing reachable.
-                Err(_) if !searchable(&dir) => continue,
+                // Another user's directory toolhost's user cannot enter
+                // either hides nothing a command could have reached (one of
+                // its own, a command may have closed after linking out).
+                Err(_) if !searchable(&dir) && !ours(&dir) => continue,
                 Err(e) => return Err(Unsearched::Unlistable(dir, e.to_string())),
             };
-            for entry in entries.flatten() {
+            for entry in entries {
+                let entry =
+                    entry.map_err(|e| Unsearched::Unlistable(dir.clone(), e.to_string()))?;
                 seen += 1;
                 if seen > max_entries {
                     return Err(Unsearched::TooMany(max_entries));
                 }
-                let Ok(kind) = entry.file_type() else {
-                    continue;
-                };
+                let kind = entry
+                    .file_type()
+                    .map_err(|e| Unsearched::Unlistable(dir.clone(), e.to_string()))?;
                 let path = entry.path();
                 let denied = inside_denied || self.denies_entry(&path).is_some();
                 if !denied {
@@ -81,17 +94,31 @@ impl PathRules {
                     }
                     continue;
                 }
+                // A denied entry that cannot be looked at (its directory
+                // listable but not searchable) refuses: what it reaches
+                // cannot be told.
+                let unseen = |e: std::io::Error| Unsearched::Unlistable(dir.clone(), e.to_string());
                 if kind.is_symlink() {
-                    if let Ok(meta) = std::fs::metadata(&path) {
-                        found.insert((meta.dev(), meta.ino()));
+                    match std::fs::metadata(&path) {
+                        Ok(meta) => {
+                            found.insert((meta.dev(), meta.ino()));
+                        }
+                        // A directory on the way a command may open again.
+                        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                            return Err(unseen(e));
+                        }
+                        // Leads nowhere (yet), or nowhere the kernel follows
+                        // (a loop, a file on the way): nothing is reached
+                        // through it, by the owner either.
+                        Err(_) => {}
                     }
                 } else if kind.is_dir() {
                     stack.push((path, true));
-                } else if let Ok(meta) = entry.metadata()
-                    && meta.is_file()
-                    && meta.nlink() > 1
-                {
-                    found.insert((meta.dev(), meta.ino()));
+                } else {
+                    let meta = entry.metadata().map_err(unseen)?;
+                    if meta.is_file() && meta.nlink() > 1 {
+                        found.insert((meta.dev(), meta.ino()));
+                    }
                 }
             }
         }

@@ -12,22 +12,7 @@ use super::plan::Walk;
 use super::spec::MountKind;
 use crate::policy::Access;
 
-/// Paths in a repository's git directory that make git run programs or read
-/// its metadata from elsewhere. Git writes the rest of the directory in
-/// normal work (objects, refs, the index, `HEAD`, logs, lock files), so
-/// that stays writable.
-const GITDIR_KEPT: &[&str] = &[
-    "config",
-    "config.worktree",
-    "commondir",
-    "hooks",
-    "info",
-    "modules",
-    "objects/info/alternates",
-];
-
-/// The same in a linked worktree's git directory (`.git/worktrees/<id>`).
-const WORKTREE_KEPT: &[&str] = &["commondir", "gitdir", "config.worktree"];
+use crate::capability::file::rules::{GITDIR_KEPT, WORKTREE_KEPT};
 
 /// Most repositories kept in one sandbox; past it the command is refused
 /// rather than run with one unprotected.
