@@ -343,7 +343,8 @@ impl Host {
     fn still_current(&self, profile: &crate::capability::Profile) -> Result<(), CallError> {
         // A host without a configuration (built with a profile) never
         // reloads one.
-        let Some(running) = self.config().map(|config| config.generation) else {
+        let settings = self.inner.settings.load();
+        let Some(running) = settings.config.as_ref().map(|config| config.generation) else {
             return Ok(());
         };
         if profile.generation == 0 || profile.generation == running {

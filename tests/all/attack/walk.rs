@@ -483,27 +483,9 @@ fn not_as_root_another_users_searchable_directory_hides_nothing() {
 fn not_as_root_read_file_reaches_no_denied_file_in_an_unlistable_directory() {
     // Enterable but not listable; listable but not searchable; neither.
     for mode in ["311", "600", "000"] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = user_workspace("[\"**/.env\"]");
         let ws = dir.path().canonicalize().unwrap();
-        std::fs::create_dir_all(ws.join("w")).unwrap();
-        std::fs::create_dir_all(ws.join("home")).unwrap();
-        std::fs::write(
-            ws.join("toolhost.toml"),
-            "default_profile = \"p\"\naudit = \"off\"\ncache_dir = \"cache\"\nworkspace = \"w\"\n\
-             [profiles.p]\nallow = [\"terminal:*\", \"file:read\", \"file:write\"]\n\
-             file.read = [\".\"]\nfile.write = [\".\"]\nfile.deny = [\"**/.env\"]\n\
-             terminal.dangerous = \"allow\"\n",
-        )
-        .unwrap();
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
-            let status = std::process::Command::new("chown")
-                .args(["-R", &format!("{USER}:{USER}")])
-                .arg(&ws)
-                .status()
-                .unwrap();
-            assert!(status.success());
-        }
+        give_to_user(&ws);
         let made = run_as_user(
             &ws,
             &format!("mkdir app && : > app/.env && ln app/.env k && chmod {mode} app && echo made"),
