@@ -132,13 +132,13 @@ async fn watch_until_dropped(
             .unwrap_or_else(|| Watched::start(&dir, config.as_deref()));
         match started {
             Ok((watched, events)) => {
+                host.set_not_watching(None);
                 if missed {
                     tracing::info!(
                         dir = %dir.display(),
                         "watching the plugin directory again; loading what changed meanwhile"
                     );
                 }
-                host.set_not_watching(None);
                 // What changed while nothing watched is looked at again.
                 let mut changed = Vec::new();
                 if missed {
@@ -159,10 +159,12 @@ async fn watch_until_dropped(
                      picked up until it can (tried again every {WATCH_RETRY:?})",
                     dir.display()
                 );
+                // Status says so before the log does: whoever reads the
+                // line and then asks finds it.
+                host.set_not_watching(Some(why.clone()));
                 if !missed {
                     tracing::warn!("{why}");
                 }
-                host.set_not_watching(Some(why));
                 missed = true;
                 tokio::time::sleep(WATCH_RETRY).await;
             }

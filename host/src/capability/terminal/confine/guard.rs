@@ -31,6 +31,13 @@ pub(super) fn unsettled(path: &Path) -> Option<String> {
     })
 }
 
+/// Held while a guard is checked. Several guards keep the same path (a
+/// caller's sandboxes, one built ahead) and several threads check them (the
+/// watcher, a command's end, a plan about to be used): one at a time, so
+/// that two never both move aside or link again what one command changed,
+/// and a second finds the first's work done rather than failing on it.
+static CHECKING: Mutex<()> = Mutex::new(());
+
 /// What ends a sandbox whose guard saw a change, told why.
 pub(crate) type End = Box<dyn Fn(&str) + Send + Sync>;
 
@@ -171,6 +178,7 @@ impl Guard {
     /// [`Self::undo`], and whether a read-only mount of the sandbox was
     /// replaced from outside (which ends the sandbox).
     fn check(&self) -> Checked {
+        let _one = CHECKING.lock().unwrap_or_else(|e| e.into_inner());
         let mut changed = Vec::new();
         let mut aside = Vec::new();
         let mut failed = Vec::new();

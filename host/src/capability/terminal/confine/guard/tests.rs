@@ -69,3 +69,65 @@ fn a_watched_guard_is_put_back_as_soon_as_it_changes() {
     assert!(!dir.path().join("commondir").exists());
     drop(watched);
 }
+
+/// Two guards keeping the same link, checked at once from two threads (the
+/// watcher and a command's end do that): one puts it back, the other finds
+/// it done. Neither reports a failure nor marks the path as planted for
+/// good, and nothing correct is moved aside.
+#[test]
+fn guards_keeping_one_path_checked_at_once_neither_fail_nor_undo_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = dir.path().join(".git");
+    std::fs::create_dir(&git).unwrap();
+    let hooks = git.join("hooks");
+    std::os::unix::fs::symlink("../hooks", &hooks).unwrap();
+    let mut guard = Guard::default();
+    guard.link(dir.path(), hooks.clone(), "../hooks".into());
+    guard.absent(dir.path(), git.join("commondir"));
+    let guards = [guard.clone(), guard];
+    for round in 0..300 {
+        std::fs::remove_file(&hooks).unwrap();
+        std::fs::create_dir(&hooks).unwrap();
+        std::fs::write(git.join("commondir"), "../evil\n").unwrap();
+        let barrier = std::sync::Barrier::new(2);
+        let reasons: Vec<Result<(), String>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = guards
+                .iter()
+                .map(|guard| {
+                    let barrier = &barrier;
+                    scope.spawn(move || {
+                        barrier.wait();
+                        guard.undo()
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for reason in reasons.iter().filter_map(|r| r.as_ref().err()) {
+            assert!(!reason.contains("could not"), "round {round}: {reason}");
+        }
+        assert_eq!(
+            reasons.iter().filter(|r| r.is_err()).count(),
+            1,
+            "round {round}: {reasons:?}"
+        );
+        assert_eq!(std::fs::read_link(&hooks).unwrap(), Path::new("../hooks"));
+        assert_eq!(unsettled(&hooks), None, "round {round}");
+        // What was set aside is the planted directory and file, never the link.
+        for entry in std::fs::read_dir(&git).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_name().to_string_lossy().contains(beneath::ASIDE) {
+                assert!(
+                    !entry.file_type().unwrap().is_symlink(),
+                    "round {round}: a correct link was moved aside"
+                );
+                let path = entry.path();
+                if path.is_dir() {
+                    std::fs::remove_dir(&path).unwrap();
+                } else {
+                    std::fs::remove_file(&path).unwrap();
+                }
+            }
+        }
+    }
+}
