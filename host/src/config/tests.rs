@@ -312,3 +312,24 @@ fn state_settings_are_checked_and_the_key_file_is_toolhosts_own() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_tenants_name_is_neither_empty_nor_holds_control_characters() {
+    let config = |name: &str| {
+        format!(
+            "default_profile = \"p\"\n[profiles.p]\n[tenants.{name}]\nprofile = \"p\"\n\
+             token_sha256 = \"{}\"\n",
+            "a".repeat(64)
+        )
+    };
+    for name in ["\"\"", "\"a\\u0000b\"", "\"a\\nb\""] {
+        let found = problems(&config(name));
+        assert!(
+            found
+                .iter()
+                .any(|p| p.contains("a tenant's name must not be empty")),
+            "{name}: {found:?}"
+        );
+    }
+    assert_eq!(problems(&config("\"team a.1\"")), Vec::<String>::new());
+}

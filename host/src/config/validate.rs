@@ -263,6 +263,15 @@ fn validate_tenant(
     } = *context;
     let key = |field: &str| format!("tenants.{name}.{field}");
     let before = problems.len();
+    // The empty name is the local caller's, which owns what callers that
+    // are not tenants keep (tasks, sessions).
+    if name.is_empty() || name.chars().any(char::is_control) {
+        problems.push((
+            format!("tenants.{}", crate::escape::escape(name)),
+            "a tenant's name must not be empty nor hold control characters; rename the table"
+                .into(),
+        ));
+    }
     if !profiles.contains_key(&written.profile) {
         problems.push((
             key("profile"),

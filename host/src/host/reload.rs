@@ -173,6 +173,19 @@ impl Host {
         let caller = Caller::new(profile, current.caller.approvals().clone());
         self.terminals()
             .set_output_cap(config.tenant_caps.background_output);
+        // A tenant removed, or whose token changed, no longer owns its
+        // tasks: whoever gets that name later must not read them.
+        if let Some(running) = &current.config {
+            self.tasks().0.forget_tenants(|name| {
+                name.is_empty()
+                    || running.tenants.get(name).is_some_and(|was| {
+                        config
+                            .tenants
+                            .get(name)
+                            .is_some_and(|now| now.token_sha256 == was.token_sha256)
+                    })
+            });
+        }
         let memory = self.sessions_memory();
         memory.set_share(
             config

@@ -124,6 +124,13 @@ impl std::fmt::Display for TaskError {
     }
 }
 
+/// The owner of a forgotten task: no tenant's name (names are not empty
+/// and hold no NUL).
+const FORGOTTEN: &str = "\0forgotten";
+
+/// How long a forgotten task's entry stays, for its cancelled call to end.
+const FORGOTTEN_GRACE: Duration = Duration::from_secs(5);
+
 /// What answers a task's question: it gets the caller's answer.
 pub type Responder = Box<dyn FnOnce(&Value) + Send>;
 
@@ -438,6 +445,34 @@ impl Tasks {
             }
         });
         Ok(())
+    }
+
+    /// Ends and forgets every task of a tenant `kept` refuses (one the
+    /// configuration no longer has, or whose token changed: whoever holds
+    /// that name now is not who made them). A running call is cancelled
+    /// and audited as such; no caller finds any of them again.
+    pub fn forget_tenants(&self, kept: impl Fn(&str) -> bool) {
+        self.with(|entries| {
+            for entry in entries.values_mut().filter(|e| !kept(&e.tenant)) {
+                // Owned by nobody: no tenant name is empty but the local
+                // caller's, which is always kept.
+                entry.tenant = FORGOTTEN.to_string();
+                if !entry.view.status.is_terminal() {
+                    entry.view.status = Status::Cancelled;
+                    entry.view.message = Some(
+                        "cancelled: its tenant was removed from the configuration or its token \
+                         changed"
+                            .into(),
+                    );
+                    entry.cancel.cancel();
+                }
+                entry.view.payload = Payload::None;
+                entry.responder = None;
+                // Its call is given a moment to end and be audited.
+                entry.done_at = Some(Instant::now());
+                entry.keep = entry.keep.min(FORGOTTEN_GRACE);
+            }
+        });
     }
 
     /// The tasks of `tenant` under `profile`, oldest first.

@@ -187,3 +187,65 @@ async fn a_task_keeps_no_tool_name_longer_than_a_tools() {
     let (_, listed) = v1(&served, "GET", "/tasks", ALPHA, None).await;
     assert_eq!(listed["tasks"], json!([]), "{listed}");
 }
+
+/// A tenant removed from the configuration, or given another token (the
+/// name now another customer's), no longer owns its tasks: the running one
+/// is cancelled and its command killed, and whoever holds the name next
+/// lists, reads and cancels none of them. A tenant left as it was keeps its
+/// own.
+#[tokio::test]
+async fn a_removed_or_re_keyed_tenants_tasks_are_ended_and_reach_no_later_holder_of_its_name() {
+    use crate::mcp_handles::GAMMA;
+    let served = serve(EVERY_CALL, "").await;
+    let marker = format!("v1-tasks-removed-{}", std::process::id());
+    let (_, body) = start(&served, BETA, &["echo old-beta-secret"]).await;
+    let done = ids(&body).remove(0);
+    assert_eq!(poll(&served, BETA, &done).await["status"], "completed");
+    let (_, body) = start(&served, BETA, &[&format!("sleep 30; echo {marker}")]).await;
+    let running = ids(&body).remove(0);
+    let (_, body) = start(&served, ALPHA, &["echo alpha-kept"]).await;
+    let alphas = ids(&body).remove(0);
+    crate::mcp_tasks::started(&marker).await;
+    let file = served.root.join("toolhost.toml");
+    for text in [
+        // Re-keyed: the name `beta` now belongs to whoever holds GAMMA.
+        served
+            .config
+            .replace(&super::sha256_hex(BETA), &super::sha256_hex(GAMMA)),
+        // Removed, then added again for another customer.
+        served.config.replace("[tenants.beta]", "[tenants.gone]"),
+        served
+            .config
+            .replace(&super::sha256_hex(BETA), &super::sha256_hex(GAMMA)),
+    ] {
+        std::fs::write(&file, &text).unwrap();
+        served.host.reload_config(&file).unwrap();
+        // Who holds a token now: GAMMA as `beta`, or BETA as `gone`.
+        let token = if text.contains("[tenants.gone]") {
+            BETA
+        } else {
+            GAMMA
+        };
+        // The server takes the new tenants in once it hears of the reload.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, listed) = v1(&served, "GET", "/tasks", token, None).await;
+            if status == StatusCode::OK {
+                assert_eq!(listed, json!({"tasks": []}), "{text}");
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{status} {listed}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for id in [&done, &running] {
+            for method in ["GET", "DELETE"] {
+                let (status, body) =
+                    v1(&served, method, &format!("/tasks/{id}"), token, None).await;
+                assert_eq!(status, StatusCode::NOT_FOUND, "{method} {body}");
+                assert!(!body.to_string().contains("old-beta-secret"), "{body}");
+            }
+        }
+        crate::assert_gone(&marker).await;
+    }
+    assert_eq!(poll(&served, ALPHA, &alphas).await["status"], "completed");
+}
