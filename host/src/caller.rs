@@ -21,6 +21,32 @@ pub struct Caller {
     requests: Arc<tokio::sync::Semaphore>,
     concurrency: usize,
     rate: Option<Arc<RateLimit>>,
+    /// Whether what narrowed this caller is still what narrows its session
+    /// (see [`Caller::in_force_while`]).
+    in_force: Option<InForce>,
+}
+
+/// Whether a caller made for a call is still the one its session would
+/// give now, or the rules a call was made under still the running ones:
+/// `Err` says why not.
+#[derive(Clone)]
+pub struct InForce(Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+impl InForce {
+    pub(crate) fn new(check: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(check))
+    }
+
+    /// `Err` says why what a call was made under no longer holds.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for InForce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InForce")
+    }
 }
 
 /// A calls-per-minute limit: a token bucket that refills continuously.
@@ -60,6 +86,29 @@ impl Caller {
             profile,
             approvals,
             rate: None,
+            in_force: None,
+        }
+    }
+
+    /// The same caller, valid only while `check` holds: a call that waited
+    /// (for a slot, an approval) is refused when it starts if its session
+    /// was narrowed or forgotten meanwhile.
+    pub(crate) fn in_force_while(
+        mut self,
+        check: impl Fn() -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.in_force = Some(InForce::new(check));
+        self
+    }
+
+    /// Whether this caller is still the one its session gives (see
+    /// [`Caller::in_force_while`]).
+    pub(crate) fn still_in_force(&self) -> Result<(), CallError> {
+        match &self.in_force {
+            Some(in_force) => in_force
+                .check()
+                .map_err(|why| CallError::new(ErrorKind::Denied, why)),
+            None => Ok(()),
         }
     }
 

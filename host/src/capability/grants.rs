@@ -57,6 +57,10 @@ pub struct ApprovalScope {
     pub scope: String,
     /// The tenant, if any.
     pub tenant: Option<String>,
+    /// Whether the rules the call was made under still hold once an
+    /// approval asked during it is answered (a reload or a narrowing may
+    /// have come meanwhile).
+    pub in_force: Option<crate::caller::InForce>,
 }
 
 impl Grants {

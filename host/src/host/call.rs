@@ -255,15 +255,32 @@ impl Host {
         };
         // Approved and given a slot: the configuration it was made under
         // must still be the running one.
-        if let Err(error) = self.still_current(caller.profile()) {
+        if let Err(error) = self
+            .still_current(caller.profile())
+            .and_then(|()| caller.still_in_force())
+        {
             self.after_call(&info, Err(&error), started);
             return (Err(error), Vec::new());
         }
+        // What an approval asked during the call checks once answered.
+        let in_force = {
+            let host = Arc::downgrade(&self.inner);
+            let caller = caller.clone();
+            crate::caller::InForce::new(move || {
+                if let Some(inner) = host.upgrade() {
+                    Host { inner }
+                        .still_current(caller.profile())
+                        .map_err(|e| e.message().to_string())?;
+                }
+                caller.still_in_force().map_err(|e| e.message().to_string())
+            })
+        };
         let approvals = || {
             Some(ApprovalScope {
                 approvals: caller.approvals().clone(),
                 scope: scope(),
                 tenant: caller.tenant_name().map(String::from),
+                in_force: Some(in_force.clone()),
             })
         };
         let stateful_session = request

@@ -115,11 +115,11 @@ impl Narrowings {
         let narrowing = {
             let mut sessions = table.0.lock().unwrap_or_else(|e| e.into_inner());
             match sessions.get_mut(session) {
-                None => return Ok(caller.clone()),
+                None => None,
                 Some(Entry::Expired(_)) => return Err(expired(session, caps)),
                 Some(Entry::Live { narrowing, used }) if used.elapsed() < caps.narrowing_idle => {
                     *used = Instant::now();
-                    narrowing.clone()
+                    Some(narrowing.clone())
                 }
                 Some(Entry::Live { .. }) => {
                     expire(&mut sessions, caps);
@@ -127,7 +127,35 @@ impl Narrowings {
                 }
             }
         };
-        Ok(narrowing.apply(caller))
+        let narrowed = match &narrowing {
+            Some(narrowing) => narrowing.apply(caller),
+            None => caller.clone(),
+        };
+        // A call that starts after the session was narrowed again (or
+        // forgotten) does not run under what it was given before.
+        let session = session.to_string();
+        Ok(narrowed.in_force_while(move || {
+            let sessions = table.0.lock().unwrap_or_else(|e| e.into_inner());
+            let now = match sessions.get(&session) {
+                Some(Entry::Live { narrowing, .. }) => Some(narrowing),
+                Some(Entry::Expired(_)) => None,
+                None => None,
+            };
+            let same = match (&narrowing, now) {
+                (None, None) => !matches!(sessions.get(&session), Some(Entry::Expired(_))),
+                (Some(was), Some(now)) => Arc::ptr_eq(was, now),
+                _ => false,
+            };
+            match same {
+                true => Ok(()),
+                false => Err(format!(
+                    "session {:?} was narrowed or forgotten while this call waited for a slot \
+                     or an approval, and the call was given the session's rights before that; \
+                     nothing ran; call again",
+                    crate::escape::escape(&session)
+                )),
+            }
+        }))
     }
 }
 

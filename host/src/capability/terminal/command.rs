@@ -266,6 +266,11 @@ pub(super) async fn authorize(
                         profile.name
                     )
                 })?;
+            // Approved: the rules the call was made under must still be
+            // the running ones.
+            if let Some(in_force) = &scope.in_force {
+                in_force.check()?;
+            }
             Ok(WorkingDir { auto, ..dir })
         }
     }

@@ -1,0 +1,108 @@
+//! Calls that waited (for an approval, a slot) while the rules they were
+//! made under changed: a reload or a narrowing of their session comes
+//! first, and the approved call, or the dangerous command approved inside
+//! a running guest, does not run.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use super::{A, narrow, pending, start, write_in_background};
+
+/// A call waiting for its approval when a reload takes its write grant
+/// away does not run once approved: it was made under the rules before.
+#[tokio::test]
+async fn a_call_approved_after_a_reload_that_changed_its_rules_does_not_run() {
+    let mut served = start("");
+    let waiting = write_in_background(&served, A, None, "after-reload");
+    let id = pending(&served, A, 1).await.remove(0);
+    let text = std::fs::read_to_string(served.path("toolhost.toml")).unwrap();
+    let narrowed = text.replace("file.write = [\".\"]", "file.write = []");
+    assert_ne!(text, narrowed);
+    std::fs::write(served.path("toolhost.toml"), narrowed).unwrap();
+    served.wait_for("tenants reloaded");
+    let (status, body) = served
+        .post(
+            &format!("/v1/approvals/{id}"),
+            A,
+            &json!({"decision": "once"}),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    let result = waiting.await.unwrap();
+    let message = result["error"].as_str().unwrap_or_default();
+    assert!(message.contains("configuration was reloaded"), "{result}");
+    let written = std::fs::read_dir(served.path("a"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    assert!(written.is_empty(), "{written:?}");
+}
+
+/// A call waiting for its approval when its session is narrowed away from
+/// what it does does not run once approved: it was given the session's
+/// rights before the narrowing.
+#[tokio::test]
+async fn a_call_approved_after_its_session_was_narrowed_does_not_run() {
+    let served = start("");
+    let waiting = write_in_background(&served, A, Some("s"), "after-narrowing");
+    let id = pending(&served, A, 1).await.remove(0);
+    let (status, body) = narrow(&served, A, "s", &["file:write".to_string()]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = served
+        .post(
+            &format!("/v1/approvals/{id}"),
+            A,
+            &json!({"decision": "once"}),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    let result = waiting.await.unwrap();
+    let message = result["error"].as_str().unwrap_or_default();
+    assert!(message.contains("was narrowed or forgotten"), "{result}");
+    assert!(!served.path("a/after-narrowing").exists());
+}
+
+/// A dangerous command waiting for its approval inside a running call when
+/// the configuration is reloaded does not run once approved.
+#[tokio::test]
+async fn a_dangerous_command_approved_after_a_reload_does_not_run() {
+    crate::use_launcher();
+    let config = super::config("", "").replace(
+        "terminal.max_output = \"1MiB\"",
+        "terminal.max_output = \"1MiB\"\nterminal.dangerous = \"approve\"",
+    );
+    let mut served = super::Served::start(&config, &["a", "b"]);
+    std::fs::create_dir_all(served.path("a/keep")).unwrap();
+    let client = served.client.clone();
+    let url = format!("{}/v1/tool_calls", served.base);
+    let body = super::served::batch(None, "run_command", &json!({"command": "rm -rf keep"}));
+    let waiting = tokio::spawn(async move {
+        let response = client.post(url).bearer_auth(A).json(&body).send().await;
+        let body: serde_json::Value = response.unwrap().json().await.unwrap();
+        body["tool_results"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    });
+    let id = pending(&served, A, 1).await.remove(0);
+    let text = std::fs::read_to_string(served.path("toolhost.toml")).unwrap();
+    let changed = text.replace(
+        "terminal.max_output = \"1MiB\"",
+        "terminal.max_output = \"2MiB\"",
+    );
+    assert_ne!(text, changed);
+    std::fs::write(served.path("toolhost.toml"), changed).unwrap();
+    served.wait_for("tenants reloaded");
+    let (status, body) = served
+        .post(
+            &format!("/v1/approvals/{id}"),
+            A,
+            &json!({"decision": "once"}),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    let result = waiting.await.unwrap();
+    assert!(result.contains("configuration was reloaded"), "{result}");
+    assert!(served.path("a/keep").is_dir(), "the approved command ran");
+}
