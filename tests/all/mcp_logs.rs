@@ -43,3 +43,54 @@ fn a_request_without_a_session_gets_log_lines_only_at_the_level_it_names() {
     assert!(log_lines_of_a_stateless_todo(Some("info")).is_empty());
     assert!(log_lines_of_a_stateless_todo(None).is_empty());
 }
+
+/// A plugin that logs 1000 lines of 4 KiB of control characters (24 MB as
+/// escaped JSON) sends a client at most 1 MiB of them, then one notice of
+/// how many were dropped, and the call's answer; the server's own log gets
+/// at most its per-plugin share a second of them.
+#[test]
+fn a_chatty_plugins_log_lines_are_bounded_on_the_wire_and_in_the_servers_log() {
+    let (_dir, root) = workspace(CONFIG);
+    let mut server = Stdio::start(&root, &[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+        "io.modelcontextprotocol/logLevel": "debug",
+    });
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "chatter", "arguments": {"lines": 1000, "bytes": 4096},
+        "_meta": meta}}));
+    let (mut sent, mut lines, mut notice) = (0, 0, None);
+    loop {
+        let message = server.answer();
+        if message["id"] == 2 {
+            assert!(message["result"]["isError"] != json!(true), "{message}");
+            break;
+        }
+        if message["method"] == "notifications/message" {
+            sent += message.to_string().len();
+            lines += 1;
+            let text = message["params"]["data"]["message"]
+                .as_str()
+                .unwrap_or_default();
+            if text.contains("log lines of this call were dropped") {
+                notice = Some(text.to_string());
+            }
+        }
+    }
+    assert!(
+        sent <= (1 << 20) + 4096,
+        "{sent} bytes of log lines in {lines} lines"
+    );
+    assert!(lines > 10, "only {lines} lines came");
+    let notice = notice.expect("no notice of the dropped lines");
+    assert!(
+        notice.starts_with(&format!("{} log lines", 1000 - (lines - 1))),
+        "{notice}"
+    );
+    // The server's log: the plugin's share of a second, and a line saying
+    // how many were dropped.
+    let log = server.stderr_text();
+    assert!(log.len() < 2 << 20, "the server logged {} bytes", log.len());
+}

@@ -105,7 +105,7 @@ impl Stdio {
         )
     }
 
-    fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         self.stderr.try_iter().collect::<Vec<_>>().join("\n")
     }
 

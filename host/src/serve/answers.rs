@@ -155,7 +155,7 @@ impl Drop for Share {
 }
 
 /// Counts the bytes written to it.
-struct Counted(usize);
+pub(crate) struct Counted(pub(crate) usize);
 
 impl std::io::Write for Counted {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

@@ -66,6 +66,55 @@ impl Room<'_, Log> {
     }
 }
 
+/// Most bytes of guest log messages a plugin writes into the host's log
+/// per second; past them its lines are dropped until the next second, which
+/// says how many were.
+const HOST_LOG_PER_SECOND: usize = 64 << 10;
+
+/// The guest lines each plugin wrote into the host's log this second.
+static HOST_LOG: HostLog = HostLog(std::sync::Mutex::new(None));
+
+struct HostLog(
+    #[allow(clippy::type_complexity)]
+    std::sync::Mutex<
+        Option<std::collections::HashMap<String, (std::time::Instant, usize, usize)>>,
+    >,
+);
+
+impl HostLog {
+    /// Whether `plugin` may write `bytes` more into the host's log now. A
+    /// plugin's guests cannot fill the disk the log is on, whoever calls.
+    fn admit(&self, plugin: &str, bytes: usize) -> bool {
+        let mut plugins = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let plugins = plugins.get_or_insert_with(Default::default);
+        let now = std::time::Instant::now();
+        if !plugins.contains_key(plugin) {
+            // Plugins come and go with reloads: the table holds those of
+            // the last second or so.
+            plugins.retain(|_, (since, _, _)| now.duration_since(*since).as_secs() < 2);
+            plugins.insert(plugin.to_string(), (now, 0, 0));
+        }
+        let (since, written, dropped) = plugins.get_mut(plugin).expect("inserted above");
+        if now.duration_since(*since).as_secs() >= 1 {
+            if *dropped > 0 {
+                tracing::warn!(
+                    plugin,
+                    dropped = *dropped,
+                    "guest log lines dropped: the plugin wrote more than {HOST_LOG_PER_SECOND} \
+                     bytes a second into this log"
+                );
+            }
+            (*since, *written, *dropped) = (now, 0, 0);
+        }
+        if *written + bytes > HOST_LOG_PER_SECOND {
+            *dropped += 1;
+            return false;
+        }
+        *written += bytes;
+        true
+    }
+}
+
 /// Where the guest log lines of calls go besides the server's log: a server
 /// passes one for a client that asked for log messages. Called with the
 /// level (`trace`, `debug`, `info`, `warn`, `error`), the plugin, the tool
@@ -98,6 +147,9 @@ impl Host for Room<'_, Log> {
             Level::Error => "error",
         };
         let _ = LOG_SINK.try_with(|sink| sink(name, plugin, tool, &message));
+        if !HOST_LOG.admit(plugin, message.len()) {
+            return Ok(());
+        }
         match level {
             Level::Trace => tracing::trace!(target: "toolhost::guest", plugin, tool, "{message}"),
             Level::Debug => tracing::debug!(target: "toolhost::guest", plugin, tool, "{message}"),

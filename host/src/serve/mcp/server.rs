@@ -238,7 +238,7 @@ impl McpServer {
             true => cx.meta.log_level(),
             false => Some(self.log_level().unwrap_or(LoggingLevel::Info)),
         };
-        let (sink, forwarded) = log_forwarder(floor, cx.peer.clone());
+        let (sink, forwarded) = log_forwarder(floor, cx.peer.clone(), cx.held.clone());
         let tool = call.tool.clone();
         let dispatch = crate::capability::log::with_log_sink(
             sink,
@@ -329,6 +329,8 @@ struct CallContext {
     meta: rmcp::model::RequestMetaObject,
     peer: Peer<RoleServer>,
     ct: CancellationToken,
+    /// Over HTTP, the request's share of its tenant's `answers_held`.
+    held: Option<Held>,
 }
 
 impl ServerHandler for McpServer {
@@ -416,6 +418,7 @@ impl ServerHandler for McpServer {
             meta: context.meta.clone(),
             peer: context.peer.clone(),
             ct: context.ct.clone(),
+            held: None,
         };
         // A trace named by the HTTP header when `_meta` names none.
         let parts = context.extensions.get::<axum::http::request::Parts>();
@@ -428,6 +431,7 @@ impl ServerHandler for McpServer {
         }
         // Over HTTP a result counts in answers_held until sent (or kept).
         let held = parts.and_then(|parts| parts.extensions.get::<Held>().cloned());
+        cx.held = held.clone();
         let stateless = handles::stateless(&context.meta);
         // A client without sessions that declared tasks gets one for a call
         // still running after `[tasks] after`: no log lines or progress (a

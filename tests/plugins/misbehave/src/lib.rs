@@ -138,6 +138,26 @@ fn say(args: SayArgs) -> Result<Value, ToolError> {
     Ok(Value::String(args.text))
 }
 
+/// Arguments of `chatter`.
+#[derive(Deserialize, JsonSchema)]
+struct ChatterArgs {
+    /// How many lines to log.
+    lines: u32,
+    /// How many bytes each line holds (of the control character 0x01).
+    bytes: usize,
+}
+
+/// Logs `lines` warnings of `bytes` control characters each: a chatty
+/// plugin's worst case on the wire (each byte escaped to six).
+#[tool(toolset = "misbehave")]
+fn chatter(args: ChatterArgs) -> Result<Value, ToolError> {
+    let line = "\u{1}".repeat(args.bytes.min(1 << 16));
+    for _ in 0..args.lines.min(100_000) {
+        toolhost_sdk::log::warn(&line);
+    }
+    Ok(Value::Null)
+}
+
 /// A tool whose description holds terminal control sequences.
 #[allow(non_camel_case_types)]
 struct paint {}
@@ -171,5 +191,6 @@ export_plugin!(
     plain_text,
     report_progress,
     say,
+    chatter,
     paint
 );
