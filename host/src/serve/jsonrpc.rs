@@ -86,7 +86,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
                 INVALID_REQUEST,
                 format!(
                     "Invalid Request: the message holds more than {MAX_VALUES} JSON values \
-                     (numbers, strings, arrays, objects, ...); send fewer"
+                     (numbers, strings, ...; each array or object counts as {}); send fewer",
+                    values::CONTAINER
                 ),
             ),
             values::Counted::Invalid(e) => {
@@ -105,7 +106,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
                     format!("Invalid params of {:?}", custom.method),
                 ))
             }
-            _ => Ok(Some(JsonRpcMessage::Request(request))),
+            _ => {
+                let mut request = request;
+                // A session keeps what it was started with for its life:
+                // not what the server never reads (experimental
+                // capabilities are free-form, any size).
+                if let ClientRequest::InitializeRequest(initialize) = &mut request.request {
+                    initialize.params.capabilities.experimental = None;
+                }
+                Ok(Some(JsonRpcMessage::Request(request)))
+            }
         },
         Ok(message) => Ok(Some(message)),
         Err(typed) => {
@@ -146,6 +156,26 @@ mod values {
 
     struct Count<'a>(&'a mut usize);
 
+    /// What an array or an object counts, in values: built, each costs
+    /// about as much as that many scalars (a map or a vector of its own).
+    pub(super) const CONTAINER: usize = 16;
+
+    impl Count<'_> {
+        /// Counts the rest of what an array or object costs.
+        fn container<E: serde::de::Error>(&mut self) -> Result<(), E> {
+            match self.0.checked_sub(CONTAINER - 1) {
+                Some(left) => {
+                    *self.0 = left;
+                    Ok(())
+                }
+                None => {
+                    *self.0 = 0;
+                    Err(E::custom("too many values"))
+                }
+            }
+        }
+    }
+
     impl<'de> DeserializeSeed<'de> for Count<'_> {
         type Value = ();
         fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
@@ -180,11 +210,13 @@ mod values {
         fn visit_unit<E>(self) -> Result<(), E> {
             Ok(())
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+            self.container()?;
             while seq.next_element_seed(Count(&mut *self.0))?.is_some() {}
             Ok(())
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+            self.container()?;
             while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
                 map.next_value_seed(Count(&mut *self.0))?;
             }

@@ -224,11 +224,19 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
     };
     // A session the server does not know is rmcp's to refuse (404).
     let decoded = (session.is_none() || held.is_some()).then(|| jsonrpc::decode(&bytes));
+    let mut bytes = bytes;
     let initialize = match decoded {
         None | Some(Ok(None)) => None,
-        Some(Ok(Some(message))) => match message {
-            JsonRpcMessage::Request(request) => match request.request {
-                ClientRequest::InitializeRequest(init) => Some(init.params.protocol_version),
+        Some(Ok(Some(message))) => match &message {
+            JsonRpcMessage::Request(request) => match &request.request {
+                ClientRequest::InitializeRequest(init) => {
+                    // rmcp keeps the session's start for its life: as
+                    // decoded, without what the server never reads.
+                    if let Ok(trimmed) = serde_json::to_vec(&message) {
+                        bytes = trimmed.into();
+                    }
+                    Some(init.params.protocol_version.clone())
+                }
                 _ => None,
             },
             _ => None,

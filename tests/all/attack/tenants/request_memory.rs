@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::served::{Served, resident};
 use super::unread::{mcp, mcp_session};
@@ -205,4 +205,59 @@ async fn bodies_one_tenant_never_finishes_hold_at_most_its_concurrency_of_them()
     assert!(status.is_success(), "{body}");
     assert!(body.to_string().contains("hi"), "{body}");
     open.iter().for_each(tokio::task::JoinHandle::abort);
+}
+
+/// Objects cost far more to build than their spelling: a message of 32,700
+/// one-key objects (65,400 values in 229 KB) is refused before it is built,
+/// and eight at once grow the server by little; one of a few thousand
+/// objects is served.
+#[tokio::test]
+async fn mcp_messages_of_many_small_objects_are_refused_before_they_are_built() {
+    let served = start("");
+    let session = mcp_session(&served).await;
+    let padded = |objects: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"run_command","arguments":{{"command":"sleep 4"}},"_meta":{{"pad":[{}{{"":0}}]}}}}}}"#,
+            r#"{"":0},"#.repeat(objects - 1)
+        )
+    };
+    let body = padded(32_700);
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-06-18"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let (grown, statuses) = peak_growth(&served, "/mcp", &headers, &body).await;
+    assert!(grown < 64 << 20, "the server grew by {} MiB", grown >> 20);
+    assert!(
+        statuses
+            .iter()
+            .all(|s| *s == reqwest::StatusCode::BAD_REQUEST),
+        "{statuses:?}"
+    );
+    let call: Value =
+        serde_json::from_str(&padded(2_000).replace("sleep 4", "echo served")).unwrap();
+    let (_, answer) = mcp(&served, Some(&session), &call).await;
+    assert!(answer.to_string().contains("served"), "{answer}");
+}
+
+/// A session keeps what it was started with for its life, but not the
+/// free-form experimental capabilities the server never reads: sessions
+/// started with thousands of objects there hold little.
+#[tokio::test]
+async fn sessions_keep_no_experimental_capabilities() {
+    let served = start("");
+    let pad: Vec<Value> = (0..3_000).map(|_| json!({"": 0})).collect();
+    let before = resident(served.pid());
+    for n in 0..48 {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"experimental": {"x": {"pad": pad}}},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        let (session, answer) = mcp(&served, None, &init).await;
+        assert!(session.is_some(), "session {n}: {answer}");
+    }
+    let grown = resident(served.pid()).saturating_sub(before);
+    // About 100 MiB when they were kept.
+    assert!(grown < 48 << 20, "the server grew by {} MiB", grown >> 20);
 }
