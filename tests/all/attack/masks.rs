@@ -320,3 +320,61 @@ async fn anchored_denies_hold(ws: Workspace, profile: &str, container: bool) {
     // A directory above a file denied by its name alone is renamed.
     assert!(ws.join("app2/.env").exists(), "{moved}");
 }
+
+/// `toolhost call TOOL ARGUMENTS` with the configuration in `dir`: what it
+/// printed.
+fn cli(dir: &std::path::Path, tool: &str, arguments: serde_json::Value) -> String {
+    let output = std::process::Command::new(crate::toolhost_cli())
+        .arg("--config")
+        .arg(dir.join("toolhost.toml"))
+        .args(["call", tool])
+        .arg(arguments.to_string())
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A denied name made a link to the workspace, to a directory holding it
+/// or to a directory commands read (`.env -> .`, `sub/.env -> ..`,
+/// `u/.env -> /usr`) masks nothing the grants show: what it leads to is
+/// granted whole anyway. Later calls (each a process of its own, planning
+/// from the links as they are) keep working, the links can be removed, and
+/// what is denied in the workspace stays masked under every name.
+#[test]
+fn a_denied_link_to_a_granted_directory_locks_nothing_out() {
+    crate::use_launcher();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join("ws/d")).unwrap();
+    std::fs::write(dir.join("ws/notes.txt"), "plain-notes-7\n").unwrap();
+    std::fs::write(dir.join("ws/d/.env"), format!("TOKEN={SECRET}\n")).unwrap();
+    std::fs::write(
+        dir.join("toolhost.toml"),
+        format!(
+            "cache_dir = \"cache\"\nworkspace = \"ws\"\ndefault_profile = \"agent\"\n\
+             [profiles.agent]\n{DENIES}"
+        ),
+    )
+    .unwrap();
+    let run = |line: &str| cli(dir, "run_command", json!({ "command": line }));
+    let made = run(
+        "ln -s . .env && mkdir sub && ln -s .. sub/.env && mkdir u && ln -s /usr u/.env && echo made",
+    );
+    assert!(made.contains("made"), "{made}");
+    let read = run("cat notes.txt && ls /usr/bin/env && cat d/.env .env/d/.env; true");
+    assert!(
+        read.contains("notes") && read.contains("/usr/bin/env"),
+        "{read}"
+    );
+    assert!(!read.contains(SECRET), "{read}");
+    let file = cli(dir, "read_file", json!({ "path": "notes.txt" }));
+    assert!(file.contains("plain-notes-7"), "{file}");
+    let removed = run("rm .env sub/.env u/.env && echo link-s-gone");
+    assert!(removed.contains("link-s-gone\\n"), "{removed}");
+}
