@@ -348,3 +348,77 @@ async fn an_approval_answered_after_the_profile_changed_does_not_let_the_task_go
         "the task's command ran"
     );
 }
+
+/// Over stdio too: a 2026-07-28 request that declares tasks gets a task
+/// for a long `run_command`, polled with `tasks/get` on the same pipe to
+/// its result, and another cancelled with `tasks/cancel` (its command gone).
+#[test]
+fn over_stdio_a_long_command_becomes_a_task_polled_to_its_result_or_cancelled() {
+    use crate::protocol::{Stdio, workspace};
+    crate::use_launcher();
+    let (_dir, root) = workspace(&format!(
+        "{}{EVERY_CALL}[profiles.p]\nallow = [\"terminal:*\"]\nfile.read = [\".\"]\n",
+        "plugins = \"plugins\"\ndefault_profile = \"p\"\naudit = \"off\"\n"
+    ));
+    let mut server = Stdio::start(&root, &[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    });
+    let mut id = 0;
+    let mut ask = |server: &mut Stdio, method: &str, params: Value| {
+        id += 1;
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let answer = server.answer();
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    };
+    let marker = format!("stdio-task-{}", std::process::id());
+    let mut start = |server: &mut Stdio, command: &str| {
+        let created = ask(
+            server,
+            "tools/call",
+            json!({"name": "run_command", "arguments": {"command": command}}),
+        );
+        task_id(&created["result"])
+    };
+    let done = start(&mut server, "sleep 0.3; echo done");
+    let cancelled = start(&mut server, &format!("sleep 30; echo {marker}"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let result = loop {
+        let got = ask(&mut server, "tasks/get", json!({"taskId": done}));
+        if got["result"]["status"] != "working" {
+            break got["result"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{got}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(stdout_of(&result["result"]), "done\n");
+    while crate::processes_with(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{marker} never started"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let answer = ask(&mut server, "tasks/cancel", json!({"taskId": cancelled}));
+    assert!(answer.get("error").is_none(), "{answer}");
+    let got = ask(&mut server, "tasks/get", json!({"taskId": cancelled}));
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !crate::processes_with(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cancelled command runs on"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
