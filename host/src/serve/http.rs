@@ -205,7 +205,7 @@ impl HttpServer {
             abandon: self.abandon.clone(),
             pending: self.tenants.pending().clone(),
             narrowings: Default::default(),
-            answers,
+            answers: answers.clone(),
         };
         let mcp = Router::new()
             .route("/mcp", mcp)
@@ -219,7 +219,7 @@ impl HttpServer {
                 api::routes(api.clone()).merge(
                     super::approvals::routes()
                         .with_state(api)
-                        .merge(super::tasks::routes().with_state(self.host.clone())),
+                        .merge(super::tasks::routes(answers).with_state(self.host.clone())),
                 ),
             )
             .route(super::card::PATH, super::card::route(self.host.clone()))

@@ -47,11 +47,12 @@ pub(crate) fn progress_sink(tasks: &Arc<Tasks>, key: [u8; 16]) -> crate::capabil
     })
 }
 
-/// `/tasks` and `/tasks/{id}`.
-pub(crate) fn routes() -> Router<Host> {
+/// `/tasks` and `/tasks/{id}`; what they answer is held in `answers`.
+pub(crate) fn routes(answers: Answers) -> Router<Host> {
     Router::new()
         .route("/tasks", get(list))
         .route("/tasks/{id}", get(show).delete(cancel))
+        .layer(Extension(answers))
 }
 
 /// Whether a batch asks to run as tasks (`"async": true`), or why its
@@ -221,16 +222,29 @@ fn refused(error: &TaskError) -> Response {
     error_response(StatusCode::NOT_FOUND, message)
 }
 
-/// `GET /v1/tasks/{id}`.
+/// `GET /v1/tasks/{id}`. The answer, a copy of the result, counts in the
+/// tenant's `answers_held` until it is sent, as every answer does.
 async fn show(
     State(host): State<Host>,
     Extension(auth): Extension<Authenticated>,
+    Extension(answers): Extension<Answers>,
     Path(id): Path<String>,
 ) -> Response {
     let (tasks, _) = host.tasks();
     let caller = &auth.caller;
     match tasks.get(host.handles(), &id, caller.tenant_name(), caller.profile()) {
-        Ok(view) => axum::Json(shown(&view, true)).into_response(),
+        Ok(view) => {
+            let body = serde_json::to_vec(&shown(&view, true)).unwrap_or_default();
+            let held = answers.hold(caller.tenant_name(), host.tenant_caps().answers_held);
+            match held.keep(body.len()) {
+                Ok(()) => (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    held.body(body),
+                )
+                    .into_response(),
+                Err(refusal) => error_response(StatusCode::TOO_MANY_REQUESTS, refusal.model_text()),
+            }
+        }
         Err(error) => refused(&error),
     }
 }

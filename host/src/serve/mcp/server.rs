@@ -478,7 +478,17 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        super::tasks::get(&self.host, &self.caller(&context), &request.task_id)
+        let got = super::tasks::get(&self.host, &self.caller(&context), &request.task_id)?;
+        // The answer, a copy of the result, counts in answers_held until
+        // it is sent (over HTTP), as a call's result does.
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        match parts.and_then(|parts| parts.extensions.get::<Held>()) {
+            Some(held) => match held.keep_serialized(&got) {
+                Ok(()) => Ok(got),
+                Err(refusal) => Err(ErrorData::internal_error(refusal.model_text(), None)),
+            },
+            None => Ok(got),
+        }
     }
 
     async fn update_task(

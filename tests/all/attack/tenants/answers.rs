@@ -81,6 +81,18 @@ pub(super) fn post_raw(
     headers: &[(&str, &str)],
     body: &str,
 ) -> TcpStream {
+    request_raw("POST", base, path, token, headers, body)
+}
+
+/// [`post_raw`] with `method`.
+pub(super) fn request_raw(
+    method: &str,
+    base: &str,
+    path: &str,
+    token: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> TcpStream {
     let addr: std::net::SocketAddrV4 = base.trim_start_matches("http://").parse().unwrap();
     // SAFETY: a new socket, its option set and connected with plain values.
     let stream = unsafe {
@@ -115,7 +127,7 @@ pub(super) fn post_raw(
         .map(|(k, v)| format!("{k}: {v}\r\n"))
         .collect();
     let head = format!(
-        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
          content-type: application/json\r\n{extra}content-length: {}\r\n\r\n",
         body.len()
     );

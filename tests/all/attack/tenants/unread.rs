@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::answers::{b_is_served, big_batch, post_raw, post_unread};
+use super::answers::{b_is_served, big_batch, post_raw, post_unread, request_raw};
 use super::served::{Served, resident};
 use super::{A, start};
 
@@ -251,5 +251,59 @@ async fn a_client_that_can_answer_questions_is_held_to_answers_held_too() {
             "{capabilities}: {}",
             &answer[..answer.len().min(300)]
         );
+    }
+}
+
+/// A task's result read back with `GET /v1/tasks/{id}` is a copy: each
+/// answer counts against `answers_held` until sent, so answers nobody reads
+/// hold the cap and no more, and later polls are refused for it.
+#[tokio::test]
+async fn unread_task_polls_count_against_the_tenants_cap() {
+    let served = start("answers_held = \"4MiB\"");
+    let line = "head -c 700000 /dev/zero | tr '\\0' a";
+    let batch = json!({"async": true, "tool_calls": [{"id": "c", "type": "function",
+        "function": {"name": "run_command", "arguments": json!({"command": line}).to_string()}}]});
+    let (_, started) = served.post("/v1/tool_calls", A, &batch).await;
+    let id = started["tool_results"][0]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/v1/tasks/{id}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, task) = served.get(&path, A).await;
+        if task["status"] == "completed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{task}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let unread: Vec<TcpStream> = (0..8)
+        .map(|_| request_raw("GET", &served.base, &path, A, &[], ""))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = served.get(&path, A).await;
+        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            assert!(body.to_string().contains("answers not yet sent"), "{body}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "polls were never capped: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(unread);
+    // Once they are gone, the result is read again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, task) = served.get(&path, A).await;
+        if status.is_success() {
+            assert_eq!(task["status"], "completed", "{task}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status} {task}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
