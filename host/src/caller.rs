@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::approval::Approvals;
-use crate::capability::Profile;
+use crate::capability::{InForce, Profile};
 use crate::error::{CallError, ErrorKind};
 use crate::policy::Narrowing;
 
@@ -24,29 +24,6 @@ pub struct Caller {
     /// Whether what narrowed this caller is still what narrows its session
     /// (see [`Caller::in_force_while`]).
     in_force: Option<InForce>,
-}
-
-/// Whether a caller made for a call is still the one its session would
-/// give now, or the rules a call was made under still the running ones:
-/// `Err` says why not.
-#[derive(Clone)]
-pub struct InForce(Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
-
-impl InForce {
-    pub(crate) fn new(check: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
-        Self(Arc::new(check))
-    }
-
-    /// `Err` says why what a call was made under no longer holds.
-    pub(crate) fn check(&self) -> Result<(), String> {
-        (self.0)()
-    }
-}
-
-impl std::fmt::Debug for InForce {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("InForce")
-    }
 }
 
 /// A calls-per-minute limit: a token bucket that refills continuously.

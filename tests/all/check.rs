@@ -21,7 +21,7 @@ async fn a_good_plugin_reports_its_tools() {
         text.contains("arguments: bytes: integer (required)"),
         "{text}"
     );
-    assert!(text.contains("✓ ok: 11 tools would load"), "{text}");
+    assert!(text.contains("✓ ok: 12 tools would load"), "{text}");
     assert!(text.lines().count() < 60, "{text}");
 }
 

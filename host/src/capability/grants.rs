@@ -60,7 +60,7 @@ pub struct ApprovalScope {
     /// Whether the rules the call was made under still hold once an
     /// approval asked during it is answered (a reload or a narrowing may
     /// have come meanwhile).
-    pub in_force: Option<crate::caller::InForce>,
+    pub in_force: Option<InForce>,
 }
 
 impl Grants {
@@ -125,5 +125,28 @@ impl Grants {
         Arc::ptr_eq(&self.profile, &other.profile)
             && self.declared == other.declared
             && self.requires_env == other.requires_env
+    }
+}
+
+/// Whether a caller made for a call is still the one its session would
+/// give now, or the rules a call was made under still the running ones:
+/// `Err` says why not.
+#[derive(Clone)]
+pub struct InForce(Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+impl InForce {
+    pub(crate) fn new(check: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(check))
+    }
+
+    /// `Err` says why what a call was made under no longer holds.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for InForce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InForce")
     }
 }

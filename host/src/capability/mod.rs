@@ -22,7 +22,7 @@ mod robustness_tests;
 mod tests;
 
 pub(crate) use all::CAPABILITIES;
-pub use grants::{ApprovalScope, Grants, SessionRef};
+pub use grants::{ApprovalScope, Grants, InForce, SessionRef};
 pub use log::{LogSink, with_log_sink};
 pub use profile::{Profile, ToolRules};
 pub use progress::{Progress, ProgressSink, with_progress_sink};

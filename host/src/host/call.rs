@@ -266,7 +266,7 @@ impl Host {
         let in_force = {
             let host = Arc::downgrade(&self.inner);
             let caller = caller.clone();
-            crate::caller::InForce::new(move || {
+            crate::capability::InForce::new(move || {
                 if let Some(inner) = host.upgrade() {
                     Host { inner }
                         .still_current(caller.profile())

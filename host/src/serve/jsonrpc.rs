@@ -109,10 +109,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
             _ => {
                 let mut request = request;
                 // A session keeps what it was started with for its life:
-                // not what the server never reads (experimental
-                // capabilities are free-form, any size).
-                if let ClientRequest::InitializeRequest(initialize) = &mut request.request {
-                    initialize.params.capabilities.experimental = None;
+                // of the experimental capabilities (free-form, any size)
+                // only toolhost's own (its narrowing), which it reads.
+                if let ClientRequest::InitializeRequest(initialize) = &mut request.request
+                    && let Some(experimental) = &mut initialize.params.capabilities.experimental
+                {
+                    experimental.retain(|key, _| key == "toolhost");
                 }
                 Ok(Some(JsonRpcMessage::Request(request)))
             }

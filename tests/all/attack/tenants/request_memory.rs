@@ -241,9 +241,10 @@ async fn mcp_messages_of_many_small_objects_are_refused_before_they_are_built() 
     assert!(answer.to_string().contains("served"), "{answer}");
 }
 
-/// A session keeps what it was started with for its life, but not the
-/// free-form experimental capabilities the server never reads: sessions
-/// started with thousands of objects there hold little.
+/// A session keeps what it was started with for its life, but of the
+/// free-form experimental capabilities only toolhost's own (its narrowing,
+/// which the narrowing tests hold to): sessions started with thousands of
+/// objects elsewhere there hold little.
 #[tokio::test]
 async fn sessions_keep_no_experimental_capabilities() {
     let served = start("");
