@@ -283,7 +283,14 @@ async fn a_bare_repository_keeps_its_hooks_and_configuration() {
          --allow-empty -m mine && git push -q origin HEAD && echo pushed",
     )
     .await;
-    assert!(work.contains("pushed"), "{work}");
+    if !work.contains("pushed") {
+        let seen = run(
+            &host,
+            "ls -la c c/.git; cat c/.git/config; ls -la remote.git",
+        )
+        .await;
+        panic!("the command's own clone and push failed: {work}\nthen: {seen}");
+    }
 }
 
 #[tokio::test]

@@ -151,6 +151,53 @@ pub(super) fn set_aside(at: RawFd, name: &OsStr) -> io::Result<OsString> {
     Ok(aside)
 }
 
+/// What is left to do with `name` of `at` when it cannot be set aside (a
+/// full disk or quota: the longer name needs a directory entry there is no
+/// room for), needing no room: a symbolic link is removed (only its text is
+/// lost, said in the answer), anything else loses every permission (mode
+/// 000), so that neither git nor toolhost, run by the owner, reads or runs
+/// it. What was done, for the message.
+pub(super) fn neutralise(at: RawFd, name: &OsStr) -> io::Result<String> {
+    let cname = c(name)?;
+    permitted(at, || {
+        // SAFETY: a NUL-terminated name relative to a descriptor of ours.
+        let fd = fd_or_error(unsafe {
+            libc::openat(
+                at,
+                cname.as_ptr(),
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        })?;
+        // SAFETY: fills a zeroed stat of a descriptor of ours.
+        let stat = unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd.as_raw_fd(), &mut stat) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            stat
+        };
+        if is(&stat, libc::S_IFLNK) {
+            let text = readlink(at, name).unwrap_or_default();
+            // SAFETY: as above; removing an entry needs no room.
+            if unsafe { libc::unlinkat(at, cname.as_ptr(), 0) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            return Ok(format!(
+                "the link was removed (it led to {})",
+                text.display()
+            ));
+        }
+        // The descriptor's own file, whatever is at the name now (`fchmod`
+        // takes no `O_PATH` descriptor).
+        let path = c(OsStr::new(&format!("/proc/self/fd/{}", fd.as_raw_fd())))?;
+        // SAFETY: a NUL-terminated path.
+        if unsafe { libc::chmod(path.as_ptr(), 0) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok("it was left in place with every permission taken away (mode 000)".into())
+    })
+}
+
 /// What a set-aside entry's name adds to the name it had.
 pub(super) const ASIDE: &str = ".toolhost-planted-";
 

@@ -213,7 +213,16 @@ impl Guard {
                         Ok(_) => Some(
                             beneath::set_aside(dir.as_raw_fd(), name.as_os_str())
                                 .map(|to| Some(path.with_file_name(to)))
-                                .map_err(|e| e.to_string()),
+                                .map_err(|e| {
+                                    // No room to move it: made harmless
+                                    // where it is, which needs none.
+                                    let done =
+                                        beneath::neutralise(dir.as_raw_fd(), name.as_os_str())
+                                            .unwrap_or_else(|e| {
+                                                format!("nor could it be made harmless: {e}")
+                                            });
+                                    format!("it could not be moved aside ({e}); {done}")
+                                }),
                         ),
                     }
                 }
@@ -241,7 +250,7 @@ impl Guard {
                 None => continue,
                 Some(Err(error)) => {
                     tracing::warn!(path = %path.display(), %error, "could not put back repository metadata");
-                    failed.push(path.clone());
+                    failed.push(format!("{}: {error}", path.display()));
                 }
                 Some(Ok(Some(to))) => {
                     tracing::warn!(path = %path.display(), to = %to.display(), "set aside what a command planted at repository metadata");
@@ -280,9 +289,9 @@ impl Guard {
         }
         if !failed.is_empty() {
             undone.push_str(&format!(
-                "; toolhost could not put back {} (see the log): remove what is there before \
-                 running git in that repository",
-                list(&failed)
+                "; toolhost could not put back {}: remove what is there before running git in \
+                 that repository",
+                failed.join("; ")
             ));
         }
         Checked {
@@ -325,7 +334,11 @@ impl Guard {
 /// is there; the name it was set aside to, if any.
 fn relink(dir: i32, name: &OsStr, text: &Path) -> Result<Option<std::ffi::OsString>, String> {
     let aside = match beneath::lstat(dir, name) {
-        Ok(_) => Some(beneath::set_aside(dir, name).map_err(|e| e.to_string())?),
+        Ok(_) => Some(beneath::set_aside(dir, name).map_err(|e| {
+            let done = beneath::neutralise(dir, name)
+                .unwrap_or_else(|e| format!("nor could it be made harmless: {e}"));
+            format!("it could not be moved aside ({e}); {done}")
+        })?),
         Err(_) => None,
     };
     beneath::symlink(text, dir, name).map_err(|e| e.to_string())?;

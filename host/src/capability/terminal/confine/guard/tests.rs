@@ -131,3 +131,53 @@ fn guards_keeping_one_path_checked_at_once_neither_fail_nor_undo_each_other() {
         }
     }
 }
+
+/// `chattr FLAG path`; false where it cannot be set (not root, a
+/// filesystem without the attribute).
+fn chattr(flag: &str, path: &Path) -> bool {
+    std::process::Command::new("chattr")
+        .arg(flag)
+        .arg(path)
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// Where what a command planted cannot be moved aside (no room for the
+/// longer name on a full disk; here a directory entries cannot be renamed
+/// in), it is made harmless where it is, which needs no room: every
+/// permission taken away, so that the owner's git and toolhost neither
+/// read nor run it, and the answer says so.
+#[test]
+fn what_cannot_be_moved_aside_is_made_harmless_where_it_is() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let git = dir.path().join(".git");
+    std::fs::create_dir(&git).unwrap();
+    let mut guard = Guard::default();
+    guard.absent(dir.path(), git.join("commondir"));
+    guard.absent(dir.path(), git.join("hooks"));
+    std::fs::write(git.join("commondir"), "../evil\n").unwrap();
+    std::fs::create_dir(git.join("hooks")).unwrap();
+    std::fs::write(git.join("hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    // Append-only: names may be added to it, none renamed.
+    if !chattr("+a", &git) {
+        eprintln!("skipped: chattr +a needs root and a filesystem that has it");
+        return;
+    }
+    let reason = guard.undo();
+    assert!(chattr("-a", &git));
+    let reason = reason.unwrap_err();
+    assert!(
+        reason.contains("could not be moved aside") && reason.contains("mode 000"),
+        "{reason}"
+    );
+    for name in ["commondir", "hooks"] {
+        let mode = std::fs::symlink_metadata(git.join(name))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0, "{name}: {mode:o}");
+    }
+    // The owner can look and remove it.
+    std::fs::set_permissions(git.join("hooks"), std::fs::Permissions::from_mode(0o700)).unwrap();
+}
