@@ -276,7 +276,10 @@ async fn a_bare_repository_keeps_its_hooks_and_configuration() {
             "the owner's push ran what `{line}` planted ({pushed:?})"
         );
     }
-    // Work in it still runs: a clone and a push of the command's own.
+    // Work in it still runs: a clone and a push of the command's own (the
+    // clone's configuration was once taken for a plant by the next
+    // command's sandbox, planned ahead while the clone was being made: see
+    // `a_repository_being_made_keeps_the_configuration_its_maker_writes`).
     let work = run(
         &host,
         "git clone -q remote.git c && cd c && git -c user.name=a -c user.email=a@a commit -q \
@@ -495,4 +498,37 @@ fn the_planner_opens_no_device_a_repository_includes() {
         read <= 0,
         "the host opened the device a repository includes"
     );
+}
+
+/// A repository being made (its configuration not yet written, as `git
+/// init` and `git clone` leave it for a moment) is not kept by a plan made
+/// meanwhile: neither the next command's sandbox, built ahead once a
+/// command ends, nor a parallel command's takes its configuration, written
+/// next by whoever makes it, for a plant.
+#[tokio::test]
+async fn a_repository_being_made_keeps_the_configuration_its_maker_writes() {
+    let ws = Workspace::new(bundled);
+    let host = ws.host(WRITABLE).await;
+    for dir in ["new/.git/objects", "new/.git/refs", "new/.git/hooks"] {
+        ws.mkdir(dir);
+    }
+    ws.write("new/.git/HEAD", "ref: refs/heads/main\n");
+    // A command ends; the next one's sandbox is planned ahead meanwhile.
+    assert!(run(&host, "echo ran").await.contains("ran"));
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // Whoever makes the repository writes its configuration now.
+    let config = "[core]\n\trepositoryformatversion = 0\n";
+    ws.write("new/.git/config", config);
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("new/.git/config"))
+            .ok()
+            .as_deref(),
+        Some(config),
+        "the configuration was moved aside"
+    );
+    // Whole now, it is kept: a command cannot change what git runs.
+    let planted = run(&host, "mkdir -p new/.git/hooks && echo x > new/.git/info").await;
+    assert!(!planted.is_empty());
+    assert!(!ws.join("new/.git/info").is_file(), "{planted}");
 }

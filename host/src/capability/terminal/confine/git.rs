@@ -91,6 +91,21 @@ impl Walk<'_> {
         let common = self
             .read(&git_dir.join("commondir"))?
             .and_then(|dir| git_dir.join(dir.trim()).canonicalize().ok());
+        // A repository without its configuration is one being made (`git
+        // init` and `git clone` write it after the rest), by a command or by
+        // you: not yet anyone's to keep. A plan made meanwhile (a parallel
+        // command's, one built ahead) would otherwise take what the maker
+        // writes next for a plant. It is kept once whole, by the plans made
+        // after; its configuration appearing makes a plan made before stale.
+        let whole = std::iter::once(&git_dir)
+            .chain(common.as_ref())
+            .any(|dir| dir.join("config").symlink_metadata().is_ok());
+        if !whole {
+            if let Some(watch) = self.watch.as_deref_mut() {
+                watch.file(&git_dir.join("config"));
+            }
+            return Ok(());
+        }
         let mut configs = Vec::new();
         for dir in std::iter::once(&git_dir).chain(common.as_ref()) {
             self.keep_all(dir, GITDIR_KEPT);
