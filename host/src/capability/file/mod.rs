@@ -10,6 +10,7 @@
 
 mod imports;
 mod pinned;
+mod plain;
 pub mod rules;
 mod state;
 pub use rules::{Access, PathRefusal, PathRuleError, PathRules};

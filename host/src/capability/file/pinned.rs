@@ -122,10 +122,13 @@ impl PolicedFs<'_> {
             }
             Err(Refused::Code(code)) => return Err(code),
         };
-        // The host never lets a guest block its own thread on files.
+        // Regular files and directories only: an operation on them waits on
+        // the disk, never on another party, so it runs on the calling
+        // thread (handing each one to a blocking thread costs more than the
+        // system call).
         let descriptor = match opened {
-            Entry::File(file) => Descriptor::File(File::new(file, perms, want.mode, false)),
-            Entry::Dir(dir) => Descriptor::Dir(Dir::new(dir, perms, want.mode, false)),
+            Entry::File(file) => Descriptor::File(File::new(file, perms, want.mode, true)),
+            Entry::Dir(dir) => Descriptor::Dir(Dir::new(dir, perms, want.mode, true)),
         };
         self.inner
             .table
