@@ -443,10 +443,13 @@ fn beneath(root: &Path, path: &str, follow: bool) -> Option<PathBuf> {
             continue;
         }
         let next = at.join(&name);
-        let is_link = next
-            .symlink_metadata()
-            .is_ok_and(|meta| meta.file_type().is_symlink());
-        if is_link && (follow || !pending.is_empty()) {
+        // Only a link that is followed matters (a final one not followed
+        // is the entry itself).
+        let is_link = (follow || !pending.is_empty())
+            && next
+                .symlink_metadata()
+                .is_ok_and(|meta| meta.file_type().is_symlink());
+        if is_link {
             links += 1;
             let target = std::fs::read_link(&next).ok()?;
             let target = target.to_str()?;

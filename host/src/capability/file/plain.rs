@@ -20,10 +20,10 @@ use crate::policy::Access;
 
 /// What a plain path led to: its descriptor, opened by its kernel-resolved
 /// entry, and that entry's metadata.
-pub(super) struct Plain {
-    pub(super) descriptor: Descriptor,
-    pub(super) meta: std::fs::Metadata,
-    pub(super) real: PathBuf,
+struct Plain {
+    descriptor: Descriptor,
+    meta: std::fs::Metadata,
+    real: PathBuf,
 }
 
 /// `path` beneath `dir` as an `O_PATH` descriptor (which opens nothing),
@@ -54,25 +54,46 @@ fn locate_beneath(dir: &std::fs::File, path: &str, follow: bool) -> std::io::Res
     Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
+/// Why a plain open opened nothing.
+enum Unopened {
+    /// Not there, or a file on the way, with no link before it: the
+    /// general path would fail the same way.
+    Answer(ErrorCode),
+    /// Anything else: for the general path to judge.
+    Elsewhere,
+}
+
 /// Opens for reading the regular file or directory `path` leads to beneath
-/// `dir` with no link on the way; `None` for anything else. The entry is
-/// found first by an `O_PATH` descriptor and judged by its type, then that
-/// very entry is reopened: a FIFO or device is never opened, even one
-/// swapped in after the look.
-pub(super) fn open_plain(dir: &Dir, path: &str, follow: bool, want_dir: bool) -> Option<Plain> {
-    let found = locate_beneath(&dir.dir, path, follow).ok()?;
-    let found = std::fs::File::from(found);
-    let meta = found.metadata().ok()?;
+/// `dir` with no link on the way. The entry is found first by an `O_PATH`
+/// descriptor and judged by its type, then that very entry is reopened: a
+/// FIFO or device is never opened, even one swapped in after the look.
+fn open_beneath(dir: &Dir, path: &str, follow: bool, want_dir: bool) -> Result<Plain, Unopened> {
+    let found = match locate_beneath(&dir.dir, path, follow) {
+        Ok(found) => std::fs::File::from(found),
+        // With no symlink allowed, a name is found missing (or under a
+        // file) only where no link came before it.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            return Err(Unopened::Answer(ErrorCode::NoEntry));
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Err(Unopened::Answer(ErrorCode::NotDirectory));
+        }
+        Err(_) => return Err(Unopened::Elsewhere),
+    };
+    let meta = found.metadata().map_err(|_| Unopened::Elsewhere)?;
     let is_dir = meta.is_dir();
-    if !(meta.is_file() || is_dir) || (want_dir && !is_dir) {
-        return None;
+    if want_dir && meta.is_file() {
+        return Err(Unopened::Answer(ErrorCode::NotDirectory));
+    }
+    if !(meta.is_file() || is_dir) {
+        return Err(Unopened::Elsewhere);
     }
     let directory = if is_dir { libc::O_DIRECTORY } else { 0 };
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOCTTY | directory)
         .open(format!("/proc/self/fd/{}", found.as_raw_fd()))
-        .ok()?;
+        .map_err(|_| Unopened::Elsewhere)?;
     // Regular files and directories only: an operation on them waits on
     // the disk, never on another party, so it runs on the calling thread.
     let descriptor = if is_dir {
@@ -80,8 +101,8 @@ pub(super) fn open_plain(dir: &Dir, path: &str, follow: bool, want_dir: bool) ->
     } else {
         Descriptor::File(File::new(file, dir.perms, OpenMode::READ, true))
     };
-    let real = descriptor_path(&descriptor)?;
-    Some(Plain {
+    let real = descriptor_path(&descriptor).ok_or(Unopened::Elsewhere)?;
+    Ok(Plain {
         descriptor,
         meta,
         real,
@@ -107,7 +128,13 @@ impl PolicedFs<'_> {
         if !reads_only || path.starts_with('/') {
             return Ok(None);
         }
-        let dir = self.dir_path(fd)?;
+        // Where the directory was opened: what is opened below is judged
+        // again by where it really is, and must be there.
+        let dir = self
+            .files
+            .descriptors
+            .get(&fd.rep())
+            .ok_or(ErrorCode::BadDescriptor)?;
         let target = paths::normalize(&dir.join(path));
         let refusal = self.files.refusal(&target, Access::Read);
         self.refuse(&target, "open", refusal)?;
@@ -116,8 +143,10 @@ impl PolicedFs<'_> {
             return Ok(None);
         };
         let want_dir = oflags.contains(OpenFlags::DIRECTORY);
-        let Some(plain) = open_plain(parent, path, follow, want_dir) else {
-            return Ok(None);
+        let plain = match open_beneath(parent, path, follow, want_dir) {
+            Ok(plain) => plain,
+            Err(Unopened::Answer(code)) => return Err(code),
+            Err(Unopened::Elsewhere) => return Ok(None),
         };
         // Moved since its directory was looked up (or reached by another
         // route): the general path judges where it is now.
