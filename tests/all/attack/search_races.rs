@@ -116,3 +116,80 @@ async fn swapped_links_and_renames_never_yield_denied_content() {
     assert_eq!(found["count"], 203, "{found}");
     assert!(!found.to_string().contains(SECRET));
 }
+
+/// Reads of the held file while it moves.
+const READS: usize = 1500;
+
+/// Moves `tree/held` (a granted directory, which the guest holds open as a
+/// preopen) into the denied directory, where its file holds the secret (a
+/// new file), and back (public again, before it leaves), until `stop`.
+fn move_held(root: &Path, stop: &AtomicBool) -> usize {
+    let held = root.join("tree/held");
+    let hidden = root.join("secrets/held");
+    let mut rounds = 0;
+    let pause = std::time::Duration::from_micros(300);
+    while !stop.load(Ordering::Relaxed) {
+        std::fs::rename(&held, &hidden).unwrap();
+        replace(&hidden.join("f.txt"), &format!("{SECRET}\n"));
+        std::thread::sleep(pause);
+        replace(&hidden.join("f.txt"), "public\n");
+        std::fs::rename(&hidden, &held).unwrap();
+        std::thread::sleep(pause);
+        rounds += 1;
+    }
+    rounds
+}
+
+#[tokio::test]
+async fn a_held_directory_moved_into_a_denied_place_never_yields_its_content() {
+    fn files(builder: HostBuilder) -> HostBuilder {
+        builder.plugin_file(toolhost_tests::FILES)
+    }
+    let ws = Workspace::new(files);
+    ws.write("secrets/other.txt", "x");
+    let file = ws.write("tree/held/f.txt", "public\n");
+    // `tree/held` is a grant of its own: the guest opens the file by its
+    // absolute path through that directory's descriptor, which follows the
+    // directory wherever it is moved.
+    let host = ws
+        .host(
+            r#"
+allow = ["file:read"]
+file.read = [".", "tree/held"]
+file.deny = ["**/secrets/**"]
+"#,
+        )
+        .await;
+    let path = file.to_string_lossy().into_owned();
+
+    // Allowed: read where it is.
+    let read = host.call("read", json!({ "path": path })).await.unwrap();
+    assert_eq!(read.get(), r#"{"ok":"public\n"}"#);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mover = {
+        let root = ws.path.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || move_held(&root, &stop))
+    };
+    let mut read_public = 0;
+    for _ in 0..READS {
+        let read = host.call("read", json!({ "path": path })).await.unwrap();
+        let read = read.get();
+        assert!(!read.contains(SECRET), "read {read}");
+        read_public += usize::from(read.contains(r#""ok":"public"#));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = mover.join().unwrap();
+    assert!(rounds > 10, "the directory moved only {rounds} times");
+    // Denied: read where it was moved to, by that name.
+    let moved = ws.path.join("secrets/held-now");
+    std::fs::rename(ws.path.join("tree/held"), &moved).unwrap();
+    let denied = host
+        .call("read", json!({ "path": moved.join("f.txt") }))
+        .await
+        .unwrap();
+    assert!(denied.get().contains(r#""error""#), "{}", denied.get());
+    // Some reads land while it is in place.
+    assert!(read_public > 0, "no read found the public file");
+}
