@@ -7,7 +7,6 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::PathBuf;
 
 use wasmtime::component::Resource;
@@ -89,11 +88,11 @@ fn open_beneath(dir: &Dir, path: &str, follow: bool, want_dir: bool) -> Result<P
         return Err(Unopened::Elsewhere);
     }
     let directory = if is_dir { libc::O_DIRECTORY } else { 0 };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOCTTY | directory)
-        .open(format!("/proc/self/fd/{}", found.as_raw_fd()))
-        .map_err(|_| Unopened::Elsewhere)?;
+    let file = super::fd_path::reopen(
+        found.as_raw_fd(),
+        libc::O_RDONLY | libc::O_NOCTTY | directory,
+    )
+    .map_err(|_| Unopened::Elsewhere)?;
     // Regular files and directories only: an operation on them waits on
     // the disk, never on another party, so it runs on the calling thread.
     let descriptor = if is_dir {
