@@ -163,3 +163,85 @@ impl PolicedFs<'_> {
         Ok(Some(opened))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn dir_at(path: &Path) -> Dir {
+        let file = std::fs::File::open(path).unwrap();
+        Dir::new(
+            file,
+            wasmtime_wasi::FsPerms::ReadOnly,
+            OpenMode::READ,
+            false,
+        )
+    }
+
+    /// What `open_beneath` made of `path`: `file`, `dir`, an error code it
+    /// answers itself, or `elsewhere` (left to the general path).
+    fn outcome(dir: &Dir, path: &str, follow: bool, want_dir: bool) -> String {
+        match open_beneath(dir, path, follow, want_dir) {
+            Ok(Plain {
+                descriptor: Descriptor::File(_),
+                ..
+            }) => "file".into(),
+            Ok(Plain {
+                descriptor: Descriptor::Dir(_),
+                ..
+            }) => "dir".into(),
+            Err(Unopened::Answer(ErrorCode::NoEntry)) => "NoEntry".into(),
+            Err(Unopened::Answer(ErrorCode::NotDirectory)) => "NotDirectory".into(),
+            Err(Unopened::Answer(code)) => format!("{code:?}"),
+            Err(Unopened::Elsewhere) => "elsewhere".into(),
+        }
+    }
+
+    #[test]
+    fn only_plain_paths_to_regular_files_and_directories_are_opened() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/f.txt"), "x").unwrap();
+        std::os::unix::fs::symlink("a", root.join("to-a")).unwrap();
+        std::os::unix::fs::symlink("b/f.txt", root.join("a/to-f")).unwrap();
+        let fifo = CString::new(root.join("a/pipe").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let dir = dir_at(&root);
+        for (path, follow, want_dir, expected) in [
+            ("a/b/f.txt", true, false, "file"),
+            ("a/./b/../b/f.txt", true, false, "file"),
+            ("a/b", true, true, "dir"),
+            ("a/b", false, false, "dir"),
+            ("a/b/f.txt", true, true, "NotDirectory"),
+            ("a/b/missing", true, false, "NoEntry"),
+            ("a/b/f.txt/x", true, false, "NotDirectory"),
+            // Links on the way or at the end, followed or not: elsewhere.
+            ("to-a/b/f.txt", true, false, "elsewhere"),
+            ("to-a/b/f.txt", false, false, "elsewhere"),
+            ("a/to-f", true, false, "elsewhere"),
+            ("a/to-f", false, false, "elsewhere"),
+            ("to-a/missing", true, false, "elsewhere"),
+            // A FIFO is never opened (this would wait for a writer).
+            ("a/pipe", true, false, "elsewhere"),
+            // Nothing above the directory, nor absolute.
+            ("..", true, true, "elsewhere"),
+            ("a/../../x", true, false, "elsewhere"),
+            ("/etc/passwd", true, false, "elsewhere"),
+        ] {
+            assert_eq!(
+                outcome(&dir, path, follow, want_dir),
+                expected,
+                "{path} follow={follow} want_dir={want_dir}"
+            );
+        }
+        // What was opened knows where it is.
+        let Ok(plain) = open_beneath(&dir, "a/./b/f.txt", true, false) else {
+            panic!("a/b/f.txt not opened");
+        };
+        assert_eq!(plain.real, root.join("a/b/f.txt"));
+    }
+}
