@@ -22,6 +22,7 @@ mod own_races;
 mod params;
 mod proxy;
 mod save_content;
+mod search_races;
 mod server;
 mod special_files;
 mod tasks;

@@ -6,6 +6,7 @@ mod data;
 mod file;
 mod relative_paths;
 mod search;
+mod search_tree;
 mod specs;
 mod terminal;
 mod web;

@@ -215,12 +215,15 @@ impl HostDescriptor for PolicedFs<'_> {
         oflags: types::OpenFlags,
         flags: types::DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        if let Some(opened) = self.open_plain(&fd, &path, follow, oflags, flags)? {
+            return Ok(opened);
+        }
         let access = if wants_write(oflags, flags) {
             Access::Write
         } else {
             Access::Read
         };
-        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
         let (target, real) = self.check_with(&fd, &path, access, "open", follow)?;
         self.check_open_quota(&target)?;
         if oflags.contains(types::OpenFlags::CREATE) && real.symlink_metadata().is_err() {

@@ -8,8 +8,10 @@
 //! wasmtime-wasi (and cap-std beneath it) performs the operation. Directory
 //! listings leave denied entries out.
 
+mod fd_path;
 mod imports;
 mod pinned;
+mod plain;
 pub mod rules;
 mod state;
 pub use rules::{Access, PathRefusal, PathRuleError, PathRules};
@@ -442,10 +444,13 @@ fn beneath(root: &Path, path: &str, follow: bool) -> Option<PathBuf> {
             continue;
         }
         let next = at.join(&name);
-        let is_link = next
-            .symlink_metadata()
-            .is_ok_and(|meta| meta.file_type().is_symlink());
-        if is_link && (follow || !pending.is_empty()) {
+        // Only a link that is followed matters (a final one not followed
+        // is the entry itself).
+        let is_link = (follow || !pending.is_empty())
+            && next
+                .symlink_metadata()
+                .is_ok_and(|meta| meta.file_type().is_symlink());
+        if is_link {
             links += 1;
             let target = std::fs::read_link(&next).ok()?;
             let target = target.to_str()?;
@@ -467,12 +472,11 @@ fn beneath(root: &Path, path: &str, follow: bool) -> Option<PathBuf> {
 
 /// What an open descriptor refers to.
 fn descriptor_metadata(descriptor: &Descriptor) -> Option<std::fs::Metadata> {
-    use std::os::fd::AsRawFd;
-    let fd = match descriptor {
-        Descriptor::File(file) => file.file.as_raw_fd(),
-        Descriptor::Dir(dir) => dir.dir.as_raw_fd(),
-    };
-    std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()
+    match descriptor {
+        Descriptor::File(file) => file.file.metadata(),
+        Descriptor::Dir(dir) => dir.dir.metadata(),
+    }
+    .ok()
 }
 
 /// The host path an open descriptor really refers to.
@@ -482,7 +486,7 @@ fn descriptor_path(descriptor: &Descriptor) -> Option<PathBuf> {
         Descriptor::File(file) => file.file.as_raw_fd(),
         Descriptor::Dir(dir) => dir.dir.as_raw_fd(),
     };
-    std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()
+    fd_path::path_of(fd).ok()
 }
 
 /// Most files and directories one instance may hold open at once (listings

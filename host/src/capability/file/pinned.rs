@@ -9,7 +9,6 @@
 use std::ffi::CString;
 use std::os::fd::{AsRawFd as _, FromRawFd as _};
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -55,7 +54,7 @@ impl PolicedFs<'_> {
         }
         let opened = open_no_symlinks(&dir).and_then(|file| {
             // Renamed between the check and the open: not what was checked.
-            let now = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+            let now = super::fd_path::path_of(file.as_raw_fd())?;
             if now == dir {
                 Ok(file)
             } else {
@@ -122,10 +121,13 @@ impl PolicedFs<'_> {
             }
             Err(Refused::Code(code)) => return Err(code),
         };
-        // The host never lets a guest block its own thread on files.
+        // Regular files and directories only: an operation on them waits on
+        // the disk, never on another party, so it runs on the calling
+        // thread (handing each one to a blocking thread costs more than the
+        // system call).
         let descriptor = match opened {
-            Entry::File(file) => Descriptor::File(File::new(file, perms, want.mode, false)),
-            Entry::Dir(dir) => Descriptor::Dir(Dir::new(dir, perms, want.mode, false)),
+            Entry::File(file) => Descriptor::File(File::new(file, perms, want.mode, true)),
+            Entry::Dir(dir) => Descriptor::Dir(Dir::new(dir, perms, want.mode, true)),
         };
         self.inner
             .table
@@ -303,13 +305,9 @@ fn open_entry(dir: libc::c_int, name: &str, want: &Want) -> Result<Entry, Refuse
         }
         // The very file looked at: its descriptor's magic link opens it,
         // whatever its name leads to now.
-        let again = format!("/proc/self/fd/{}", found.as_raw_fd());
         let directory = if is_dir { libc::O_DIRECTORY } else { 0 };
-        let file = std::fs::OpenOptions::new()
-            .read(want.access != libc::O_WRONLY)
-            .write(want.access != libc::O_RDONLY)
-            .custom_flags(libc::O_NOCTTY | directory)
-            .open(again)?;
+        let file =
+            super::fd_path::reopen(found.as_raw_fd(), want.access | libc::O_NOCTTY | directory)?;
         return Ok(if is_dir {
             Entry::Dir(file)
         } else {

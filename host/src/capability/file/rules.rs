@@ -154,6 +154,18 @@ impl PathRules {
     /// lexically first, so `..` cannot climb out of a grant; symlinks must be
     /// resolved by the caller.
     pub fn check(&self, path: &Path, access: Access) -> Result<(), PathRefusal> {
+        self.check_remembering(path, access, None)
+    }
+
+    /// [`Self::check`], taking what `file.deny` says of the directory `path`
+    /// lies in from `memo` (and remembering it there): the globs judge
+    /// names, so a directory's answer holds for every entry in it.
+    pub fn check_remembering(
+        &self,
+        path: &Path,
+        access: Access,
+        memo: Option<&mut DenyMemo>,
+    ) -> Result<(), PathRefusal> {
         if !path.is_absolute() {
             return Err(PathRefusal::NotAbsolute {
                 path: path.to_owned(),
@@ -163,7 +175,11 @@ impl PathRules {
         if let Some(own) = self.own.refusing(&path, access) {
             return Err(PathRefusal::own(path, own));
         }
-        if let Some(pattern) = self.denied_by(&path) {
+        let denied = match memo {
+            Some(memo) => self.denied_remembering(&path, memo),
+            None => self.denied_by(&path),
+        };
+        if let Some(pattern) = denied {
             return Err(PathRefusal::Denied {
                 path,
                 pattern: pattern.to_owned(),
@@ -281,17 +297,65 @@ impl PathRules {
     /// Checks `path` and each of its ancestors, so a denied directory denies
     /// everything beneath it. Reports the first pattern in config order.
     fn denied_by(&self, path: &Path) -> Option<&str> {
+        let source = self.denied_source(path)?;
+        self.deny_patterns.get(source).map(String::as_str)
+    }
+
+    /// The index of the first pattern that matches `path` or an ancestor.
+    fn denied_source(&self, path: &Path) -> Option<usize> {
         if self.deny_patterns.is_empty() {
             return None;
         }
-        let source = path
-            .ancestors()
+        path.ancestors()
             .filter(|candidate| !candidate.as_os_str().is_empty())
             .flat_map(|candidate| self.deny_set.matches(candidate))
             .filter_map(|glob| self.deny_sources.get(glob).copied())
-            .min()?;
+            .min()
+    }
+
+    /// [`Self::denied_by`] of a normalized path, with its directory's
+    /// answer from `memo`.
+    fn denied_remembering(&self, path: &Path, memo: &mut DenyMemo) -> Option<&str> {
+        if self.deny_patterns.is_empty() {
+            return None;
+        }
+        let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) else {
+            return self.denied_by(path);
+        };
+        let above = match memo.dirs.get(dir) {
+            Some(above) => *above,
+            None => {
+                let above = self.denied_source(dir);
+                if memo.dirs.len() >= DenyMemo::MOST {
+                    memo.dirs.clear();
+                }
+                memo.dirs.insert(dir.to_path_buf(), above);
+                above
+            }
+        };
+        let own = self
+            .deny_set
+            .matches(path)
+            .into_iter()
+            .filter_map(|glob| self.deny_sources.get(glob).copied())
+            .min();
+        let source = own.into_iter().chain(above).min()?;
         self.deny_patterns.get(source).map(String::as_str)
     }
+}
+
+/// What `file.deny` says of directories, remembered for the entries in
+/// them (see [`PathRules::check_remembering`]). Hold one per set of rules:
+/// it is keyed by path only.
+#[derive(Debug, Default)]
+pub struct DenyMemo {
+    /// Each directory's first matching pattern, its ancestors included.
+    dirs: std::collections::HashMap<PathBuf, Option<usize>>,
+}
+
+impl DenyMemo {
+    /// Directories remembered at most (it starts again past that).
+    const MOST: usize = 4096;
 }
 
 fn collect_paths<I: IntoIterator<Item: AsRef<Path>>>(paths: I) -> Vec<PathBuf> {

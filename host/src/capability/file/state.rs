@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
@@ -67,6 +67,8 @@ pub(crate) struct FileState {
     /// What denied names reach under other names, found at the first
     /// open of the call (`Err` with the most entries looked at).
     reached: Option<Result<paths::Identities, paths::Unsearched>>,
+    /// What `file.deny` says of the directories looked in so far.
+    deny_memo: Mutex<paths::DenyMemo>,
 }
 
 impl FileState {
@@ -79,6 +81,9 @@ impl FileState {
         if read || write {
             files.profile = Some(grants.profile.clone());
             files.write = write;
+            // Only regular files and directories are opened (see `pinned`):
+            // their operations run on the calling thread.
+            wasi.allow_blocking_current_thread(true);
             files.preopens = preopen(wasi, &grants.profile, write);
         }
         files
@@ -96,7 +101,7 @@ impl FileState {
         if access == Access::Write && !self.write {
             return Some(not_granted());
         }
-        let refusal = profile.paths.check(path, access).err()?;
+        let refusal = self.check(profile, path, access).err()?;
         // The workspace is where relative paths start, so it may be read as
         // a directory even when not granted; its listing shows only what may
         // be read (see `is_hidden`).
@@ -126,6 +131,14 @@ impl FileState {
     pub(crate) fn is_hidden(&self, path: &Path) -> bool {
         self.profile
             .as_ref()
-            .is_some_and(|p| p.paths.check(path, Access::Read).is_err())
+            .is_some_and(|profile| self.check(profile, path, Access::Read).is_err())
+    }
+
+    /// The profile's rules on `path`, with what is known of its directory.
+    fn check(&self, profile: &Profile, path: &Path, access: Access) -> Result<(), PathRefusal> {
+        let mut memo = self.deny_memo.lock().unwrap_or_else(|e| e.into_inner());
+        profile
+            .paths
+            .check_remembering(path, access, Some(&mut memo))
     }
 }

@@ -268,3 +268,38 @@ fn root_deny_covers_everything() {
     assert!(read(&rules, "/w/a").is_err());
     assert!(read(&rules, "/w").is_err());
 }
+
+proptest::proptest! {
+    /// A directory's deny answer, remembered, is the answer for every
+    /// path in it: the memo changes no decision, in any order of checks.
+    #[test]
+    fn remembered_deny_answers_match_the_full_check(
+        paths in proptest::collection::vec(
+            proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "w", "workspace", "secrets", ".env", "a.pem", "src", "..", ".", "x",
+                ]),
+                0..7,
+            ),
+            1..40,
+        ),
+    ) {
+        let rules = rules(
+            &["/w/workspace/**"],
+            &["/w/workspace/src/**"],
+            &["/w/workspace/.env", "/w/workspace/secrets/**", "**/*.pem", "**/x/src"],
+        );
+        let mut memo = DenyMemo::default();
+        for names in paths {
+            let path = format!("/w/{}", names.join("/"));
+            let path = Path::new(&path);
+            for access in [Access::Read, Access::Write] {
+                proptest::prop_assert_eq!(
+                    rules.check_remembering(path, access, Some(&mut memo)),
+                    rules.check(path, access),
+                    "{}", path.display()
+                );
+            }
+        }
+    }
+}
