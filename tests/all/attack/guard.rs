@@ -515,11 +515,11 @@ async fn a_repository_being_made_keeps_the_configuration_its_maker_writes() {
     ws.write("new/.git/HEAD", "ref: refs/heads/main\n");
     // A command ends; the next one's sandbox is planned ahead meanwhile.
     assert!(run(&host, "echo ran").await.contains("ran"));
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
     // Whoever makes the repository writes its configuration now.
     let config = "[core]\n\trepositoryformatversion = 0\n";
     ws.write("new/.git/config", config);
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
         std::fs::read_to_string(ws.join("new/.git/config"))
             .ok()
