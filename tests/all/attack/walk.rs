@@ -491,8 +491,9 @@ fn not_as_root_read_file_reaches_no_denied_file_in_an_unlistable_directory() {
             &format!("mkdir app && : > app/.env && ln app/.env k && chmod {mode} app && echo made"),
         );
         assert!(made.contains("made"), "{mode}: {made}");
-        // The owner fills the file it knows by name.
-        std::fs::write(ws.join("w/app/.env"), format!("TOKEN={SECRET}\n")).unwrap();
+        // The owner fills the file, through its other name (its directory
+        // cannot be entered now, whoever toolhost runs as but root).
+        std::fs::write(ws.join("w/k"), format!("TOKEN={SECRET}\n")).unwrap();
         let read = call_as_user(&ws, "read_file", json!({ "path": "k" }));
         assert!(
             !read.contains(SECRET),
