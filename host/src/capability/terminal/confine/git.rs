@@ -254,6 +254,11 @@ impl Walk<'_> {
             if ancestor == root || !ancestor.starts_with(root) {
                 break;
             }
+            // Pinned already, and so is everything above it (the grant
+            // nearest a path is the nearest of its directories too).
+            if !self.pinned.insert(ancestor.to_path_buf()) {
+                break;
+            }
             match ancestor.symlink_metadata() {
                 Ok(meta) if meta.file_type().is_symlink() => {
                     if let Ok(text) = std::fs::read_link(ancestor) {

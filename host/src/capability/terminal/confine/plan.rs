@@ -150,6 +150,7 @@ fn add_grants(
         refused: None,
         read_bytes: 0,
         largest: Vec::new(),
+        pinned: Default::default(),
     };
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;

@@ -44,6 +44,10 @@ pub(super) struct Walk<'a> {
     /// The directories with the most entries seen so far, most first: the
     /// refusal past [`MAX_ENTRIES`] names them.
     pub(super) largest: Vec<(PathBuf, usize)>,
+    /// The directories kept repository paths lie below that are pinned
+    /// already, with every one above them up to their grant: repositories
+    /// deep in one tree share them, and each is looked at once.
+    pub(super) pinned: std::collections::HashSet<PathBuf>,
 }
 
 /// How many of the largest directories a refusal names.
