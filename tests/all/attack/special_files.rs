@@ -167,3 +167,48 @@ async fn a_name_swapped_to_a_fifo_mid_call_holds_no_thread() {
         started.elapsed()
     );
 }
+
+/// A file under another process's write lease (a command can take one on
+/// its own files) is not waited for: an open would wait until the lease
+/// gives way (lease-break-time, 45 s by default) and hold a thread of the
+/// server meanwhile. Calls on it answer at once, and other files are read.
+#[tokio::test]
+async fn a_leased_file_holds_no_call_nor_thread() {
+    use std::io::BufRead as _;
+    let server = Server::start(FILES, |root| {
+        std::fs::write(root.join("leased.txt"), "leased\n").unwrap();
+        std::fs::write(root.join("plain.txt"), "plain text\n").unwrap();
+    })
+    .await;
+    server.wait_for_tool(None, "read_file").await;
+    let leased = server.root.join("leased.txt");
+    let script = "import fcntl, os, signal, sys, time\n\
+                  signal.signal(signal.SIGIO, signal.SIG_IGN)\n\
+                  fd = os.open(sys.argv[1], os.O_RDONLY)\n\
+                  fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)\n\
+                  print('held', flush=True)\n\
+                  time.sleep(60)\n";
+    let mut holder = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&leased)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "held\n");
+    let started = Instant::now();
+    let calls: Vec<_> = (0..4)
+        .map(|_| bounded(&server, "read_file", json!({ "path": "leased.txt" })))
+        .collect();
+    for answered in futures::future::join_all(calls).await {
+        assert!(error_of(&answered).is_some(), "{answered}");
+    }
+    let read = bounded(&server, "read_file", json!({ "path": "plain.txt" })).await;
+    assert!(read.to_string().contains("plain text"), "{read}");
+    assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}

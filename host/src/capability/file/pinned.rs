@@ -121,13 +121,13 @@ impl PolicedFs<'_> {
             }
             Err(Refused::Code(code)) => return Err(code),
         };
-        // Regular files and directories only: an operation on them waits on
-        // the disk, never on another party, so it runs on the calling
-        // thread (handing each one to a blocking thread costs more than the
-        // system call).
+        // Operations run on the blocking pool, never on a runtime worker:
+        // even a regular file can make one wait on another party (a
+        // command's file lease holds an open for up to lease-break-time),
+        // and a worker waiting would stall other tenants' calls.
         let descriptor = match opened {
-            Entry::File(file) => Descriptor::File(File::new(file, perms, want.mode, true)),
-            Entry::Dir(dir) => Descriptor::Dir(Dir::new(dir, perms, want.mode, true)),
+            Entry::File(file) => Descriptor::File(File::new(file, perms, want.mode, false)),
+            Entry::Dir(dir) => Descriptor::Dir(Dir::new(dir, perms, want.mode, false)),
         };
         self.inner
             .table
@@ -304,10 +304,13 @@ fn open_entry(dir: libc::c_int, name: &str, want: &Want) -> Result<Entry, Refuse
             return Err(Refused::Code(ErrorCode::IsDirectory));
         }
         // The very file looked at: its descriptor's magic link opens it,
-        // whatever its name leads to now.
+        // whatever its name leads to now. Without waiting: a command's lease
+        // on it would hold the open until it gives way (lease-break-time).
         let directory = if is_dir { libc::O_DIRECTORY } else { 0 };
-        let file =
-            super::fd_path::reopen(found.as_raw_fd(), want.access | libc::O_NOCTTY | directory)?;
+        let file = super::fd_path::reopen(
+            found.as_raw_fd(),
+            want.access | libc::O_NOCTTY | libc::O_NONBLOCK | directory,
+        )?;
         return Ok(if is_dir {
             Entry::Dir(file)
         } else {

@@ -88,17 +88,17 @@ fn open_beneath(dir: &Dir, path: &str, follow: bool, want_dir: bool) -> Result<P
         return Err(Unopened::Elsewhere);
     }
     let directory = if is_dir { libc::O_DIRECTORY } else { 0 };
+    // Without waiting on a command's lease (see `pinned`).
     let file = super::fd_path::reopen(
         found.as_raw_fd(),
-        libc::O_RDONLY | libc::O_NOCTTY | directory,
+        libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK | directory,
     )
     .map_err(|_| Unopened::Elsewhere)?;
-    // Regular files and directories only: an operation on them waits on
-    // the disk, never on another party, so it runs on the calling thread.
+    // On the blocking pool, as every file operation (see `pinned`).
     let descriptor = if is_dir {
-        Descriptor::Dir(Dir::new(file, dir.perms, OpenMode::READ, true))
+        Descriptor::Dir(Dir::new(file, dir.perms, OpenMode::READ, false))
     } else {
-        Descriptor::File(File::new(file, dir.perms, OpenMode::READ, true))
+        Descriptor::File(File::new(file, dir.perms, OpenMode::READ, false))
     };
     let real = descriptor_path(&descriptor).ok_or(Unopened::Elsewhere)?;
     Ok(Plain {

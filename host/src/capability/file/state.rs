@@ -81,9 +81,6 @@ impl FileState {
         if read || write {
             files.profile = Some(grants.profile.clone());
             files.write = write;
-            // Only regular files and directories are opened (see `pinned`):
-            // their operations run on the calling thread.
-            wasi.allow_blocking_current_thread(true);
             files.preopens = preopen(wasi, &grants.profile, write);
         }
         files
