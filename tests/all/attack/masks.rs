@@ -340,20 +340,16 @@ fn cli(dir: &std::path::Path, tool: &str, arguments: serde_json::Value) -> Strin
     )
 }
 
-/// A denied name made a link to the workspace, to a directory holding it
-/// or to a directory commands read (`.env -> .`, `sub/.env -> ..`,
-/// `u/.env -> /usr`) masks nothing the grants show: what it leads to is
-/// granted whole anyway. Later calls (each a process of its own, planning
-/// from the links as they are) keep working, the links can be removed, and
-/// what is denied in the workspace stays masked under every name.
+/// A denied directory name a command made a link to the workspace (`ln -s
+/// . secrets`, with `secrets/**` denied) catches what the owner stores there
+/// later (`secrets/api.key` lands at `./api.key`): what it leads to is
+/// masked, so neither a later command nor the file tools read it.
 #[test]
-fn a_denied_link_to_a_granted_directory_locks_nothing_out() {
+fn a_denied_name_linked_to_the_workspace_catches_nothing_the_owner_stores_through_it() {
     crate::use_launcher();
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    std::fs::create_dir_all(dir.join("ws/d")).unwrap();
-    std::fs::write(dir.join("ws/notes.txt"), "plain-notes-7\n").unwrap();
-    std::fs::write(dir.join("ws/d/.env"), format!("TOKEN={SECRET}\n")).unwrap();
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
     std::fs::write(
         dir.join("toolhost.toml"),
         format!(
@@ -362,19 +358,20 @@ fn a_denied_link_to_a_granted_directory_locks_nothing_out() {
         ),
     )
     .unwrap();
-    let run = |line: &str| cli(dir, "run_command", json!({ "command": line }));
-    let made = run(
-        "ln -s . .env && mkdir sub && ln -s .. sub/.env && mkdir u && ln -s /usr u/.env && echo made",
+    let linked = cli(
+        dir,
+        "run_command",
+        json!({ "command": "ln -s . secrets && echo linked" }),
     );
-    assert!(made.contains("made"), "{made}");
-    let read = run("cat notes.txt && ls /usr/bin/env && cat d/.env .env/d/.env; true");
-    assert!(
-        read.contains("notes") && read.contains("/usr/bin/env"),
-        "{read}"
+    assert!(linked.contains("linked"), "{linked}");
+    // The owner stores a key where the denied name leads.
+    std::fs::write(dir.join("ws/secrets/api.key"), format!("{SECRET}\n")).unwrap();
+    let read = cli(
+        dir,
+        "run_command",
+        json!({ "command": "cat api.key secrets/api.key" }),
     );
     assert!(!read.contains(SECRET), "{read}");
-    let file = cli(dir, "read_file", json!({ "path": "notes.txt" }));
-    assert!(file.contains("plain-notes-7"), "{file}");
-    let removed = run("rm .env sub/.env u/.env && echo link-s-gone");
-    assert!(removed.contains("link-s-gone\\n"), "{removed}");
+    let file = cli(dir, "read_file", json!({ "path": "api.key" }));
+    assert!(!file.contains(SECRET), "{file}");
 }

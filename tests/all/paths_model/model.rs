@@ -106,8 +106,7 @@ impl Model {
 
     /// What a name `file.deny` matches reaches under other names, as the
     /// file tools find it: in the write grants, through directories that are
-    /// not links, what a denied link leads to (but a directory a grant gives
-    /// whole), and files of more than one
+    /// not links, what a denied link leads to, and files of more than one
     /// name that are denied or lie in a denied directory. Dirs by path,
     /// files by inode.
     fn reached_set(&self) -> (Vec<PathBuf>, Vec<u64>) {
@@ -140,10 +139,6 @@ impl Model {
                 match node {
                     Node::Dir => stack.push((path.clone(), denied)),
                     Node::Link(target) if denied => match self.tree.lead(&dir, target) {
-                        // A directory a grant gives whole (a grant, or one
-                        // holding one) is not taken away by a link to it.
-                        Some(Resolved::Found(to, Node::Dir))
-                            if self.policy.grants.iter().any(|(g, _)| g.starts_with(&to)) => {}
                         Some(Resolved::Found(to, Node::Dir)) => dirs.push(to),
                         Some(Resolved::Found(_, Node::File { ino, .. })) => inodes.push(ino),
                         _ => {}

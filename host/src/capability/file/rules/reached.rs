@@ -100,11 +100,6 @@ impl PathRules {
                 let unseen = |e: std::io::Error| Unsearched::Unlistable(dir.clone(), e.to_string());
                 if kind.is_symlink() {
                     match std::fs::metadata(&path) {
-                        // A directory a grant gives whole (a grant, or one
-                        // holding one: `.env -> .`): nothing is reached
-                        // through the link that the grant does not give,
-                        // and denying it would take the grant away.
-                        Ok(meta) if meta.is_dir() && self.given_whole(&path) => {}
                         Ok(meta) => {
                             found.insert((meta.dev(), meta.ino()));
                         }
@@ -128,13 +123,6 @@ impl PathRules {
             }
         }
         Ok(found)
-    }
-
-    /// Whether the link `link` leads to a granted directory or one holding
-    /// a grant.
-    fn given_whole(&self, link: &Path) -> bool {
-        std::fs::canonicalize(link)
-            .is_ok_and(|target| self.grants.iter().any(|(dir, _)| dir.starts_with(&target)))
     }
 }
 

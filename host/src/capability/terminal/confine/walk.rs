@@ -157,24 +157,7 @@ impl Walk<'_> {
                 .chain(&self.read)
                 .any(|root| path.starts_with(root))
         };
-        // What a grant or `terminal.read` shows whole (one of them, or a
-        // directory holding one) is not masked for a link to it: nothing
-        // is reached through the link that the grant does not give anyway,
-        // and masking it would take the grant away (`.env -> .`).
-        let given_whole = |path: &Path| {
-            self.roots
-                .iter()
-                .chain(&self.read)
-                .any(|root| root.starts_with(path))
-        };
         match link.canonicalize() {
-            Ok(target) if given_whole(&target) => {
-                tracing::info!(
-                    link = %link.display(),
-                    target = %target.display(),
-                    "a denied name links to a directory the grants show whole; only the name is denied"
-                );
-            }
             Ok(target) => {
                 if shown(&target) {
                     self.mounts.mask(&target);
