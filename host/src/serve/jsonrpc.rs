@@ -115,6 +115,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
                     && let Some(experimental) = &mut initialize.params.capabilities.experimental
                 {
                     experimental.retain(|key, _| key == "toolhost");
+                    if let Some(toolhost) = experimental.get_mut("toolhost") {
+                        toolhost.retain(|key, _| key == "narrow");
+                    }
                 }
                 Ok(Some(JsonRpcMessage::Request(request)))
             }
@@ -219,7 +222,12 @@ mod values {
         }
         fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
             self.container()?;
+            // Each key is a string kept with its value: it counts too.
             while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+                match self.0.checked_sub(1) {
+                    Some(left) => *self.0 = left,
+                    None => return Err(serde::de::Error::custom("too many values")),
+                }
                 map.next_value_seed(Count(&mut *self.0))?;
             }
             Ok(())
@@ -304,6 +312,45 @@ mod tests {
             "0,".repeat(1000)
         );
         assert!(decode(fewer.as_bytes()).is_ok());
+    }
+
+    /// Keys count as values (each is a string kept with its value), so a
+    /// message of 40,000 distinct keys is refused; an object of a few is
+    /// served.
+    #[test]
+    fn object_keys_count_as_values() {
+        let keys = |n: usize| {
+            let keys: Vec<String> = (0..n).map(|k| format!(r#""k{k}":0"#)).collect();
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"_meta":{{"x":{{{}}}}}}}}}"#,
+                keys.join(",")
+            )
+        };
+        let r = refusal(keys(40_000).as_bytes());
+        assert_eq!(r.code, INVALID_REQUEST, "{}", r.message);
+        assert!(decode(keys(1000).as_bytes()).is_ok());
+    }
+
+    /// A session keeps of the experimental capabilities only toolhost's
+    /// narrowing.
+    #[test]
+    fn initialize_keeps_only_the_narrowing_of_the_experimental_capabilities() {
+        let text = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "clientInfo": {"name": "t", "version": "1"},
+            "capabilities": {"experimental": {
+                "other": {"pad": "x"},
+                "toolhost": {"narrow": {"deny": ["file:write"]}, "pad": "y"}}}}})
+        .to_string();
+        let Ok(Some(JsonRpcMessage::Request(request))) = decode(text.as_bytes()) else {
+            panic!("not decoded");
+        };
+        let ClientRequest::InitializeRequest(initialize) = request.request else {
+            panic!("not initialize");
+        };
+        assert_eq!(
+            json!(initialize.params.capabilities.experimental),
+            json!({"toolhost": {"narrow": {"deny": ["file:write"]}}})
+        );
     }
 
     #[test]

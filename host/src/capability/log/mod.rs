@@ -71,6 +71,10 @@ impl Room<'_, Log> {
 /// says how many were.
 const HOST_LOG_PER_SECOND: usize = 64 << 10;
 
+/// What a log line costs beyond its message: time, level, target and the
+/// plugin and tool fields.
+const LINE_OVERHEAD: usize = 128;
+
 /// The guest lines each plugin wrote into the host's log this second.
 static HOST_LOG: HostLog = HostLog(std::sync::Mutex::new(None));
 
@@ -147,7 +151,11 @@ impl Host for Room<'_, Log> {
             Level::Error => "error",
         };
         let _ = LOG_SINK.try_with(|sink| sink(name, plugin, tool, &message));
-        if !HOST_LOG.admit(plugin, message.len()) {
+        // Charged as written: control characters escaped (`\x01`, four
+        // bytes) and each line's time, level and fields.
+        let written =
+            message.len() + 3 * message.chars().filter(|c| c.is_control()).count() + LINE_OVERHEAD;
+        if !HOST_LOG.admit(plugin, written) {
             return Ok(());
         }
         match level {

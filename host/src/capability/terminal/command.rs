@@ -165,6 +165,13 @@ pub(super) async fn authorize(
     if !granted {
         return Err(not_granted(identity, profile));
     }
+    // The rules the call was made under must still be the running ones
+    // (a reload or a narrowing of its session may have come since it
+    // started): every command it runs, a background one included, is
+    // checked as it starts.
+    if let Some(in_force) = grants.approvals.as_ref().and_then(|s| s.in_force.as_ref()) {
+        in_force.check()?;
+    }
     let shares_network = profile.terminal.network == TerminalNetwork::Host
         && profile.terminal.backend != TerminalBackend::Ssh;
     if shares_network && let Some(refusal) = network_refusal(profile) {
