@@ -6,20 +6,21 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
+use super::served::Served;
 use super::{A, narrow, pending, start, write_in_background};
 
-/// A call waiting for its approval when a reload takes its write grant
-/// away does not run once approved: it was made under the rules before.
-#[tokio::test]
-async fn a_call_approved_after_a_reload_that_changed_its_rules_does_not_run() {
-    let mut served = start("");
-    let waiting = write_in_background(&served, A, None, "after-reload");
-    let id = pending(&served, A, 1).await.remove(0);
+/// Rewrites the server's configuration, `from` becoming `to`, and waits
+/// until the tenants have the new one.
+fn reload_with(served: &mut Served, from: &str, to: &str) {
     let text = std::fs::read_to_string(served.path("toolhost.toml")).unwrap();
-    let narrowed = text.replace("file.write = [\".\"]", "file.write = []");
-    assert_ne!(text, narrowed);
-    std::fs::write(served.path("toolhost.toml"), narrowed).unwrap();
+    let changed = text.replace(from, to);
+    assert_ne!(text, changed);
+    std::fs::write(served.path("toolhost.toml"), changed).unwrap();
     served.wait_for("tenants reloaded");
+}
+
+/// Answers approval `id` of tenant `a`: once.
+async fn approve_once(served: &Served, id: &str) {
     let (status, body) = served
         .post(
             &format!("/v1/approvals/{id}"),
@@ -28,6 +29,17 @@ async fn a_call_approved_after_a_reload_that_changed_its_rules_does_not_run() {
         )
         .await;
     assert!(status.is_success(), "{body}");
+}
+
+/// A call waiting for its approval when a reload takes its write grant
+/// away does not run once approved: it was made under the rules before.
+#[tokio::test]
+async fn a_call_approved_after_a_reload_that_changed_its_rules_does_not_run() {
+    let mut served = start("");
+    let waiting = write_in_background(&served, A, None, "after-reload");
+    let id = pending(&served, A, 1).await.remove(0);
+    reload_with(&mut served, "file.write = [\".\"]", "file.write = []");
+    approve_once(&served, &id).await;
     let result = waiting.await.unwrap();
     let message = result["error"].as_str().unwrap_or_default();
     assert!(message.contains("configuration was reloaded"), "{result}");
@@ -49,14 +61,7 @@ async fn a_call_approved_after_its_session_was_narrowed_does_not_run() {
     let id = pending(&served, A, 1).await.remove(0);
     let (status, body) = narrow(&served, A, "s", &["file:write".to_string()]).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = served
-        .post(
-            &format!("/v1/approvals/{id}"),
-            A,
-            &json!({"decision": "once"}),
-        )
-        .await;
-    assert!(status.is_success(), "{body}");
+    approve_once(&served, &id).await;
     let result = waiting.await.unwrap();
     let message = result["error"].as_str().unwrap_or_default();
     assert!(message.contains("was narrowed or forgotten"), "{result}");
@@ -72,7 +77,7 @@ async fn a_dangerous_command_approved_after_a_reload_does_not_run() {
         "terminal.max_output = \"1MiB\"",
         "terminal.max_output = \"1MiB\"\nterminal.dangerous = \"approve\"",
     );
-    let mut served = super::Served::start(&config, &["a", "b"]);
+    let mut served = Served::start(&config, &["a", "b"]);
     std::fs::create_dir_all(served.path("a/keep")).unwrap();
     let client = served.client.clone();
     let url = format!("{}/v1/tool_calls", served.base);
@@ -86,22 +91,12 @@ async fn a_dangerous_command_approved_after_a_reload_does_not_run() {
             .to_string()
     });
     let id = pending(&served, A, 1).await.remove(0);
-    let text = std::fs::read_to_string(served.path("toolhost.toml")).unwrap();
-    let changed = text.replace(
+    reload_with(
+        &mut served,
         "terminal.max_output = \"1MiB\"",
         "terminal.max_output = \"2MiB\"",
     );
-    assert_ne!(text, changed);
-    std::fs::write(served.path("toolhost.toml"), changed).unwrap();
-    served.wait_for("tenants reloaded");
-    let (status, body) = served
-        .post(
-            &format!("/v1/approvals/{id}"),
-            A,
-            &json!({"decision": "once"}),
-        )
-        .await;
-    assert!(status.is_success(), "{body}");
+    approve_once(&served, &id).await;
     let result = waiting.await.unwrap();
     assert!(result.contains("configuration was reloaded"), "{result}");
     assert!(served.path("a/keep").is_dir(), "the approved command ran");

@@ -213,16 +213,7 @@ impl Guard {
                         Ok(_) => Some(
                             beneath::set_aside(dir.as_raw_fd(), name.as_os_str())
                                 .map(|to| Some(path.with_file_name(to)))
-                                .map_err(|e| {
-                                    // No room to move it: made harmless
-                                    // where it is, which needs none.
-                                    let done =
-                                        beneath::neutralise(dir.as_raw_fd(), name.as_os_str())
-                                            .unwrap_or_else(|e| {
-                                                format!("nor could it be made harmless: {e}")
-                                            });
-                                    format!("it could not be moved aside ({e}); {done}")
-                                }),
+                                .map_err(|e| unmovable(dir.as_raw_fd(), name.as_os_str(), &e)),
                         ),
                     }
                 }
@@ -330,15 +321,20 @@ impl Guard {
     }
 }
 
+/// What `name` in `dir`, which could not be moved aside (`error`: no room
+/// for the longer name, say), became: made harmless where it is, which
+/// needs no room, or why not.
+fn unmovable(dir: i32, name: &OsStr, error: &std::io::Error) -> String {
+    let done = beneath::neutralise(dir, name)
+        .unwrap_or_else(|e| format!("nor could it be made harmless: {e}"));
+    format!("it could not be moved aside ({error}); {done}")
+}
+
 /// Makes `name` in `dir` the link `text` again, after setting aside what
 /// is there; the name it was set aside to, if any.
 fn relink(dir: i32, name: &OsStr, text: &Path) -> Result<Option<std::ffi::OsString>, String> {
     let aside = match beneath::lstat(dir, name) {
-        Ok(_) => Some(beneath::set_aside(dir, name).map_err(|e| {
-            let done = beneath::neutralise(dir, name)
-                .unwrap_or_else(|e| format!("nor could it be made harmless: {e}"));
-            format!("it could not be moved aside ({e}); {done}")
-        })?),
+        Ok(_) => Some(beneath::set_aside(dir, name).map_err(|e| unmovable(dir, name, &e))?),
         Err(_) => None,
     };
     beneath::symlink(text, dir, name).map_err(|e| e.to_string())?;
