@@ -375,3 +375,86 @@ fn a_denied_name_linked_to_the_workspace_catches_nothing_the_owner_stores_throug
     let file = cli(dir, "read_file", json!({ "path": "api.key" }));
     assert!(!file.contains(SECRET), "{file}");
 }
+
+/// The owner's `.env` is a link to `env.local` (a dotenv layout): the
+/// denied name reaches the file, so both are hidden. A command that removes
+/// the link, points it at the workspace, or moves what it passes through
+/// (`mv app elsewhere` under an absolute link) does not make the file
+/// readable to the next command or the file tools: the link and the way to
+/// its target are kept as the plan found them, and put back.
+#[test]
+fn a_command_that_removes_or_repoints_the_owners_denied_link_reads_nothing_it_led_to() {
+    crate::use_launcher();
+    for change in [
+        "rm .env",
+        "ln -sfn . .env",
+        "rm .env && ln -s nothing .env",
+        "mv cfg cfg2 && mkdir cfg",
+        "mv ../ws ../ws2",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let ws = dir.join("ws");
+        std::fs::create_dir_all(ws.join("cfg")).unwrap();
+        std::fs::write(
+            dir.join("toolhost.toml"),
+            format!(
+                "cache_dir = \"cache\"\nworkspace = \"ws\"\ndefault_profile = \"agent\"\n\
+                 [profiles.agent]\n{DENIES}"
+            ),
+        )
+        .unwrap();
+        std::fs::write(ws.join("cfg/env.local"), format!("KEY={SECRET}\n")).unwrap();
+        std::os::unix::fs::symlink(ws.join("cfg/env.local"), ws.join(".env")).unwrap();
+        let before = cli(dir, "read_file", json!({ "path": "cfg/env.local" }));
+        assert!(!before.contains(SECRET), "{before}");
+        let changed = cli(
+            dir,
+            "run_command",
+            json!({ "command": format!("{change}; echo ran") }),
+        );
+        assert!(changed.contains("ran"), "{change}: {changed}");
+        let read = cli(
+            dir,
+            "run_command",
+            json!({ "command": "cat cfg/env.local cfg2/env.local ../ws2/cfg/env.local; true" }),
+        );
+        assert!(!read.contains(SECRET), "{change}: {read}");
+        for path in ["cfg/env.local", "cfg2/env.local"] {
+            let file = cli(dir, "read_file", json!({ "path": path }));
+            assert!(!file.contains(SECRET), "{change}: read_file {path}: {file}");
+        }
+        // The owner's layout is as it was.
+        assert_eq!(
+            std::fs::read_link(ws.join(".env")).ok(),
+            Some(ws.join("cfg/env.local")),
+            "{change}: {changed}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn in_a_container_a_command_that_removes_or_repoints_the_owners_denied_link_reads_nothing() {
+    let _alone = crate::container::ONE_AT_A_TIME.lock().await;
+    let Some(_socket) = crate::container::engine().await else {
+        return;
+    };
+    for change in ["rm .env", "ln -sfn . .env", "mv cfg cfg2 && mkdir cfg"] {
+        let ws = Workspace::new(bundled);
+        ws.write("cfg/env.local", format!("KEY={SECRET}\n"));
+        std::os::unix::fs::symlink(ws.join("cfg/env.local"), ws.join(".env")).unwrap();
+        crate::container::give_to_sandbox(&ws.path);
+        let host = ws.host(&in_container(DENIES)).await;
+        let changed = run(&host, &format!("{change}; echo ran")).await;
+        assert!(changed.contains("ran"), "{change}: {changed}");
+        let read = run(&host, "cat cfg/env.local cfg2/env.local; true").await;
+        assert!(!read.contains(SECRET), "{change}: {read}");
+        let file = read_file(&host, "cfg/env.local").await;
+        assert!(!file.contains(SECRET), "{change}: {file}");
+        assert_eq!(
+            std::fs::read_link(ws.join(".env")).ok(),
+            Some(ws.join("cfg/env.local")),
+            "{change}: {changed}"
+        );
+    }
+}

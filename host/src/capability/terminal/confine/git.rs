@@ -221,8 +221,8 @@ impl Walk<'_> {
 
     /// Keeps the symbolic link `path` pointing where it does (and the
     /// directories down to it pinned), where a writable grant exposes it.
-    fn keep_link(&mut self, path: &Path) {
-        let Some(root) = self.root_of(path).map(Path::to_path_buf) else {
+    pub(super) fn keep_link(&mut self, path: &Path) {
+        let Some(root) = self.writable_grant(path).map(Path::to_path_buf) else {
             return;
         };
         if let Some(why) = super::guard::unsettled(path) {
@@ -275,6 +275,13 @@ impl Walk<'_> {
     /// are): the nearest grant or `terminal.read` directory above it must be
     /// a writable grant, and no deny rule may cover it.
     pub(super) fn root_of(&self, path: &Path) -> Option<&Path> {
+        self.writable_grant(path)
+            .filter(|_| self.profile.paths.is_denied(path).is_none())
+    }
+
+    /// The writable grant nearest above `path` (lexically), if the nearest
+    /// grant or `terminal.read` directory above it is one, denied or not.
+    pub(super) fn writable_grant(&self, path: &Path) -> Option<&Path> {
         let nearest = self
             .roots
             .iter()
@@ -282,8 +289,10 @@ impl Walk<'_> {
             .chain(self.read.iter().map(PathBuf::as_path))
             .filter(|root| path.starts_with(root))
             .max_by_key(|root| root.as_os_str().len())?;
-        let writable = self.writable.iter().any(|root| root == nearest);
-        (writable && self.profile.paths.is_denied(path).is_none()).then_some(nearest)
+        self.writable
+            .iter()
+            .any(|root| root == nearest)
+            .then_some(nearest)
     }
 
     /// Keeps what the repository's configuration, and the user's and the

@@ -1,7 +1,8 @@
 //! What a sandbox must leave as the plan found it but no mount can hold: a
 //! name git would read that did not exist (a planted `.git/commondir`, a
-//! `hooks` directory made where there was none), and symbolic links among
-//! repository metadata. Git writes new files in its directory, so that
+//! `hooks` directory made where there was none), symbolic links among
+//! repository metadata, and the links by which a denied name reaches a
+//! file (the owner's `.env -> env.local`). Git writes new files in its directory, so that
 //! directory stays writable and such a name can appear; the host puts back
 //! what changed when each command ends and, while a sandbox lives, as soon
 //! as inotify sees a change, and then ends the sandbox.
@@ -263,9 +264,11 @@ impl Guard {
             paths.join(", ")
         };
         let mut undone = format!(
-            "the command made or changed repository metadata that git outside the sandbox would \
-             read ({}), which a command may not: it may change a repository's work and history \
-             but not what makes git run programs or read its metadata elsewhere",
+            "the command made or changed what the sandbox keeps as it was ({}), which a command \
+             may not: repository metadata git outside the sandbox would read (a command may \
+             change a repository's work and history, but not what makes git run programs or \
+             read its metadata elsewhere), and the way a name file.deny denies leads to a file, \
+             which would show the file once changed",
             list(&changed)
         );
         if failed.len() < changed.len() {

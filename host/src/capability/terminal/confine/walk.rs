@@ -151,6 +151,7 @@ impl Walk<'_> {
     /// would lead, so that a plan made before that appears is not used
     /// after.
     fn mask_target(&mut self, link: &Path) {
+        self.hold_way(link);
         let shown = |path: &Path| {
             self.roots
                 .iter()
@@ -173,6 +174,70 @@ impl Walk<'_> {
                 {
                     watch.target(&target);
                 }
+            }
+        }
+    }
+
+    /// Keeps `link` leading where it does for the life of the sandbox:
+    /// resolving it as the kernel would, each symbolic link met (`link`
+    /// itself first) is kept as it reads where a command could change it
+    /// (the guard puts it back), and each directory passed through there is
+    /// pinned (it cannot be renamed or removed). Otherwise a command that
+    /// removes or re-points the owner's denied `.env -> env.local`, or moves
+    /// a directory on its way, unmasks `env.local` for the next plan, which
+    /// finds the link as the command left it. What is masked (beneath a
+    /// denied directory) is out of a command's reach already.
+    fn hold_way(&mut self, link: &Path) {
+        use std::ffi::OsString;
+        let mut real = PathBuf::from("/");
+        let mut rest: Vec<OsString> = link
+            .components()
+            .rev()
+            .map(|c| c.as_os_str().to_os_string())
+            .collect();
+        let mut hops = 0;
+        while let Some(name) = rest.pop() {
+            if name == "/" || name == "." {
+                continue;
+            }
+            if name == ".." {
+                real.pop();
+                continue;
+            }
+            let next = real.join(&name);
+            let Ok(meta) = next.symlink_metadata() else {
+                return;
+            };
+            let masked = |path: &Path| self.profile.paths.is_denied(path).is_some();
+            if meta.file_type().is_symlink() {
+                hops += 1;
+                let Ok(text) = std::fs::read_link(&next) else {
+                    return;
+                };
+                // The kernel gives up past 40 links; so does the plan.
+                if hops > 40 {
+                    return;
+                }
+                if !next.parent().is_some_and(masked) {
+                    self.keep_link(&next);
+                }
+                if text.is_absolute() {
+                    real = PathBuf::from("/");
+                }
+                rest.extend(
+                    text.components()
+                        .rev()
+                        .map(|c| c.as_os_str().to_os_string()),
+                );
+            } else {
+                if meta.is_dir()
+                    && !rest.is_empty()
+                    && !masked(&next)
+                    && let Some(root) = self.writable_grant(&next).map(Path::to_path_buf)
+                {
+                    self.pin_between(&root, &next);
+                }
+                real = next;
             }
         }
     }
