@@ -278,3 +278,163 @@ async fn a_command_takes_at_most_two_inotify_instances() {
     .await;
     assert!(result.contains("2 instances"), "{result}");
 }
+
+/// Fills the disk and the git directory's entries (argv: git directory,
+/// the kept name to plant at, the name length that fills the last slot),
+/// then renames a directory holding an executable `pre-commit` to it.
+const FILL: &str = r##"
+import os, sys
+g, plant, hole = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.makedirs(f"{g}/x", exist_ok=True)
+with open(f"{g}/x/pre-commit", "w") as f:
+    f.write("#!/bin/sh\necho ran > \"$(git rev-parse --show-toplevel)/../PWNED\"\n")
+os.chmod(f"{g}/x/pre-commit", 0o755)
+fd = os.open("fill", os.O_WRONLY | os.O_CREAT, 0o644)
+for size in (1 << 20, 65536, 4096, 1024, 1):
+    while True:
+        try:
+            if os.write(fd, b"\0" * size) <= 0: break
+        except OSError: break
+os.fsync(fd); os.close(fd)
+n = 0; made = []
+while True:
+    name = f"{g}/" + ("f%0*d" % (hole - 1, n))
+    try: open(name, "w").close()
+    except OSError: break
+    made.append(name); n += 1
+for L in range(hole - 1, 0, -1):
+    k = 0
+    while True:
+        name = f"{g}/" + ("s%0*d" % (L - 1, k)) if L > 1 else f"{g}/" + chr(ord('A') + k)
+        try: open(name, "w").close()
+        except OSError: break
+        k += 1
+        if L == 1 and k >= 26: break
+os.unlink(made[len(made) // 2])
+os.rename(f"{g}/x", f"{g}/{plant}")
+print("planted", flush=True)
+"##;
+
+/// A loop-mounted ext4 made without blocks reserved for root, unmounted
+/// when dropped; `None` where that cannot be made (not root, no loop
+/// devices).
+struct NoReserve(tempfile::TempDir);
+
+impl NoReserve {
+    fn new() -> Option<Self> {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("image");
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let ok = |program: &str, args: &[&std::ffi::OsStr]| {
+            std::process::Command::new(program)
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let made = ok(
+            "truncate",
+            &["-s".as_ref(), "16M".as_ref(), image.as_os_str()],
+        ) && ok(
+            "mkfs.ext4",
+            &[
+                "-q".as_ref(),
+                "-m".as_ref(),
+                "0".as_ref(),
+                "-F".as_ref(),
+                image.as_os_str(),
+            ],
+        ) && ok(
+            "mount",
+            &[
+                "-o".as_ref(),
+                "loop".as_ref(),
+                image.as_os_str(),
+                mnt.as_os_str(),
+            ],
+        );
+        made.then_some(Self(dir))
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        self.0.path().join("mnt")
+    }
+}
+
+impl Drop for NoReserve {
+    fn drop(&mut self) {
+        for _ in 0..10 {
+            let done = std::process::Command::new("umount")
+                .arg(self.path())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if done {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+/// toolhost and the owner root, on a disk with no blocks reserved for root
+/// (XFS, btrfs, ext4 `-m 0`): a command fills it and the git directory's
+/// entries, then renames a directory holding an executable hook to the
+/// kept-absent `hooks`. The guard cannot move it aside (no room), and
+/// permissions do not stop root: what it holds is emptied where it is, so
+/// the owner's next commit runs nothing.
+#[test]
+fn on_a_full_disk_without_a_root_reserve_a_planted_hook_never_runs_for_root() {
+    crate::use_launcher();
+    let Some(disk) = NoReserve::new() else {
+        eprintln!("skipped: needs root and a loop-mounted ext4");
+        return;
+    };
+    let dir = disk.path().join("d");
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("fill.py"), FILL).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let r2 = ws.join("r2");
+    let r2 = r2.to_str().unwrap();
+    owner_git(home.path(), &["init", "-q", r2]);
+    std::fs::remove_dir_all(ws.join("r2/.git/hooks")).unwrap();
+    std::fs::write(
+        dir.join("toolhost.toml"),
+        "cache_dir = \"cache\"\nworkspace = \"ws\"\ndefault_profile = \"agent\"\n\
+         [profiles.agent]\nallow = [\"terminal:*\", \"file:read\", \"file:write\"]\n\
+         file.read = [\".\"]\nfile.write = [\".\"]\nterminal.dangerous = \"allow\"\n\
+         terminal.timeout = \"60s\"\n",
+    )
+    .unwrap();
+    let planted = super::masks::cli(
+        &dir,
+        "run_command",
+        serde_json::json!({ "command": "python3 fill.py r2/.git hooks 5; sleep 5" }),
+    );
+    assert!(planted.contains("could not be moved aside"), "{planted}");
+    assert!(planted.contains("emptied"), "{planted}");
+    let hook = ws.join("r2/.git/hooks/pre-commit");
+    assert_eq!(
+        std::fs::metadata(&hook).map(|m| m.len()).ok(),
+        Some(0),
+        "{planted}"
+    );
+    // The owner frees the room and commits.
+    std::fs::remove_file(ws.join("fill")).unwrap();
+    let commit = owner_git(
+        home.path(),
+        &["-C", r2, "commit", "-q", "--allow-empty", "-m", "owner"],
+    );
+    assert!(commit.status.success(), "{commit:?}");
+    assert!(
+        !ws.join("PWNED").exists(),
+        "the planted hook ran: {planted}"
+    );
+}

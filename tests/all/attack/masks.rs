@@ -323,7 +323,7 @@ async fn anchored_denies_hold(ws: Workspace, profile: &str, container: bool) {
 
 /// `toolhost call TOOL ARGUMENTS` with the configuration in `dir`: what it
 /// printed.
-fn cli(dir: &std::path::Path, tool: &str, arguments: serde_json::Value) -> String {
+pub(super) fn cli(dir: &std::path::Path, tool: &str, arguments: serde_json::Value) -> String {
     let output = std::process::Command::new(crate::toolhost_cli())
         .arg("--config")
         .arg(dir.join("toolhost.toml"))

@@ -52,6 +52,10 @@ pub(crate) struct Guard {
     /// The paths of `kept`, to find one at once.
     known: std::collections::HashSet<PathBuf>,
     roots: Roots,
+    /// What the plan masked, by device and inode: the owner's, left whole
+    /// where what a command planted is emptied (see
+    /// [`beneath::neutralise`]).
+    spared: std::collections::HashSet<(u64, u64)>,
 }
 
 /// The grants the guarded paths lie in, held open (`None` where that
@@ -106,6 +110,12 @@ impl Guard {
     pub(super) fn mounted(&mut self, root: &Path, path: PathBuf, meta: &std::fs::Metadata) {
         use std::os::unix::fs::MetadataExt;
         self.add(root, path, Kept::Mounted(meta.dev(), meta.ino()));
+    }
+
+    /// Notes a path the plan masks, by device and inode.
+    pub(super) fn spare(&mut self, meta: &std::fs::Metadata) {
+        use std::os::unix::fs::MetadataExt;
+        self.spared.insert((meta.dev(), meta.ino()));
     }
 
     pub(super) fn absent(&mut self, root: &Path, path: PathBuf) {
@@ -214,7 +224,7 @@ impl Guard {
                         Ok(_) => Some(
                             beneath::set_aside(dir.as_raw_fd(), name.as_os_str())
                                 .map(|to| Some(path.with_file_name(to)))
-                                .map_err(|e| unmovable(dir.as_raw_fd(), name.as_os_str(), &e)),
+                                .map_err(|e| self.unmovable(dir.as_raw_fd(), name.as_os_str(), &e)),
                         ),
                     }
                 }
@@ -223,7 +233,10 @@ impl Guard {
                     if beneath::readlink(dir, name).ok().as_ref() == Some(text) {
                         None
                     } else {
-                        Some(relink(dir, name, text).map(|to| to.map(|to| path.with_file_name(to))))
+                        Some(
+                            self.relink(dir, name, text)
+                                .map(|to| to.map(|to| path.with_file_name(to))),
+                        )
                     }
                 }
             };
@@ -324,24 +337,34 @@ impl Guard {
     }
 }
 
-/// What `name` in `dir`, which could not be moved aside (`error`: no room
-/// for the longer name, say), became: made harmless where it is, which
-/// needs no room, or why not.
-fn unmovable(dir: i32, name: &OsStr, error: &std::io::Error) -> String {
-    let done = beneath::neutralise(dir, name)
-        .unwrap_or_else(|e| format!("nor could it be made harmless: {e}"));
-    format!("it could not be moved aside ({error}); {done}")
-}
+impl Guard {
+    /// What `name` in `dir`, which could not be moved aside (`error`: no
+    /// room for the longer name, say), became: made harmless where it is,
+    /// which needs no room, or why not.
+    fn unmovable(&self, dir: i32, name: &OsStr, error: &std::io::Error) -> String {
+        let spared = |dev, ino| self.spared.contains(&(dev, ino));
+        let done = beneath::neutralise(dir, name, &spared)
+            .unwrap_or_else(|e| format!("nor could it be made harmless: {e}"));
+        format!("it could not be moved aside ({error}); {done}")
+    }
 
-/// Makes `name` in `dir` the link `text` again, after setting aside what
-/// is there; the name it was set aside to, if any.
-fn relink(dir: i32, name: &OsStr, text: &Path) -> Result<Option<std::ffi::OsString>, String> {
-    let aside = match beneath::lstat(dir, name) {
-        Ok(_) => Some(beneath::set_aside(dir, name).map_err(|e| unmovable(dir, name, &e))?),
-        Err(_) => None,
-    };
-    beneath::symlink(text, dir, name).map_err(|e| e.to_string())?;
-    Ok(aside)
+    /// Makes `name` in `dir` the link `text` again, after setting aside
+    /// what is there; the name it was set aside to, if any.
+    fn relink(
+        &self,
+        dir: i32,
+        name: &OsStr,
+        text: &Path,
+    ) -> Result<Option<std::ffi::OsString>, String> {
+        let aside = match beneath::lstat(dir, name) {
+            Ok(_) => {
+                Some(beneath::set_aside(dir, name).map_err(|e| self.unmovable(dir, name, &e))?)
+            }
+            Err(_) => None,
+        };
+        beneath::symlink(text, dir, name).map_err(|e| e.to_string())?;
+        Ok(aside)
+    }
 }
 
 mod watcher;

@@ -238,8 +238,12 @@ impl Mounts {
     /// Masks `path` if it exists (a directory or anything else).
     pub(super) fn mask(&mut self, path: &Path) {
         match path.symlink_metadata() {
-            Ok(meta) if meta.is_dir() => self.bind(path.to_path_buf(), MountKind::MaskDir, &meta),
+            Ok(meta) if meta.is_dir() => {
+                self.guard.spare(&meta);
+                self.bind(path.to_path_buf(), MountKind::MaskDir, &meta)
+            }
             Ok(meta) if !meta.file_type().is_symlink() => {
+                self.guard.spare(&meta);
                 self.bind(path.to_path_buf(), MountKind::MaskFile, &meta)
             }
             Ok(_) => {}

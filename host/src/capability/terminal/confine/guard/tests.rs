@@ -146,10 +146,12 @@ fn chattr(flag: &str, path: &Path) -> bool {
 /// longer name on a full disk; here a directory entries cannot be renamed
 /// in), it is made harmless where it is, which needs no room: every
 /// permission taken away, so that the owner's git and toolhost neither
-/// read nor run it, and the answer says so.
+/// read nor run it, and the answer says so. Run as root, whom permissions
+/// do not stop, what it holds is emptied as well, except what the plan
+/// masked (the owner's, moved there inside a directory).
 #[test]
 fn what_cannot_be_moved_aside_is_made_harmless_where_it_is() {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = tempfile::tempdir().unwrap();
     let git = dir.path().join(".git");
     std::fs::create_dir(&git).unwrap();
@@ -157,8 +159,12 @@ fn what_cannot_be_moved_aside_is_made_harmless_where_it_is() {
     guard.absent(dir.path(), git.join("commondir"));
     guard.absent(dir.path(), git.join("hooks"));
     std::fs::write(git.join("commondir"), "../evil\n").unwrap();
-    std::fs::create_dir(git.join("hooks")).unwrap();
-    std::fs::write(git.join("hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::create_dir_all(git.join("hooks/d")).unwrap();
+    std::fs::write(git.join("hooks/pre-commit"), "#!/bin/sh\necho ran\n").unwrap();
+    std::os::unix::fs::symlink("/bin/sh", git.join("hooks/post-commit")).unwrap();
+    // The owner's masked file, moved there inside a directory.
+    std::fs::write(git.join("hooks/d/.env"), "KEY=owner\n").unwrap();
+    guard.spare(&std::fs::metadata(git.join("hooks/d/.env")).unwrap());
     // Append-only: names may be added to it, none renamed.
     if !chattr("+a", &git) {
         eprintln!("skipped: chattr +a needs root and a filesystem that has it");
@@ -171,13 +177,37 @@ fn what_cannot_be_moved_aside_is_made_harmless_where_it_is() {
         reason.contains("could not be moved aside") && reason.contains("mode 000"),
         "{reason}"
     );
-    for name in ["commondir", "hooks"] {
+    for name in ["commondir", "hooks", "hooks/d", "hooks/pre-commit"] {
         let mode = std::fs::symlink_metadata(git.join(name))
             .unwrap()
             .permissions()
             .mode();
         assert_eq!(mode & 0o7777, 0, "{name}: {mode:o}");
     }
+    // chattr +a worked: this is root. What was planted is empty, the link
+    // in it gone, the owner's file whole.
+    assert!(
+        reason.contains("files truncated: 1, links removed: 0)"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(
+            "files truncated: 1, links removed: 1, files the sandbox masked left whole: 1)"
+        ),
+        "{reason}"
+    );
+    for name in ["commondir", "hooks/pre-commit"] {
+        assert_eq!(
+            std::fs::metadata(git.join(name)).unwrap().size(),
+            0,
+            "{name}"
+        );
+    }
+    assert!(std::fs::symlink_metadata(git.join("hooks/post-commit")).is_err());
+    assert_eq!(
+        std::fs::read_to_string(git.join("hooks/d/.env")).unwrap(),
+        "KEY=owner\n"
+    );
     // The owner can look and remove it.
     std::fs::set_permissions(git.join("hooks"), std::fs::Permissions::from_mode(0o700)).unwrap();
 }
