@@ -56,6 +56,12 @@ impl Capability for FileAccess {
         FileState::new(grants, wasi)
     }
 
+    /// A reused instance (a stateful plugin's) looks again at what denied
+    /// names reach: a link or hard link made since its last call counts.
+    fn begin_call(state: &mut FileState) {
+        state.forget_reached();
+    }
+
     /// Adds the policed `wasi:filesystem/{types,preopens}`, replacing
     /// wasmtime-wasi's.
     fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {

@@ -118,6 +118,13 @@ impl FileState {
         self.reached.as_ref()
     }
 
+    /// Forgets what [`Self::reached`] and the deny memo found, so that the
+    /// next call looks again.
+    pub(super) fn forget_reached(&mut self) {
+        self.reached = None;
+        *self.deny_memo.get_mut().unwrap_or_else(|e| e.into_inner()) = Default::default();
+    }
+
     /// The profile's path rules, if files are granted at all.
     pub(crate) fn rules(&self) -> Option<&PathRules> {
         self.profile.as_ref().map(|p| &p.paths)
@@ -137,5 +144,47 @@ impl FileState {
         profile
             .paths
             .check_remembering(path, access, Some(&mut memo))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stateful plugin's instance serves many calls: what denied names
+    /// reach is looked for again at each, so that a link made to a denied
+    /// file after the first call (`ln -s env.local .env`, the owner then
+    /// writing through `.env`) is refused in the next.
+    #[test]
+    fn each_call_of_a_reused_instance_looks_again_at_what_denied_names_reach() {
+        use crate::capability::sandbox::Capability;
+        use crate::config::{Config, ConfigSource};
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "default_profile = \"p\"\n[profiles.p]\nallow = [\"file:read\", \"file:write\"]\n\
+             file.write = [{:?}]\nfile.deny = [\"**/.env\"]\n",
+            dir.path().display().to_string()
+        );
+        let config = Config::parse(&text, ConfigSource::Embedded, dir.path()).unwrap();
+        let mut grants = Grants::none(config.profile("p", None).unwrap());
+        grants.declared = vec![crate::policy::PermissionPattern::parse("file:read").unwrap()];
+        let mut files = FileState::new(&grants, &mut WasiCtxBuilder::new());
+        let local = dir.path().join("env.local");
+        std::fs::write(&local, "KEY=owner\n").unwrap();
+        let meta = std::fs::metadata(&local).unwrap();
+        let id = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        let reaches = |files: &mut FileState| match files.reached() {
+            Some(Ok(found)) => found.contains(&id),
+            other => panic!("{:?}", other.map(|r| r.is_ok())),
+        };
+        assert!(!reaches(&mut files));
+        std::os::unix::fs::symlink("env.local", dir.path().join(".env")).unwrap();
+        // The same call keeps what it found; the next looks again.
+        assert!(!reaches(&mut files));
+        super::super::FileAccess::begin_call(&mut files);
+        assert!(reaches(&mut files));
     }
 }
