@@ -370,3 +370,59 @@ async fn the_file_tools_write_no_metadata_git_runs_programs_from() {
         .await;
     assert!(wrote.is_ok(), "{wrote:?}");
 }
+
+/// A git directory not named `.git` (`--separate-git-dir`, a bare
+/// repository) is one for the file tools as it is for the terminal's
+/// planner: known by what it holds, its configuration and hooks are not
+/// theirs to write. A directory that merely has a `config` is not one.
+#[tokio::test]
+async fn the_file_tools_write_no_metadata_of_a_git_directory_not_named_git() {
+    let scene = Scene::new();
+    scene.planting_would_run();
+    let host = scene.ws.host(WRITABLE).await;
+    let proj = scene.ws.join("proj");
+    let gitdir = scene.ws.join("proj.gitdir");
+    scene.git(
+        scene.outside.path(),
+        &[
+            "init",
+            "-q",
+            "--separate-git-dir",
+            gitdir.to_str().unwrap(),
+            proj.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(proj.join("a.txt"), "a\n").unwrap();
+    let bare = scene.ws.join("srv.git");
+    scene.git(
+        scene.outside.path(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    let planted = std::fs::read_to_string(scene.ws.join("planted.cfg")).unwrap();
+    for (tool, path) in [
+        ("edit_file", "proj.gitdir/config"),
+        ("write_file", "proj.gitdir/hooks/pre-commit"),
+        ("edit_file", "srv.git/config"),
+        ("write_file", "srv.git/info/attributes"),
+    ] {
+        let arguments = match tool {
+            "edit_file" => json!({ "path": path, "old_text": "[core]", "new_text": planted }),
+            _ => json!({ "path": path, "content": planted }),
+        };
+        let refused = match host.call(tool, arguments).await {
+            Ok(result) => result.get().to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(refused.contains("denied"), "{tool} {path}: {refused}");
+    }
+    scene.host_git_runs_nothing(&proj, "proj.gitdir/config");
+    // A directory with a `config` of its own is no git directory.
+    scene.ws.write("app/config", "port = 80\n");
+    let wrote = host
+        .call(
+            "write_file",
+            json!({ "path": "app/config", "content": "port = 81\n" }),
+        )
+        .await;
+    assert!(wrote.is_ok(), "{wrote:?}");
+}

@@ -12,7 +12,9 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 pub use crate::policy::confinement::Confinement;
 pub use crate::policy::lexical::{Access, normalize};
 pub use reached::{Identities, Unsearched};
-pub use repository::{GITDIR_KEPT, WORKTREE_KEPT, kept_metadata};
+pub use repository::{
+    GITDIR_KEPT, WORKTREE_KEPT, is_git_dir, is_git_dir_by, kept_metadata, wrote_by_git,
+};
 
 use crate::policy::own::{OwnPath, OwnPaths, Protection};
 

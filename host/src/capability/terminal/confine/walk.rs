@@ -10,6 +10,7 @@ use super::plan::Mounts;
 use super::spec::MOVED;
 use super::watch::Watch;
 use crate::capability::Profile;
+use crate::capability::file::rules::is_git_dir_by;
 
 /// Most entries looked at inside the grants to find what `file.deny` masks;
 /// past it the command is refused rather than run with a mask missing.
@@ -369,40 +370,19 @@ impl Walk<'_> {
     }
 }
 
-/// Whether `dir`, whose entries are `listed`, is a git directory: git's
-/// own marks (`objects/` and `refs/`, through links as git follows them,
-/// with or without `HEAD`, which git needs but a command may take away
-/// for one plan and put back), or a configuration git wrote
-/// (`[core] repositoryformatversion`). A repository once kept has that
-/// configuration read-only, so a command cannot take every mark away.
+/// Whether `dir`, whose entries are `listed`, is a git directory (see
+/// [`is_git_dir_by`]). A repository once kept has its configuration
+/// read-only, so a command cannot take every mark away.
 fn is_git_dir(dir: &Path, listed: &[(std::ffi::OsString, std::fs::FileType)]) -> bool {
-    let has = |name: &str| listed.iter().any(|(found, _)| found == name);
-    let is_dir = |name: &str| has(name) && dir.join(name).metadata().is_ok_and(|m| m.is_dir());
-    if (is_dir("objects") && is_dir("refs"))
-        || (has("HEAD") && (is_dir("objects") || is_dir("refs")))
-    {
-        return true;
-    }
-    has("config")
-        && super::beneath::read_small(&dir.join("config"), 1 << 16)
-            .ok()
-            .flatten()
-            .is_some_and(|text| wrote_by_git(&text))
-}
-
-/// Whether a configuration's text has git's `[core]` section with
-/// `repositoryformatversion`, which `git init` writes.
-fn wrote_by_git(text: &str) -> bool {
-    let mut core = false;
-    for line in text.lines() {
-        let line = line.trim().to_ascii_lowercase();
-        if let Some(header) = line.strip_prefix('[') {
-            core = header.starts_with("core") && header[4..].starts_with([']', ' ', '\t']);
-        } else if core && line.starts_with("repositoryformatversion") {
-            return true;
-        }
-    }
-    false
+    is_git_dir_by(
+        |name| listed.iter().any(|(found, _)| found == name),
+        |name| dir.join(name).metadata().is_ok_and(|m| m.is_dir()),
+        || {
+            super::beneath::read_small(&dir.join("config"), 1 << 16)
+                .ok()
+                .flatten()
+        },
+    )
 }
 
 /// Where the denied link `link`, which leads nowhere, would lead: its
@@ -495,6 +475,7 @@ fn unlisted(dir: &Path, error: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capability::file::rules::wrote_by_git;
 
     fn listed(dir: &Path) -> Vec<(std::ffi::OsString, std::fs::FileType)> {
         std::fs::read_dir(dir)
