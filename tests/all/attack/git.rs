@@ -426,3 +426,22 @@ async fn the_file_tools_write_no_metadata_of_a_git_directory_not_named_git() {
         .await;
     assert!(wrote.is_ok(), "{wrote:?}");
 }
+
+/// The owner's `.git/config` is a link to a file in the workspace that is
+/// not there yet (a shared configuration not deployed): a command writing
+/// that file would give the owner's git a configuration. Where a kept link
+/// leads nowhere, that name is kept absent: what a command writes there is
+/// set aside.
+#[tokio::test]
+async fn a_kept_link_leading_nowhere_keeps_where_it_leads_absent() {
+    let scene = Scene::new();
+    scene.planting_would_run();
+    let host = scene.ws.host(WRITABLE).await;
+    let root = scene.repo("r");
+    std::fs::remove_file(root.join(".git/config")).unwrap();
+    std::os::unix::fs::symlink("../../gitcfg", root.join(".git/config")).unwrap();
+    let line = "cp planted.cfg gitcfg; echo wrote";
+    let wrote = run(&host, line).await;
+    assert!(!scene.ws.join("gitcfg").exists(), "{wrote}");
+    scene.host_git_runs_nothing(&root, line);
+}

@@ -183,13 +183,25 @@ impl Walk<'_> {
         match path.symlink_metadata() {
             Ok(meta) if meta.file_type().is_symlink() => {
                 self.keep_link(path);
-                // What it points to, where a writable grant exposes that.
-                if let Ok(target) = path.canonicalize()
-                    && target != path
-                    && self.root_of(&target).is_some()
-                    && let Ok(meta) = target.symlink_metadata()
-                {
-                    self.mounts.bind(target, MountKind::ReadOnly, &meta);
+                // What it points to, where a writable grant exposes that:
+                // read-only, or kept absent where it leads nowhere yet (a
+                // command would write the owner's git configuration there).
+                match path.canonicalize() {
+                    Ok(target) => {
+                        if target != path
+                            && self.root_of(&target).is_some()
+                            && let Ok(meta) = target.symlink_metadata()
+                        {
+                            self.mounts.bind(target, MountKind::ReadOnly, &meta);
+                        }
+                    }
+                    Err(_) => {
+                        if let Some(target) = super::walk::dangling(path)
+                            && target != path
+                        {
+                            self.keep(&target);
+                        }
+                    }
                 }
             }
             Ok(meta) => {

@@ -387,7 +387,7 @@ fn is_git_dir(dir: &Path, listed: &[(std::ffi::OsString, std::fs::FileType)]) ->
 
 /// Where the denied link `link`, which leads nowhere, would lead: its
 /// links followed while they exist, the last name's directory resolved.
-fn dangling(link: &Path) -> Option<PathBuf> {
+pub(super) fn dangling(link: &Path) -> Option<PathBuf> {
     let mut path = link.to_path_buf();
     for _ in 0..40 {
         let text = std::fs::read_link(&path).ok()?;
