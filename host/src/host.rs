@@ -234,6 +234,17 @@ impl Host {
         &self.inner.handles
     }
 
+    /// The generation of the configuration running, if the host has one
+    /// (a profile made under another is stale).
+    pub fn running_generation(&self) -> Option<u64> {
+        self.inner
+            .settings
+            .load()
+            .config
+            .as_ref()
+            .map(|config| config.generation)
+    }
+
     /// The calls running (or finished) as tasks, and their settings
     /// (`[tasks]`, the defaults without a config).
     pub fn tasks(&self) -> (&Arc<crate::tasks::Tasks>, crate::tasks::TaskSettings) {

@@ -174,18 +174,24 @@ impl Host {
         self.terminals()
             .set_output_cap(config.tenant_caps.background_output);
         // A tenant removed, or whose token changed, no longer owns its
-        // tasks: whoever gets that name later must not read them.
-        if let Some(running) = &current.config {
-            self.tasks().0.forget_tenants(|name| {
-                name.is_empty()
-                    || running.tenants.get(name).is_some_and(|was| {
+        // tasks: whoever gets that name later must not read them. Forgotten
+        // once the new configuration is in force, so that a task made under
+        // the old one is either there to forget or refused as made under a
+        // configuration no longer running (see `Tasks::create`).
+        let kept: Option<std::collections::HashSet<String>> =
+            current.config.as_ref().map(|running| {
+                running
+                    .tenants
+                    .iter()
+                    .filter(|(name, was)| {
                         config
                             .tenants
-                            .get(name)
+                            .get(*name)
                             .is_some_and(|now| now.token_sha256 == was.token_sha256)
                     })
+                    .map(|(name, _)| name.clone())
+                    .collect()
             });
-        }
         let memory = self.sessions_memory();
         memory.set_share(
             config
@@ -197,6 +203,11 @@ impl Host {
             toolsets: config.toolsets.clone(),
             config: Some(Arc::new(config)),
         });
+        if let Some(kept) = kept {
+            self.tasks()
+                .0
+                .forget_tenants(|name| name.is_empty() || kept.contains(name));
+        }
         Ok(())
     }
 

@@ -116,6 +116,7 @@ pub(crate) fn start(
             owner.tenant_name(),
             owner.profile(),
             tool,
+            &|| host.running_generation(),
         ) {
             Ok(created) => made.push(created),
             Err(refused) => {
@@ -123,7 +124,11 @@ pub(crate) fn start(
                 for created in &made {
                     tasks.remove(&created.key);
                 }
-                return error_response(StatusCode::TOO_MANY_REQUESTS, refused.to_string());
+                let status = match refused {
+                    crate::tasks::TaskError::Reloaded => StatusCode::CONFLICT,
+                    _ => StatusCode::TOO_MANY_REQUESTS,
+                };
+                return error_response(status, refused.to_string());
             }
         }
     }

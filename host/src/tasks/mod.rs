@@ -106,6 +106,9 @@ pub enum TaskError {
     /// Its caller's profile changed while it waited for an answer: it was
     /// cancelled.
     ProfileChanged,
+    /// The request was made under a configuration no longer running (a
+    /// reload came while it was read): no task was made.
+    Reloaded,
 }
 
 /// Why a task whose caller's profile changed was cancelled.
@@ -120,6 +123,10 @@ impl std::fmt::Display for TaskError {
             Self::NotFound => f.write_str("Failed to retrieve task: Task not found"),
             Self::Expired => f.write_str("Failed to retrieve task: Task has expired"),
             Self::ProfileChanged => f.write_str(CHANGED),
+            Self::Reloaded => f.write_str(
+                "the configuration was reloaded while this request was read, and it was made \
+                 under the one before; no task was made and nothing ran; send it again",
+            ),
         }
     }
 }
@@ -205,7 +212,11 @@ impl Tasks {
     }
 
     /// A new task of `tenant` under `profile` calling `tool`, or why not
-    /// (the tenant holds `settings.max_per_tenant` already).
+    /// (the tenant holds `settings.max_per_tenant` already; `profile` is
+    /// not of the configuration `running` names, by its generation, when
+    /// the task would be made: a tenant re-keyed or removed meanwhile has
+    /// its tasks forgotten once the new configuration runs, and a request
+    /// of its old token read across the reload must not add one after).
     pub fn create(
         &self,
         handles: &Handles,
@@ -213,6 +224,7 @@ impl Tasks {
         tenant: Option<&str>,
         profile: &Arc<Profile>,
         tool: &str,
+        running: &dyn Fn() -> Option<u64>,
     ) -> Result<Created, TaskError> {
         let key = Handles::random_id();
         let id = handles.seal_task(&key, settings.ttl, tenant, profile);
@@ -220,6 +232,11 @@ impl Tasks {
         let cancel = CancellationToken::new();
         let now = crate::audit::now_rfc3339();
         self.with(|entries| {
+            if profile.generation != 0
+                && running().is_some_and(|running| running != profile.generation)
+            {
+                return Err(TaskError::Reloaded);
+            }
             let held = entries.values().filter(|e| e.tenant == owner).count();
             // Past the cap, the tenant's task that ended first makes room.
             let oldest_done = entries

@@ -32,6 +32,7 @@ fn a_task_is_found_by_its_owner_only_and_one_error_says_so_for_everyone_else() {
             Some("alpha"),
             &reader,
             "run_command",
+            &|| None,
         )
         .unwrap();
     assert!(
@@ -81,11 +82,15 @@ fn a_tenant_past_its_cap_is_refused_and_others_are_not() {
     let (tasks, handles, reader) = (Tasks::default(), handles(), profile("reader"));
     for _ in 0..2 {
         tasks
-            .create(&handles, &settings(2), Some("alpha"), &reader, "t")
+            .create(&handles, &settings(2), Some("alpha"), &reader, "t", &|| {
+                None
+            })
             .unwrap();
     }
     let refused = tasks
-        .create(&handles, &settings(2), Some("alpha"), &reader, "t")
+        .create(&handles, &settings(2), Some("alpha"), &reader, "t", &|| {
+            None
+        })
         .err()
         .unwrap();
     assert!(
@@ -97,7 +102,7 @@ fn a_tenant_past_its_cap_is_refused_and_others_are_not() {
     );
     assert!(
         tasks
-            .create(&handles, &settings(2), Some("beta"), &reader, "t")
+            .create(&handles, &settings(2), Some("beta"), &reader, "t", &|| None)
             .is_ok()
     );
     // A task that ended makes room: the one that ended first goes.
@@ -110,7 +115,9 @@ fn a_tenant_past_its_cap_is_refused_and_others_are_not() {
         .cancel(&handles, &ids[1], Some("alpha"), &reader)
         .unwrap();
     tasks
-        .create(&handles, &settings(2), Some("alpha"), &reader, "t")
+        .create(&handles, &settings(2), Some("alpha"), &reader, "t", &|| {
+            None
+        })
         .unwrap();
     assert_eq!(
         tasks.get(&handles, &ids[1], Some("alpha"), &reader).err(),
@@ -123,7 +130,7 @@ fn a_tenant_past_its_cap_is_refused_and_others_are_not() {
 fn cancel_ends_the_call_and_a_later_result_does_not_undo_it() {
     let (tasks, handles, reader) = (Tasks::default(), handles(), profile("reader"));
     let made = tasks
-        .create(&handles, &settings(2), None, &reader, "t")
+        .create(&handles, &settings(2), None, &reader, "t", &|| None)
         .unwrap();
     tasks.cancel(&handles, &made.id, None, &reader).unwrap();
     assert!(made.cancel.is_cancelled());
@@ -141,7 +148,7 @@ fn cancel_ends_the_call_and_a_later_result_does_not_undo_it() {
 fn a_question_is_answered_once_by_its_key() {
     let (tasks, handles, reader) = (Tasks::default(), handles(), profile("reader"));
     let made = tasks
-        .create(&handles, &settings(2), None, &reader, "t")
+        .create(&handles, &settings(2), None, &reader, "t", &|| None)
         .unwrap();
     let (sender, mut got) = tokio::sync::mpsc::unbounded_channel();
     tasks.ask(
@@ -185,7 +192,9 @@ fn a_finished_task_is_kept_for_keep_then_expires() {
         keep: Duration::from_millis(1),
         ..settings(2)
     };
-    let made = tasks.create(&handles, &quick, None, &reader, "t").unwrap();
+    let made = tasks
+        .create(&handles, &quick, None, &reader, "t", &|| None)
+        .unwrap();
     tasks.finish(&made.key, Payload::Result(serde_json::json!(1)), None);
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!(
@@ -203,9 +212,13 @@ fn a_task_past_its_ttl_says_it_expired_and_one_still_kept_does_not() {
         keep: Duration::from_secs(1),
         ..settings(2)
     };
-    let gone = tasks.create(&handles, &short, None, &reader, "t").unwrap();
+    let gone = tasks
+        .create(&handles, &short, None, &reader, "t", &|| None)
+        .unwrap();
     tasks.finish(&gone.key, Payload::Result(serde_json::json!(1)), None);
-    let running = tasks.create(&handles, &short, None, &reader, "t").unwrap();
+    let running = tasks
+        .create(&handles, &short, None, &reader, "t", &|| None)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(1100));
     assert_eq!(
         tasks.get(&handles, &gone.id, None, &reader).err(),
@@ -230,7 +243,7 @@ fn an_answer_under_another_profile_cancels_the_task_instead() {
     let (tasks, handles) = (Tasks::default(), handles());
     let (before, after) = (profile("reader"), profile("reader"));
     let made = tasks
-        .create(&handles, &settings(2), None, &before, "t")
+        .create(&handles, &settings(2), None, &before, "t", &|| None)
         .unwrap();
     let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = answered.clone();

@@ -249,3 +249,52 @@ async fn a_removed_or_re_keyed_tenants_tasks_are_ended_and_reach_no_later_holder
     }
     assert_eq!(poll(&served, ALPHA, &alphas).await["status"], "completed");
 }
+
+/// A request of a token being rotated out, authenticated before the reload
+/// and its body read after it (within the body timeout), makes no task:
+/// the new holder of the name finds none, and the old holder is told to
+/// send it again.
+#[tokio::test]
+async fn a_request_of_a_rotated_out_token_read_across_the_reload_makes_no_task() {
+    use crate::mcp_handles::GAMMA;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let served = serve(EVERY_CALL, "").await;
+    let batch = json!({"async": true, "tool_calls": [{"id": "call_0", "type": "function",
+        "function": {"name": "run_command",
+        "arguments": json!({"command": "echo from-the-old-token"}).to_string()}}]})
+    .to_string();
+    let address = served
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /v1/tool_calls HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {BETA}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        batch.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&batch.as_bytes()[..20]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let file = served.root.join("toolhost.toml");
+    let text = served
+        .config
+        .replace(&super::sha256_hex(BETA), &super::sha256_hex(GAMMA));
+    std::fs::write(&file, &text).unwrap();
+    served.host.reload_config(&file).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while v1(&served, "GET", "/tasks", GAMMA, None).await.0 != StatusCode::OK {
+        assert!(std::time::Instant::now() < deadline, "GAMMA never accepted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stream.write_all(&batch.as_bytes()[20..]).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(!answer.contains("task_id"), "{answer}");
+    assert!(answer.contains("send it again"), "{answer}");
+    let (status, listed) = v1(&served, "GET", "/tasks", GAMMA, None).await;
+    assert_eq!((status, listed), (StatusCode::OK, json!({"tasks": []})));
+}

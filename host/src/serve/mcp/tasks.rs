@@ -48,6 +48,7 @@ where
         caller.tenant_name(),
         caller.profile(),
         tool,
+        &|| host.running_generation(),
     ) {
         Ok(made) => made,
         // Nothing ran: the tenant holds as many tasks as it may.
