@@ -506,3 +506,30 @@ fn not_as_root_read_file_reaches_no_denied_file_in_an_unlistable_directory() {
         );
     }
 }
+
+/// A command makes a directory of its own unlistable (`chmod 000 d`): the
+/// walks that must see every entry give it back its owner's permissions
+/// (the command could have) rather than refuse every later call; one that
+/// hid a denied name that way (`chmod 100 d`: searchable, not listable)
+/// still has it masked.
+#[test]
+fn not_as_root_a_directory_a_command_made_unlistable_locks_nothing_out() {
+    let dir = user_workspace("[\"**/.env\"]");
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::write(ws.join("w/a.txt"), "hello-a\n").unwrap();
+    give_to_user(&ws);
+    let locked = run_as_user(
+        &ws,
+        &format!(
+            "mkdir d h && chmod 000 d && echo TOKEN={SECRET} > h/.env && chmod 100 h && echo locked"
+        ),
+    );
+    assert!(locked.contains("locked"), "{locked}");
+    let read = call_as_user(&ws, "read_file", json!({ "path": "a.txt" }));
+    assert!(read.contains("hello-a"), "{read}");
+    let ran = run_as_user(&ws, "cat h/.env; ls -d d; echo still-runs");
+    assert!(ran.contains("still-runs"), "{ran}");
+    assert!(!ran.contains(SECRET), "{ran}");
+    let hidden = call_as_user(&ws, "read_file", json!({ "path": "h/.env" }));
+    assert!(!hidden.contains(SECRET), "{hidden}");
+}

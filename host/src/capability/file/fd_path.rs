@@ -64,3 +64,56 @@ pub(super) fn reopen(fd: RawFd, flags: libc::c_int) -> std::io::Result<std::fs::
     // SAFETY: a descriptor the kernel just opened for us.
     Ok(unsafe { std::fs::File::from_raw_fd(opened) })
 }
+
+/// Gives the directory `path` (not a link to one) its owner's read, write
+/// and search permission back, if it is toolhost's user's and lacks them:
+/// whether it did. A command running as that user may take them away from
+/// a directory in its write grant (`mkdir d && chmod 000 d`), which would
+/// leave the walks that must see every entry (what `file.deny` masks, what
+/// denied names reach) refusing every later call; the command could have
+/// given them back itself.
+pub(crate) fn give_back_own_dir(path: &std::path::Path) -> std::io::Result<bool> {
+    use std::os::fd::OwnedFd;
+    let cpath = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated path; the result is checked.
+    let fd = unsafe {
+        libc::open(
+            cpath.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just opened, owned from here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: fills a zeroed stat of a descriptor of ours.
+    let stat = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut stat) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        stat
+    };
+    // SAFETY: geteuid cannot fail.
+    if stat.st_uid != unsafe { libc::geteuid() } || stat.st_mode & 0o700 == 0o700 {
+        return Ok(false);
+    }
+    // The descriptor's own directory, whatever its path now (`fchmod`
+    // takes no `O_PATH` descriptor).
+    let own = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    let mode = (stat.st_mode & 0o7777) | 0o700;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::chmod(own.as_ptr(), mode) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    tracing::warn!(
+        path = %path.display(),
+        mode = format!("{mode:o}"),
+        "gave a directory of toolhost's user in a write grant back its owner's permissions, \
+         to see what it holds"
+    );
+    Ok(true)
+}

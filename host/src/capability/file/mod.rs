@@ -8,7 +8,7 @@
 //! wasmtime-wasi (and cap-std beneath it) performs the operation. Directory
 //! listings leave denied entries out.
 
-mod fd_path;
+pub(crate) mod fd_path;
 mod imports;
 mod pinned;
 mod plain;

@@ -68,7 +68,18 @@ impl PathRules {
             .collect();
         let mut seen = 0;
         while let Some((dir, inside_denied)) = stack.pop() {
-            let entries = match std::fs::read_dir(&dir) {
+            let listed = std::fs::read_dir(&dir).or_else(|e| {
+                // One of toolhost's user's a command made unlistable is
+                // given back (see `give_back_own_dir`).
+                if e.raw_os_error() == Some(libc::EACCES)
+                    && crate::capability::file::fd_path::give_back_own_dir(&dir).unwrap_or(false)
+                {
+                    std::fs::read_dir(&dir)
+                } else {
+                    Err(e)
+                }
+            });
+            let entries = match listed {
                 Ok(entries) => entries,
                 // Another user's directory toolhost's user cannot enter
                 // either hides nothing a command could have reached (one of

@@ -66,7 +66,19 @@ impl Walk<'_> {
         if let Some(watch) = self.watch.as_deref_mut() {
             watch.dir(real, written);
         }
-        let entries = match std::fs::read_dir(real) {
+        let listed = std::fs::read_dir(real).or_else(|e| {
+            // A directory of toolhost's user a command made unlistable in
+            // its write grant is given back (see `give_back_own_dir`).
+            if writable
+                && e.raw_os_error() == Some(libc::EACCES)
+                && crate::capability::file::fd_path::give_back_own_dir(real).unwrap_or(false)
+            {
+                std::fs::read_dir(real)
+            } else {
+                Err(e)
+            }
+        });
+        let entries = match listed {
             Ok(entries) => entries,
             // Listed a moment ago, gone now: what it held is not known.
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
