@@ -101,3 +101,48 @@ async fn a_dangerous_command_approved_after_a_reload_does_not_run() {
     assert!(result.contains("configuration was reloaded"), "{result}");
     assert!(served.path("a/keep").is_dir(), "the approved command ran");
 }
+
+/// A guest's call runs one command, then starts another in the background;
+/// a reload that takes the terminal away comes between the two. The second
+/// is refused: every command a call runs is judged under the rules in
+/// force when it starts, and no process outlives the revocation.
+#[tokio::test]
+async fn a_guest_call_starts_no_background_process_after_a_reload_took_the_terminal_away() {
+    crate::use_launcher();
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let file = root.join("toolhost.toml");
+    let text = "default_profile = \"dev\"\ncache_dir = \"cache\"\naudit = \"off\"\n\
+                [profiles.dev]\nallow = [\"terminal:*\", \"file:read\"]\nfile.read = [\".\"]\n\
+                terminal.dangerous = \"allow\"\n";
+    std::fs::write(&file, text).unwrap();
+    let config = toolhost::config::Config::load(&file).unwrap();
+    let host = toolhost::Host::builder()
+        .config(&config)
+        .unwrap()
+        .plugin_file(toolhost_tests::SHELL)
+        .build()
+        .await
+        .unwrap();
+    let marker = root.join("alive");
+    let call = {
+        let host = host.clone();
+        let then = format!("while :; do date >> {}; sleep 0.2; done", marker.display());
+        tokio::spawn(async move {
+            host.call(
+                "run_then_start",
+                json!({ "first": "sleep 2", "then": then }),
+            )
+            .await
+            .map(|result| result.get().to_string())
+            .unwrap_or_else(|e| e.to_string())
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    std::fs::write(&file, text.replace("\"terminal:*\", ", "")).unwrap();
+    host.reload_config(&file).unwrap();
+    let result = call.await.unwrap();
+    assert!(result.contains("denied"), "{result}");
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    assert!(!marker.exists(), "the background process ran: {result}");
+}

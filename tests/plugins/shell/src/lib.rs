@@ -4,7 +4,7 @@
 //! without declaring it.
 
 use toolhost_sdk::prelude::*;
-use toolhost_sdk::terminal::{Command, TerminalError};
+use toolhost_sdk::terminal::{Background, Command, TerminalError};
 
 /// Arguments of `run` and `sneaky_run`.
 #[derive(Deserialize, JsonSchema)]
@@ -64,4 +64,33 @@ fn execute(args: RunArgs) -> Value {
     }
 }
 
-export_plugin!(run, sneaky_run);
+/// Arguments of `run_then_start`.
+#[derive(Deserialize, JsonSchema)]
+struct TwoSteps {
+    /// Run first, to its end.
+    first: String,
+    /// Then started in the background, left running.
+    then: String,
+}
+
+/// Runs one command line, then starts another in the background (a build,
+/// then a server): what each did.
+#[tool(toolset = "shell", permissions = ["terminal:execute"], destructive)]
+fn run_then_start(args: TwoSteps) -> Result<Value, ToolError> {
+    let first = execute(RunArgs {
+        command: args.first,
+        cwd: None,
+        stdin: None,
+        timeout_ms: None,
+    });
+    let then = match Background::new(args.then).start() {
+        Ok(process) => json!({ "started": process.id() }),
+        Err(TerminalError::Denied(message)) => {
+            json!({ "error_kind": "denied", "message": message })
+        }
+        Err(e) => json!({ "error_kind": "failed", "message": format!("{e:?}") }),
+    };
+    Ok(json!({ "first": first, "then": then }))
+}
+
+export_plugin!(run, sneaky_run, run_then_start);
