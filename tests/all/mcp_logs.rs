@@ -94,3 +94,41 @@ fn a_chatty_plugins_log_lines_are_bounded_on_the_wire_and_in_the_servers_log() {
     let log = server.stderr_text();
     assert!(log.len() < 2 << 20, "the server logged {} bytes", log.len());
 }
+
+/// Empty and one-byte guest lines cost the server's log what it writes of
+/// them (its time, level, fields and the escaped message), not their
+/// length: a plugin logging 1000 empty lines a call, called 20 times, gets
+/// its share of a second of the server's log, not 80 bytes a line.
+#[test]
+fn empty_guest_log_lines_are_charged_what_the_servers_log_writes() {
+    let (_dir, root) = workspace(CONFIG);
+    let mut server = Stdio::start(&root, &[]);
+    // No log level asked: the lines go to the server's log alone.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+    });
+    let started = std::time::Instant::now();
+    for (id, bytes) in (2..22).zip([0, 1].into_iter().cycle()) {
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "chatter", "arguments": {"lines": 1000, "bytes": bytes},
+            "_meta": meta}}));
+        loop {
+            let message = server.answer();
+            if message["id"] == id {
+                assert_eq!(message["result"]["isError"], json!(false), "{message}");
+                break;
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs() + 1;
+    let log = server.stderr_text();
+    // 64 KiB a second, and the lines saying how many were dropped.
+    let most = (seconds as usize) * (64 << 10) + (64 << 10);
+    assert!(
+        log.len() < most,
+        "the server logged {} bytes in {seconds} s (at most {most})",
+        log.len()
+    );
+}
