@@ -224,6 +224,9 @@ pub struct Sandbox {
     capabilities: &'static [Linked],
     /// Held while this store runs guest code, so the epoch ticks.
     pub(crate) running: Option<crate::store::epoch::Running>,
+    /// The turn its guest runs with past its first tick (see
+    /// [`crate::store::cpu`]).
+    pub(crate) turn: Arc<crate::store::cpu::TurnSlot>,
 }
 
 impl Sandbox {
@@ -263,7 +266,17 @@ impl Sandbox {
             rooms,
             capabilities,
             running: None,
+            turn: Arc::default(),
         }
+    }
+
+    /// The tenant whose call this store runs, if any.
+    pub(crate) fn tenant(&self) -> Option<&str> {
+        self.call
+            .grants
+            .approvals
+            .as_ref()
+            .and_then(|scope| scope.tenant.as_deref())
     }
 
     /// The room of capability `C`: what its imports reach.

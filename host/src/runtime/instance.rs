@@ -13,7 +13,7 @@ use crate::store::epoch::Running;
 pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sandbox> {
     let mut store = Store::new(engine, sandbox);
     store.limiter(|s| &mut s.limiter);
-    store.epoch_deadline_async_yield_and_update(1);
+    crate::store::cpu::yield_fairly(&mut store);
     // The epoch ticks only while some store runs guest code (host imports,
     // however long they wait, are not guest code).
     store.call_hook(|mut store, hook| {
@@ -24,7 +24,11 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sa
                     sandbox.running = Some(Running::enter());
                 }
             }
-            CallHook::ReturningFromWasm | CallHook::CallingHost => sandbox.running = None,
+            CallHook::ReturningFromWasm | CallHook::CallingHost => {
+                sandbox.running = None;
+                // Waiting on the host is not running: the turn goes on.
+                sandbox.turn.give_back();
+            }
         }
         Ok(())
     });

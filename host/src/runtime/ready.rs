@@ -100,7 +100,7 @@ impl ReadyInstances {
         }
         ready.store.data_mut().call.grants = grants.clone();
         // Its epoch deadline was set when it was made.
-        ready.store.epoch_deadline_async_yield_and_update(1);
+        crate::store::cpu::yield_fairly(&mut ready.store);
         Some(ready)
     }
 

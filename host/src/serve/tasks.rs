@@ -125,7 +125,7 @@ pub(crate) fn start(
                     tasks.remove(&created.key);
                 }
                 let status = match refused {
-                    crate::tasks::TaskError::Reloaded => StatusCode::CONFLICT,
+                    TaskError::Reloaded => StatusCode::CONFLICT,
                     _ => StatusCode::TOO_MANY_REQUESTS,
                 };
                 return error_response(status, refused.to_string());

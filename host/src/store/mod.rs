@@ -4,6 +4,7 @@
 //! that lets a deadline stop a spinning guest (`epoch`).
 
 pub(crate) mod capture;
+pub(crate) mod cpu;
 pub(crate) mod epoch;
 pub(crate) mod memory;
 
