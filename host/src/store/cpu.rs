@@ -196,6 +196,22 @@ impl TurnSlot {
             drop(self.turn.lock().unwrap_or_else(|e| e.into_inner()).take());
         }
     }
+
+    /// Gives back the turn held when dropped: held across a guest call, so
+    /// that a call dropped mid-slice (its caller gone, a task cancelled)
+    /// leaves no turn taken in a store that lives on (a stateful session).
+    pub(crate) fn until_dropped(self: &Arc<Self>) -> GiveBack {
+        GiveBack(self.clone())
+    }
+}
+
+/// See [`TurnSlot::until_dropped`].
+pub(crate) struct GiveBack(Arc<TurnSlot>);
+
+impl Drop for GiveBack {
+    fn drop(&mut self) {
+        self.0.give_back();
+    }
 }
 
 /// Makes `store`'s guest give way at each epoch tick and run on only with
@@ -282,6 +298,28 @@ mod tests {
         let again = gate.turn(name("c")).await;
         assert_eq!(gate.lock().running, 1);
         drop(again);
+        assert_eq!(gate.lock().running, 0);
+    }
+
+    /// A store that lives on after a call dropped mid-slice (a stateful
+    /// session's) keeps no turn: the call's guard gives it back.
+    #[tokio::test]
+    async fn a_call_dropped_mid_slice_leaves_no_turn_in_its_store() {
+        let gate = CpuGate::new(1);
+        let slot = Arc::new(TurnSlot::default());
+        let call = {
+            let (gate, slot) = (gate.clone(), slot.clone());
+            tokio::spawn(async move {
+                let _turn = slot.until_dropped();
+                slot.hold(gate.turn(name("a")).await);
+                std::future::pending::<()>().await;
+            })
+        };
+        while gate.lock().running == 0 {
+            tokio::task::yield_now().await;
+        }
+        call.abort();
+        let _ = call.await;
         assert_eq!(gate.lock().running, 0);
     }
 }

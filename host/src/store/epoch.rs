@@ -10,7 +10,7 @@ use wasmtime::Engine;
 
 /// How often the epoch advances. Guests yield to the async executor at each
 /// tick, which is what lets a call's timeout stop a spinning guest.
-pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// How many stores run guest code now, and the ticker threads to wake when
 /// the first one starts.

@@ -286,6 +286,7 @@ impl PluginVersion {
         let live = slot.live.as_mut().expect("just started");
         live.store.data_mut().begin_call(&tool.name);
         let (name, arguments) = self.guest_call(tool, arguments);
+        let _turn = live.store.data().turn.until_dropped();
         let outcome =
             tokio::time::timeout_at(deadline, live.tool.call(&mut live.store, name, &arguments))
                 .await;
