@@ -6,12 +6,9 @@ use serde_json::{Value, json};
 use crate::protocol::{Stdio, workspace};
 use crate::serve::CONFIG;
 
-/// Calls `todo` once as a 2026-07-28 request (no session) whose `_meta`
-/// names `level` (none: no level); the `notifications/message` lines that
-/// came before the answer.
-fn log_lines_of_a_stateless_todo(level: Option<&str>) -> Vec<Value> {
-    let (_dir, root) = workspace(CONFIG);
-    let mut server = Stdio::start(&root, &[]);
+/// The `_meta` of a 2026-07-28 request (no session), naming `level` if
+/// given.
+fn stateless_meta(level: Option<&str>) -> Value {
     let mut meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -20,6 +17,16 @@ fn log_lines_of_a_stateless_todo(level: Option<&str>) -> Vec<Value> {
     if let Some(level) = level {
         meta["io.modelcontextprotocol/logLevel"] = json!(level);
     }
+    meta
+}
+
+/// Calls `todo` once as a 2026-07-28 request (no session) whose `_meta`
+/// names `level` (none: no level); the `notifications/message` lines that
+/// came before the answer.
+fn log_lines_of_a_stateless_todo(level: Option<&str>) -> Vec<Value> {
+    let (_dir, root) = workspace(CONFIG);
+    let mut server = Stdio::start(&root, &[]);
+    let meta = stateless_meta(level);
     server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "todo", "arguments": {"action": "list"}, "_meta": meta}}));
     let mut lines = Vec::new();
@@ -104,11 +111,7 @@ fn empty_guest_log_lines_are_charged_what_the_servers_log_writes() {
     let (_dir, root) = workspace(CONFIG);
     let mut server = Stdio::start(&root, &[]);
     // No log level asked: the lines go to the server's log alone.
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
-    });
+    let meta = stateless_meta(None);
     let started = std::time::Instant::now();
     for (id, bytes) in (2..22).zip([0, 1].into_iter().cycle()) {
         server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

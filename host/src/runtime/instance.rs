@@ -13,7 +13,7 @@ use crate::store::epoch::Running;
 pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sandbox> {
     let mut store = Store::new(engine, sandbox);
     store.limiter(|s| &mut s.limiter);
-    crate::store::cpu::yield_fairly(&mut store);
+    yield_fairly(&mut store);
     // The epoch ticks only while some store runs guest code (host imports,
     // however long they wait, are not guest code).
     store.call_hook(|mut store, hook| {
@@ -33,6 +33,28 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, sandbox: Sandbox) -> Store<Sa
         Ok(())
     });
     store
+}
+
+/// Makes `store`'s guest give way at each epoch tick and run on only with
+/// a turn of the process's [`crate::store::cpu::CpuGate`] (the tenant its call's grants name).
+/// Set again on a reused store, whose deadline this restarts.
+pub(crate) fn yield_fairly(store: &mut Store<Sandbox>) {
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|mut context| {
+        let sandbox = context.data_mut();
+        sandbox.turn.give_back();
+        let slot = sandbox.turn.clone();
+        let tenant: std::sync::Arc<str> =
+            std::sync::Arc::from(sandbox.tenant().unwrap_or_default());
+        Ok(wasmtime::UpdateDeadline::YieldCustom(
+            1,
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                let turn = crate::store::cpu::CpuGate::shared().turn(tenant).await;
+                slot.hold(turn);
+            }),
+        ))
+    });
 }
 
 /// Instantiates `pre` in `store` and finds the instance's `tool` export.

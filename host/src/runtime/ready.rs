@@ -100,7 +100,7 @@ impl ReadyInstances {
         }
         ready.store.data_mut().call.grants = grants.clone();
         // Its epoch deadline was set when it was made.
-        crate::store::cpu::yield_fairly(&mut ready.store);
+        super::instance::yield_fairly(&mut ready.store);
         Some(ready)
     }
 

@@ -214,27 +214,6 @@ impl Drop for GiveBack {
     }
 }
 
-/// Makes `store`'s guest give way at each epoch tick and run on only with
-/// a turn of the process's [`CpuGate`] (the tenant its call's grants name).
-/// Set again on a reused store, whose deadline this restarts.
-pub(crate) fn yield_fairly(store: &mut wasmtime::Store<crate::capability::sandbox::Sandbox>) {
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(|mut context| {
-        let sandbox = context.data_mut();
-        sandbox.turn.give_back();
-        let slot = sandbox.turn.clone();
-        let tenant: Arc<str> = Arc::from(sandbox.tenant().unwrap_or_default());
-        Ok(wasmtime::UpdateDeadline::YieldCustom(
-            1,
-            Box::pin(async move {
-                tokio::task::yield_now().await;
-                let turn = CpuGate::shared().turn(tenant).await;
-                slot.hold(turn);
-            }),
-        ))
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

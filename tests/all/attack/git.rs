@@ -350,14 +350,7 @@ async fn the_file_tools_write_no_metadata_git_runs_programs_from() {
         ("write_file", "r/.git/info/attributes"),
         ("edit_file", "r/.git/config"),
     ] {
-        let arguments = match tool {
-            "edit_file" => json!({ "path": path, "old_text": "[core]", "new_text": planted }),
-            _ => json!({ "path": path, "content": planted }),
-        };
-        let refused = match host.call(tool, arguments).await {
-            Ok(result) => result.get().to_string(),
-            Err(e) => e.to_string(),
-        };
+        let refused = write_planted(&host, tool, path, &planted).await;
         assert!(refused.contains("denied"), "{tool} {path}: {refused}");
         scene.host_git_runs_nothing(&root, path);
     }
@@ -369,6 +362,19 @@ async fn the_file_tools_write_no_metadata_git_runs_programs_from() {
         )
         .await;
     assert!(wrote.is_ok(), "{wrote:?}");
+}
+
+/// What `tool` (`write_file`, or `edit_file` of its `[core]` line) answered
+/// when asked to write `planted` to `path`, or the error.
+async fn write_planted(host: &Host, tool: &str, path: &str, planted: &str) -> String {
+    let arguments = match tool {
+        "edit_file" => json!({ "path": path, "old_text": "[core]", "new_text": planted }),
+        _ => json!({ "path": path, "content": planted }),
+    };
+    match host.call(tool, arguments).await {
+        Ok(result) => result.get().to_string(),
+        Err(e) => e.to_string(),
+    }
 }
 
 /// A git directory not named `.git` (`--separate-git-dir`, a bare
@@ -404,15 +410,10 @@ async fn the_file_tools_write_no_metadata_of_a_git_directory_not_named_git() {
         ("write_file", "proj.gitdir/hooks/pre-commit"),
         ("edit_file", "srv.git/config"),
         ("write_file", "srv.git/info/attributes"),
+        // The `gitdir:` file that says where proj's metadata is.
+        ("write_file", "proj/.git"),
     ] {
-        let arguments = match tool {
-            "edit_file" => json!({ "path": path, "old_text": "[core]", "new_text": planted }),
-            _ => json!({ "path": path, "content": planted }),
-        };
-        let refused = match host.call(tool, arguments).await {
-            Ok(result) => result.get().to_string(),
-            Err(e) => e.to_string(),
-        };
+        let refused = write_planted(&host, tool, path, &planted).await;
         assert!(refused.contains("denied"), "{tool} {path}: {refused}");
     }
     scene.host_git_runs_nothing(&proj, "proj.gitdir/config");
@@ -438,10 +439,23 @@ async fn a_kept_link_leading_nowhere_keeps_where_it_leads_absent() {
     scene.planting_would_run();
     let host = scene.ws.host(WRITABLE).await;
     let root = scene.repo("r");
-    std::fs::remove_file(root.join(".git/config")).unwrap();
-    std::os::unix::fs::symlink("../../gitcfg", root.join(".git/config")).unwrap();
-    let line = "cp planted.cfg gitcfg; echo wrote";
-    let wrote = run(&host, line).await;
-    assert!(!scene.ws.join("gitcfg").exists(), "{wrote}");
-    scene.host_git_runs_nothing(&root, line);
+    // Where it leads, and the same in a directory not made yet.
+    for (text, line, made) in [
+        (
+            "../../gitcfg",
+            "cp planted.cfg gitcfg; echo wrote",
+            "gitcfg",
+        ),
+        (
+            "../../cfgdir/gitcfg",
+            "mkdir -p cfgdir && cp planted.cfg cfgdir/gitcfg; echo wrote",
+            "cfgdir/gitcfg",
+        ),
+    ] {
+        std::fs::remove_file(root.join(".git/config")).unwrap();
+        std::os::unix::fs::symlink(text, root.join(".git/config")).unwrap();
+        let wrote = run(&host, line).await;
+        assert!(!scene.ws.join(made).exists(), "{text}: {wrote}");
+        scene.host_git_runs_nothing(&root, line);
+    }
 }

@@ -321,6 +321,22 @@ async fn anchored_denies_hold(ws: Workspace, profile: &str, container: bool) {
     assert!(ws.join("app2/.env").exists(), "{moved}");
 }
 
+/// A directory with a workspace `ws` and a `toolhost.toml` whose default
+/// profile is [`DENIES`], for [`cli`].
+fn cli_workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "cache_dir = \"cache\"\nworkspace = \"ws\"\ndefault_profile = \"agent\"\n\
+             [profiles.agent]\n{DENIES}"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
 /// `toolhost call TOOL ARGUMENTS` with the configuration in `dir`: what it
 /// printed.
 pub(super) fn cli(dir: &std::path::Path, tool: &str, arguments: serde_json::Value) -> String {
@@ -347,17 +363,8 @@ pub(super) fn cli(dir: &std::path::Path, tool: &str, arguments: serde_json::Valu
 #[test]
 fn a_denied_name_linked_to_the_workspace_catches_nothing_the_owner_stores_through_it() {
     crate::use_launcher();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = cli_workspace();
     let dir = dir.path();
-    std::fs::create_dir_all(dir.join("ws")).unwrap();
-    std::fs::write(
-        dir.join("toolhost.toml"),
-        format!(
-            "cache_dir = \"cache\"\nworkspace = \"ws\"\ndefault_profile = \"agent\"\n\
-             [profiles.agent]\n{DENIES}"
-        ),
-    )
-    .unwrap();
     let linked = cli(
         dir,
         "run_command",
@@ -392,18 +399,10 @@ fn a_command_that_removes_or_repoints_the_owners_denied_link_reads_nothing_it_le
         "mv cfg cfg2 && mkdir cfg",
         "mv ../ws ../ws2",
     ] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = cli_workspace();
         let dir = dir.path();
         let ws = dir.join("ws");
         std::fs::create_dir_all(ws.join("cfg")).unwrap();
-        std::fs::write(
-            dir.join("toolhost.toml"),
-            format!(
-                "cache_dir = \"cache\"\nworkspace = \"ws\"\ndefault_profile = \"agent\"\n\
-                 [profiles.agent]\n{DENIES}"
-            ),
-        )
-        .unwrap();
         std::fs::write(ws.join("cfg/env.local"), format!("KEY={SECRET}\n")).unwrap();
         std::os::unix::fs::symlink(ws.join("cfg/env.local"), ws.join(".env")).unwrap();
         let before = cli(dir, "read_file", json!({ "path": "cfg/env.local" }));

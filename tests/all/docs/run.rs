@@ -268,7 +268,14 @@ impl Run {
                 self.stop_server();
                 self.server = Some(child);
                 self.port = served_port(&text[..end]);
-                return text[..end].to_string();
+                // Bundled plugins load beside the server's start: whether
+                // a line saying so comes before `serving on` depends on
+                // the compile cache, so the document shows none.
+                let shown: Vec<&str> = text[..end]
+                    .lines()
+                    .filter(|line| !line.contains("toolhost::host::plugins: plugin loaded"))
+                    .collect();
+                return shown.join("\n");
             }
             if Instant::now() > deadline {
                 kill_group(&mut child);

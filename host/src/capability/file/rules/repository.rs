@@ -53,6 +53,13 @@ pub fn kept_metadata(path: &Path) -> Option<String> {
         None
     };
     if let Some(at) = names.iter().rposition(|name| *name == ".git") {
+        // `.git` itself: a `gitdir:` file (a submodule's, a linked
+        // worktree's, `--separate-git-dir`) tells git where its metadata
+        // is, so it is kept as a whole (a directory `.git` is not written
+        // as a file anyway).
+        if at + 1 == names.len() {
+            return Some(".git".to_string());
+        }
         return kept_in(at).map(|kept| format!(".git/{kept}"));
     }
     (0..names.len().saturating_sub(1)).rev().find_map(|at| {
@@ -145,6 +152,8 @@ mod tests {
             "/w/p/.git/objects/info/alternates",
             "/w/p/.git/worktrees/t/gitdir",
             "/w/p/sub/.git/modules/x/config",
+            // A submodule's or worktree's `gitdir:` file.
+            "/w/p/sub/.git",
         ] {
             assert!(kept_metadata(Path::new(kept)).is_some(), "{kept}");
         }

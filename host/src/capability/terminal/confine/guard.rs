@@ -54,7 +54,7 @@ pub(crate) struct Guard {
     roots: Roots,
     /// What the plan masked, by device and inode: the owner's, left whole
     /// where what a command planted is emptied (see
-    /// [`beneath::neutralise`]).
+    /// [`super::harmless::neutralise`]).
     spared: std::collections::HashSet<(u64, u64)>,
 }
 
@@ -343,7 +343,7 @@ impl Guard {
     /// which needs no room, or why not.
     fn unmovable(&self, dir: i32, name: &OsStr, error: &std::io::Error) -> String {
         let spared = |dev, ino| self.spared.contains(&(dev, ino));
-        let done = beneath::neutralise(dir, name, &spared)
+        let done = super::harmless::neutralise(dir, name, &spared)
             .unwrap_or_else(|e| format!("nor could it be made harmless: {e}"));
         format!("it could not be moved aside ({error}); {done}")
     }

@@ -23,6 +23,7 @@ pub(crate) mod cpu;
 mod forward;
 mod git;
 pub(crate) mod guard;
+mod harmless;
 mod identity;
 mod init;
 mod inotify;

@@ -408,13 +408,24 @@ pub(super) fn dangling(link: &Path) -> Option<PathBuf> {
         match next.symlink_metadata() {
             Ok(meta) if meta.file_type().is_symlink() => path = next,
             Ok(_) => return None,
-            Err(_) => {
-                let dir = next.parent()?.canonicalize().ok()?;
-                return Some(dir.join(next.file_name()?));
-            }
+            // Its directory may be missing too (`cfgdir/gitcfg` before
+            // `cfgdir` is made): the nearest directory that exists, and the
+            // rest as written.
+            Err(_) => return existing_prefix(&next),
         }
     }
     None
+}
+
+/// `path` (absolute, without `.` or `..`) with its longest existing
+/// ancestor's symbolic links resolved and the rest as written.
+fn existing_prefix(path: &Path) -> Option<PathBuf> {
+    let base = path
+        .ancestors()
+        .skip(1)
+        .find(|a| a.symlink_metadata().is_ok())?;
+    let real = base.canonicalize().ok()?;
+    Some(real.join(path.strip_prefix(base).ok()?))
 }
 
 /// `path` with `.` and `..` taken out lexically.
