@@ -379,6 +379,11 @@ fn a_denied_name_linked_to_the_workspace_catches_nothing_the_owner_stores_throug
         json!({ "command": "cat api.key secrets/api.key" }),
     );
     assert!(!read.contains(SECRET), "{read}");
+    // The refusal names the link, for whoever can remove it.
+    assert!(
+        read.contains("secrets") && read.contains("remove the link from outside the sandbox"),
+        "{read}"
+    );
     let file = cli(dir, "read_file", json!({ "path": "api.key" }));
     assert!(!file.contains(SECRET), "{file}");
 }

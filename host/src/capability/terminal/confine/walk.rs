@@ -173,6 +173,20 @@ impl Walk<'_> {
         };
         match link.canonicalize() {
             Ok(target) => {
+                // Leading to a grant or above one, it would hide the
+                // grant whole (and with it the command's directory): the
+                // refusal says which link, for whoever can remove it.
+                if self.roots.iter().any(|root| root.starts_with(&target)) {
+                    self.refused.get_or_insert_with(|| {
+                        format!(
+                            "{} is a name file.deny denies and a symbolic link to {}, which holds \
+                             a granted directory: a command would see that directory hidden \
+                             whole; remove the link from outside the sandbox (no command may)",
+                            crate::escape::escape(&link.to_string_lossy()),
+                            crate::escape::escape(&target.to_string_lossy())
+                        )
+                    });
+                }
                 if shown(&target) {
                     self.mounts.mask(&target);
                     if target.is_file() {
