@@ -101,13 +101,7 @@ impl CpuGate {
     /// Gives a turn of `tenant` back, and hands it on.
     fn give_back(&self, tenant: &Arc<str>) {
         let mut state = self.lock();
-        state.running = state.running.saturating_sub(1);
-        if let Some(count) = state.by_tenant.get_mut(tenant) {
-            *count -= 1;
-            if *count == 0 {
-                state.by_tenant.remove(tenant);
-            }
-        }
+        state.untake(tenant);
         state.hand_on(self.capacity);
     }
 }
@@ -116,6 +110,17 @@ impl State {
     fn take(&mut self, tenant: &Arc<str>) {
         self.running += 1;
         *self.by_tenant.entry(tenant.clone()).or_default() += 1;
+    }
+
+    /// Undoes [`Self::take`].
+    fn untake(&mut self, tenant: &Arc<str>) {
+        self.running = self.running.saturating_sub(1);
+        if let Some(count) = self.by_tenant.get_mut(tenant) {
+            *count -= 1;
+            if *count == 0 {
+                self.by_tenant.remove(tenant);
+            }
+        }
     }
 
     /// Gives free turns to waiting guests: each to the waiting tenant with
@@ -146,13 +151,7 @@ impl State {
             self.take(&tenant);
             if sender.send(()).is_err() {
                 // It stopped waiting before this.
-                self.running -= 1;
-                if let Some(count) = self.by_tenant.get_mut(&tenant) {
-                    *count -= 1;
-                    if *count == 0 {
-                        self.by_tenant.remove(&tenant);
-                    }
-                }
+                self.untake(&tenant);
             }
         }
     }
