@@ -205,6 +205,43 @@ fn file_tools_and_commands_share_one_workspace() {
     );
 }
 
+/// The documented layout: the built-in configuration written to
+/// `toolhost.toml` in the project, the `developer` profile. `write_file`
+/// makes a new file at the top of the project, beside the configuration
+/// (its parent, which holds toolhost's own file, is there already and is
+/// not made again), and still may not write the configuration.
+#[test]
+fn write_file_makes_a_new_file_beside_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let shown = toolhost_in(&root, &["config", "show"]);
+    assert!(shown.status.success(), "{shown:?}");
+    std::fs::write(root.join("toolhost.toml"), &shown.stdout).unwrap();
+    let write = |path: &str| {
+        toolhost_in(
+            &root,
+            &[
+                "--profile",
+                "developer",
+                "call",
+                "write_file",
+                &format!(r#"{{"path":"{path}","content":"hi\n"}}"#),
+            ],
+        )
+    };
+    for path in ["notes.md", "docs/new/notes.md"] {
+        let wrote = write(path);
+        assert!(wrote.status.success(), "{path}: {wrote:?}");
+        assert_eq!(std::fs::read_to_string(root.join(path)).unwrap(), "hi\n");
+    }
+    let refused = write("toolhost.toml");
+    assert!(!refused.status.success(), "{refused:?}");
+    assert_eq!(
+        std::fs::read(root.join("toolhost.toml")).unwrap(),
+        shown.stdout
+    );
+}
+
 #[test]
 fn the_effective_config_shows_each_profile_as_enforced() {
     let dir = tempfile::tempdir().unwrap();

@@ -459,3 +459,54 @@ async fn a_kept_link_leading_nowhere_keeps_where_it_leads_absent() {
         scene.host_git_runs_nothing(&root, line);
     }
 }
+
+/// What the terminal's plan keeps of a repository beyond its git directory
+/// (where a link of its metadata leads, a file its configuration includes)
+/// the file tools do not write either: one decision for both doors. The
+/// owner's `.git/config` is a link into the workspace (there, not there
+/// yet, in a directory not made yet), and its configuration includes a
+/// shared file.
+#[tokio::test]
+async fn the_file_tools_write_nothing_the_plan_keeps_outside_a_git_directory() {
+    let scene = Scene::new();
+    scene.planting_would_run();
+    let host = scene.ws.host(WRITABLE).await;
+    let root = scene.repo("r");
+    let planted = std::fs::read_to_string(scene.ws.join("planted.cfg")).unwrap();
+    let config = root.join(".git/config");
+    let own = std::fs::read_to_string(&config).unwrap();
+    for (text, written) in [
+        ("../../gitcfg", Some("gitcfg")),
+        ("../../gitcfg", None),
+        ("../../cfgdir/gitcfg", None),
+    ] {
+        let _ = std::fs::remove_file(scene.ws.join("gitcfg"));
+        if let Some(name) = written {
+            std::fs::write(scene.ws.join(name), &own).unwrap();
+        }
+        std::fs::remove_file(&config).unwrap();
+        std::os::unix::fs::symlink(text, &config).unwrap();
+        let target = text.trim_start_matches("../../");
+        let refused = write_planted(&host, "write_file", target, &planted).await;
+        assert!(refused.contains("denied"), "{text}: {refused}");
+        scene.host_git_runs_nothing(&root, target);
+    }
+    // A file the configuration includes.
+    std::fs::remove_file(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{own}[include]\n\tpath = ../../shared.cfg\n"),
+    )
+    .unwrap();
+    scene.ws.write("shared.cfg", "[user]\n\tname = o\n");
+    let refused = write_planted(&host, "write_file", "shared.cfg", &planted).await;
+    assert!(refused.contains("denied"), "{refused}");
+    scene.host_git_runs_nothing(&root, "shared.cfg");
+    // The rest of the repository and the workspace stays the tools' to write.
+    for path in ["r/a.txt", "other.cfg", "cfgdir/notes.txt"] {
+        let wrote = host
+            .call("write_file", json!({ "path": path, "content": "x\n" }))
+            .await;
+        assert!(wrote.is_ok(), "{path}: {wrote:?}");
+    }
+}

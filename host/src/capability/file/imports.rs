@@ -120,6 +120,11 @@ impl HostDescriptor for PolicedFs<'_> {
     ) -> FsResult<()> {
         let operation = "create directory";
         let (target, real) = self.check_with(&fd, &path, Access::Write, operation, false)?;
+        // What is there already is not made again, whatever it holds
+        // (`create_dir_all` of the directory toolhost's configuration is in).
+        if real.symlink_metadata().is_ok() {
+            return Err(ErrorCode::Exist.into());
+        }
         self.check_moves_nothing_own(&[&target, &real], operation)?;
         let pinned = self.pin(&fd, &real, operation)?;
         let done = self
@@ -314,6 +319,11 @@ impl HostDescriptor for PolicedFs<'_> {
     ) -> FsResult<()> {
         let operation = "remove directory";
         let (target, real) = self.check_with(&fd, &path, Access::Write, operation, false)?;
+        // What is there already is not made again, whatever it holds
+        // (`create_dir_all` of the directory toolhost's configuration is in).
+        if real.symlink_metadata().is_ok() {
+            return Err(ErrorCode::Exist.into());
+        }
         self.check_moves_nothing_own(&[&target, &real], operation)?;
         let pinned = self.pin(&fd, &real, operation)?;
         let done = self

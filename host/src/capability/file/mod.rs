@@ -357,6 +357,7 @@ impl PolicedFs<'_> {
                     PathRefusal::Denied { .. }
                     | PathRefusal::Own { .. }
                     | PathRefusal::RepositoryMetadata { .. }
+                    | PathRefusal::Unplanned { .. }
                     | PathRefusal::OutsideRule { .. } => ErrorCode::Access,
                     PathRefusal::NotGranted {
                         access: Access::Write,

@@ -521,6 +521,18 @@ pub enum PathRefusal {
         /// The kept part.
         kept: String,
     },
+    /// What the writable grants keep from commands could not be found, so
+    /// nothing is written.
+    #[error(
+        "path {path:?} is not written: what the writable grants keep from commands (repository \
+         metadata and what it names) could not be found: {why}"
+    )]
+    Unplanned {
+        /// The normalized path.
+        path: PathBuf,
+        /// Why, as a command would be told.
+        why: String,
+    },
     /// A parameter rule of the tool confines its paths elsewhere.
     #[error(
         "path {path:?} is outside what {keys} lets the tool touch ({globs:?}, resolved in the \

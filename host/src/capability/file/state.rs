@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
@@ -69,6 +69,10 @@ pub(crate) struct FileState {
     reached: Option<Result<paths::Identities, paths::Unsearched>>,
     /// What `file.deny` says of the directories looked in so far.
     deny_memo: Mutex<paths::DenyMemo>,
+    /// What commands of the profile may not change inside the writable
+    /// grants, found at the first write of the call (`Err`: why it could
+    /// not be found).
+    kept: OnceLock<Result<Vec<PathBuf>, String>>,
 }
 
 impl FileState {
@@ -98,7 +102,11 @@ impl FileState {
         if access == Access::Write && !self.write {
             return Some(not_granted());
         }
-        let refusal = self.check(profile, path, access).err()?;
+        let refusal = match self.check(profile, path, access) {
+            Ok(()) if access == Access::Write => return self.kept_refusal(profile, path),
+            Ok(()) => return None,
+            Err(refusal) => refusal,
+        };
         // The workspace is where relative paths start, so it may be read as
         // a directory even when not granted; its listing shows only what may
         // be read (see `is_hidden`).
@@ -106,6 +114,43 @@ impl FileState {
             && matches!(refusal, PathRefusal::NotGranted { .. })
             && paths::normalize(path) == paths::normalize(profile.workspace());
         (!workspace).then_some(refusal)
+    }
+
+    /// Why writing `path` is refused where a command could not write it
+    /// either: it is (or lies in) what the terminal's plan of the profile
+    /// keeps, such as where a link of a repository's metadata leads.
+    fn kept_refusal(&self, profile: &Profile, path: &Path) -> Option<PathRefusal> {
+        let kept = self.kept.get_or_init(|| {
+            crate::capability::terminal::confine::kept::kept_from_commands(profile)
+        });
+        match kept {
+            Ok(kept) => {
+                let at = kept.partition_point(|kept| kept.as_path() < path);
+                // Sorted: `path` itself, or the nearest kept path before it
+                // that it lies in.
+                let hit = kept
+                    .get(at)
+                    .filter(|kept| kept.as_path() == path)
+                    .or_else(|| kept[..at].iter().rev().find(|kept| path.starts_with(kept)))?;
+                Some(PathRefusal::RepositoryMetadata {
+                    path: path.to_path_buf(),
+                    kept: if hit == path {
+                        "a path a repository's metadata links to or its configuration names"
+                            .to_string()
+                    } else {
+                        format!(
+                            "inside {}, which a repository's metadata links to or its \
+                             configuration names",
+                            hit.display()
+                        )
+                    },
+                })
+            }
+            Err(why) => Some(PathRefusal::Unplanned {
+                path: path.to_path_buf(),
+                why: why.clone(),
+            }),
+        }
     }
 
     /// What names `file.deny` matches reach under other names (see
@@ -122,6 +167,7 @@ impl FileState {
     /// next call looks again.
     pub(super) fn forget_reached(&mut self) {
         self.reached = None;
+        self.kept.take();
         *self.deny_memo.get_mut().unwrap_or_else(|e| e.into_inner()) = Default::default();
     }
 
@@ -186,5 +232,42 @@ mod tests {
         assert!(!reaches(&mut files));
         super::super::FileAccess::begin_call(&mut files);
         assert!(reaches(&mut files));
+    }
+
+    /// A write the terminal's plan walk cannot judge (more entries than
+    /// it looks at) is refused, saying why, as a command would be; a
+    /// small grant is written.
+    #[test]
+    fn a_write_the_plan_walk_cannot_judge_is_refused_saying_why() {
+        use crate::capability::sandbox::Capability;
+        use crate::config::{Config, ConfigSource};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let text = format!(
+            "default_profile = \"p\"\n[profiles.p]\nallow = [\"file:read\", \"file:write\"]\n\
+             file.write = [{:?}]\n",
+            root.display().to_string()
+        );
+        let config = Config::parse(&text, ConfigSource::Embedded, &root).unwrap();
+        let grants = Grants::none(config.profile("p", None).unwrap());
+        let mut files = FileState::default();
+        files.profile = Some(grants.profile.clone());
+        files.write = true;
+        assert!(files.refusal(&root.join("a.txt"), Access::Write).is_none());
+        let many = root.join("many");
+        std::fs::create_dir(&many).unwrap();
+        for i in 0..2_100 {
+            std::fs::write(many.join(i.to_string()), "").unwrap();
+        }
+        // The same call keeps what it found; the next looks again.
+        assert!(files.refusal(&root.join("a.txt"), Access::Write).is_none());
+        super::super::FileAccess::begin_call(&mut files);
+        let refused = files.refusal(&root.join("a.txt"), Access::Write);
+        assert!(
+            matches!(&refused, Some(PathRefusal::Unplanned { why, .. }) if why.contains("2000")),
+            "{refused:?}"
+        );
+        // Reading is not judged by it.
+        assert!(files.refusal(&root.join("a.txt"), Access::Read).is_none());
     }
 }

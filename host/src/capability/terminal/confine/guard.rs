@@ -143,6 +143,11 @@ impl Guard {
         self.kept.is_empty()
     }
 
+    /// The paths kept, whatever each was found to be.
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.kept.iter().map(|(path, _)| path.as_path())
+    }
+
     /// How many paths are kept.
     pub(super) fn len(&self) -> usize {
         self.kept.len()

@@ -27,6 +27,7 @@ mod harmless;
 mod identity;
 mod init;
 mod inotify;
+pub(crate) mod kept;
 mod own;
 pub(crate) mod pids;
 pub(crate) mod plan;

@@ -36,7 +36,7 @@ pub(crate) fn plan(profile: &Profile, watch: Option<&mut Watch>) -> Result<Spec,
     let settings = &profile.terminal;
     let mut mounts = Mounts::default();
     mounts.system();
-    add_grants(profile, watch, &mut mounts)?;
+    add_grants(profile, watch, &mut mounts, Purpose::Commands)?;
     mounts.refusal()?;
     let (mounts, guard) = mounts.into_list();
     Ok(Spec {
@@ -68,7 +68,7 @@ pub(crate) fn grant_mounts(
     watch: Option<&mut Watch>,
 ) -> Result<(Vec<Mount>, Guard), String> {
     let mut mounts = Mounts::default();
-    add_grants(profile, watch, &mut mounts)?;
+    add_grants(profile, watch, &mut mounts, Purpose::Commands)?;
     // The host's private `/etc` entries stay masked under any mount that
     // brings them in (`terminal.read = ["/etc"]`).
     for path in private_etc() {
@@ -83,12 +83,26 @@ pub(crate) fn grant_mounts(
     Ok(mounts.into_list())
 }
 
+/// Whom a walk of the grants is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Purpose {
+    /// A command's sandbox.
+    Commands,
+    /// The file tools, for what commands may not write (see
+    /// [`super::kept`]): a denied link that would hide a grant from a
+    /// command does not refuse them, and toolhost's own files, which they
+    /// know, are left out.
+    FileTools,
+}
+
 /// Adds `terminal.read`, the grants and what lies masked or read-only
-/// inside them.
-fn add_grants(
+/// inside them; for commands, toolhost's own files too (whose placeholders
+/// [`super::own::protect`] makes).
+pub(super) fn add_grants(
     profile: &Profile,
     mut watch: Option<&mut Watch>,
     mounts: &mut Mounts,
+    purpose: Purpose,
 ) -> Result<(), String> {
     let settings = &profile.terminal;
     let may_write = matches!(
@@ -148,6 +162,7 @@ fn add_grants(
         roots: grants.iter().map(|(_, real, _)| real.clone()).collect(),
         read,
         refused: None,
+        hides_grant: None,
         read_bytes: 0,
         largest: Vec::new(),
         pinned: Default::default(),
@@ -157,6 +172,13 @@ fn add_grants(
     }
     walk.other_names()?;
     if let Some(why) = walk.refused.take() {
+        return Err(why);
+    }
+    if let Some(why) = walk
+        .hides_grant
+        .take()
+        .filter(|_| purpose == Purpose::Commands)
+    {
         return Err(why);
     }
     for pattern in profile.paths.deny_patterns() {
@@ -170,7 +192,10 @@ fn add_grants(
             mounts.mask(path);
         }
     }
-    super::own::protect(profile.paths.own(), mounts, watch)
+    match purpose {
+        Purpose::Commands => super::own::protect(profile.paths.own(), mounts, watch),
+        Purpose::FileTools => Ok(()),
+    }
 }
 
 /// The mounts being planned, one per path, with what each was found to be
@@ -189,7 +214,7 @@ pub(super) struct Mounts {
 
 impl Mounts {
     /// Why the plan cannot be used, if a mask could not be planned.
-    fn refusal(&mut self) -> Result<(), String> {
+    pub(super) fn refusal(&mut self) -> Result<(), String> {
         self.refused.take().map_or(Ok(()), Err)
     }
 

@@ -40,6 +40,9 @@ pub(super) struct Walk<'a> {
     pub(super) read: Vec<PathBuf>,
     /// Why a path met while keeping a repository refuses the command.
     pub(super) refused: Option<String>,
+    /// Why a denied link hiding a grant whole refuses the command (the
+    /// file tools, which judge such links by what they reach, go on).
+    pub(super) hides_grant: Option<String>,
     /// Bytes of repository metadata read so far.
     pub(super) read_bytes: u64,
     /// The directories with the most entries seen so far, most first: the
@@ -177,7 +180,7 @@ impl Walk<'_> {
                 // grant whole (and with it the command's directory): the
                 // refusal says which link, for whoever can remove it.
                 if self.roots.iter().any(|root| root.starts_with(&target)) {
-                    self.refused.get_or_insert_with(|| {
+                    self.hides_grant.get_or_insert_with(|| {
                         format!(
                             "{} is a name file.deny denies and a symbolic link to {}, which holds \
                              a granted directory: a command would see that directory hidden \
