@@ -135,8 +135,8 @@ impl Host {
                 "terminal sessions ended: the configuration file changed"
             );
         }
-        let applied = Config::load(path)
-            .map_err(|e| e.to_string())
+        let applied = replaced_while_writable(path)
+            .and_then(|()| Config::load(path).map_err(|e| e.to_string()))
             .and_then(|config| self.apply_config(config));
         match &applied {
             Ok(()) => self.publish(ReloadEvent::ConfigReloaded { path: shown }),
@@ -221,4 +221,46 @@ impl Host {
     ) -> Result<Watcher> {
         Watcher::start(self.clone(), dir, config, options)
     }
+}
+
+/// `Err` when the configuration file at `path` was replaced (saved by a
+/// rename, or removed and written again) while a command's sandbox lived
+/// that had the old file masked: that command could write the new one,
+/// so toolhost does not read it, and sets it aside so that a later start
+/// does not either. The sandboxes that could are ended first (any whose
+/// guard has not seen the change yet too).
+fn replaced_while_writable(path: &Path) -> Result<(), String> {
+    crate::capability::terminal::confine::guard::check_all();
+    let real = crate::policy::own::real_path(path);
+    if !crate::policy::own::take_replaced(&real) {
+        return Ok(());
+    }
+    let name = real.file_name().unwrap_or_default().to_string_lossy();
+    let aside = (0..)
+        .map(|n| {
+            real.with_file_name(match n {
+                0 => format!("{name}.replaced-while-commands-ran"),
+                n => format!("{name}.replaced-while-commands-ran.{n}"),
+            })
+        })
+        .find(|aside| aside.symlink_metadata().is_err())
+        .unwrap_or_default();
+    let moved = std::fs::rename(&real, &aside);
+    tracing::error!(
+        path = %real.display(),
+        aside = %aside.display(),
+        moved = moved.is_ok(),
+        "configuration replaced while commands that could write it ran: not applied"
+    );
+    Err(match moved {
+        Ok(()) => format!(
+            "{} was replaced (saved by a rename, or removed and written again) while commands              ran whose sandboxes could write the new file; they were ended, and it is not              applied: it was moved to {}. Stop the agent's commands (or save by writing the              file in place, which no command can), look through it, then move it back",
+            real.display(),
+            aside.display()
+        ),
+        Err(e) => format!(
+            "{} was replaced (saved by a rename, or removed and written again) while commands              ran whose sandboxes could write the new file; they were ended, and it is not              applied, but it could not be moved aside ({e}): look through it before toolhost              starts again, then save it in place",
+            real.display()
+        ),
+    })
 }

@@ -58,6 +58,33 @@ pub struct OwnPath {
     folded: Vec<PathBuf>,
 }
 
+/// toolhost's own files that a new file took the name of (a rename over it,
+/// a removal and a new file) while a command's sandbox lived that had the
+/// old one masked or read-only: in the sandbox the name then shows the new
+/// file, which the command could have written. toolhost reads none of them
+/// as its own until the name is given a file again (see `take_replaced`).
+static REPLACED: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Notes that the own file `real` was replaced while a sandbox that could
+/// write the new file lived.
+pub fn note_replaced(real: &Path) {
+    REPLACED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(real.to_path_buf());
+}
+
+/// Whether the own file `real` was replaced while a sandbox that could
+/// write the new file lived, forgetting it: the caller sets that file
+/// aside.
+pub fn take_replaced(real: &Path) -> bool {
+    REPLACED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(real)
+}
+
 impl OwnPath {
     /// Whether `path` (absolute, normalized) is this path or lies inside it.
     pub fn covers(&self, path: &Path) -> bool {

@@ -151,7 +151,8 @@ async fn answer(
 }
 
 /// New approvals as `event: approval` (the ones already waiting first) and
-/// answered or expired ones as `event: resolved`, until the server drains.
+/// answered or expired ones as `event: resolved`, until the server drains
+/// or the token the stream was opened with no longer holds.
 async fn events(State(api): State<Api>, Extension(auth): Extension<Authenticated>) -> Response {
     let (tenant, everyone) = whose(&auth);
     let max = api.host.tenant_caps().event_streams;
@@ -185,10 +186,18 @@ async fn events(State(api): State<Api>, Extension(auth): Extension<Authenticated
                 .data(event.data.to_string()),
         )
     });
+    // Until the server drains, or the token it was opened with no longer
+    // holds (a reload removed the tenant or changed the token).
     let draining = api.draining.clone();
+    let revoked = auth.revoked.clone();
     let stream = futures::stream::iter(waiting)
         .chain(live)
-        .take_until(async move { draining.cancelled().await });
+        .take_until(async move {
+            tokio::select! {
+                () = draining.cancelled() => {}
+                () = revoked.cancelled() => {}
+            }
+        });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()

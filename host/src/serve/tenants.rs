@@ -11,6 +11,8 @@ use sha2::{Digest, Sha256};
 use crate::approval::pending::{Pending, PendingApprover};
 use crate::approval::webhook::Webhook;
 use crate::approval::{Allowlist, Approvals};
+use tokio_util::sync::CancellationToken;
+
 use crate::caller::Caller;
 use crate::config::Config;
 use crate::host::Host;
@@ -27,13 +29,21 @@ pub struct Tenants {
     pending: Arc<Pending>,
     /// SHA-256 of the token that may answer every tenant's approvals.
     approver: ArcSwap<Option<[u8; 32]>>,
+    /// Cancelled once the approver token above is changed or removed.
+    approver_revoked: ArcSwap<CancellationToken>,
+    /// Cancelled once tenants are configured on a server started without
+    /// (so without a token).
+    open_revoked: CancellationToken,
     /// What the approver token's requests run as: no permission.
     approver_caller: Caller,
 }
 
 #[derive(Debug)]
 struct Entry {
+    name: String,
     token_sha256: [u8; 32],
+    /// Cancelled once a reload removes the tenant or changes its token.
+    revoked: CancellationToken,
     caller: Caller,
     /// Seconds until the rate limit admits another call, for `Retry-After`.
     retry_after: u64,
@@ -49,6 +59,10 @@ pub struct Authenticated {
     /// The approver's token: it may list and answer every tenant's
     /// approvals, and its calls have no permission.
     pub approver: bool,
+    /// Cancelled once the credential it was made from no longer holds (a
+    /// reload removed the tenant or changed the token): what it opened
+    /// that outlives the request (an event stream) ends then.
+    pub revoked: CancellationToken,
 }
 
 /// Why a request is not authenticated. The messages never say which tenants
@@ -104,6 +118,8 @@ impl Tenants {
             table: ArcSwap::from_pointee(table),
             pending,
             approver: ArcSwap::from_pointee(config.and_then(|c| c.approver_token_sha256)),
+            approver_revoked: ArcSwap::from_pointee(CancellationToken::new()),
+            open_revoked: CancellationToken::new(),
             approver_caller: Caller::new(
                 Arc::new(crate::capability::Profile::deny_all("approver", "/")),
                 Arc::new(Approvals::deny_all()),
@@ -136,7 +152,34 @@ impl Tenants {
     /// error the running tenants stay. Each tenant starts with fresh
     /// concurrency and rate counters; calls in flight keep their old ones.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
-        let table = build(&self.host, config, &self.pending)?;
+        let mut table = build(&self.host, config, &self.pending)?;
+        // A credential that still holds keeps what it opened; one gone
+        // ends it.
+        let old = self.table.load();
+        for entry in &mut table {
+            if let Some(was) = old
+                .iter()
+                .find(|was| was.name == entry.name && was.token_sha256 == entry.token_sha256)
+            {
+                entry.revoked = was.revoked.clone();
+            }
+        }
+        for was in old.iter() {
+            let kept = table
+                .iter()
+                .any(|entry| entry.name == was.name && entry.token_sha256 == was.token_sha256);
+            if !kept {
+                was.revoked.cancel();
+            }
+        }
+        if **self.approver.load() != config.approver_token_sha256 {
+            self.approver_revoked.load().cancel();
+            self.approver_revoked
+                .store(Arc::new(CancellationToken::new()));
+        }
+        if !table.is_empty() {
+            self.open_revoked.cancel();
+        }
         self.approver.store(Arc::new(config.approver_token_sha256));
         if table.is_empty() && !self.open {
             tracing::warn!(
@@ -159,6 +202,7 @@ impl Tenants {
                 caller: self.host.caller(),
                 retry_after: 1,
                 approver: false,
+                revoked: self.open_revoked.clone(),
             });
         }
         let token = bearer_token(authorization.ok_or(Unauthorized::Missing)?)?;
@@ -170,6 +214,7 @@ impl Tenants {
                 caller: self.approver_caller.clone(),
                 retry_after: 1,
                 approver: true,
+                revoked: (**self.approver_revoked.load()).clone(),
             });
         }
         // Every entry is compared, in constant time, whatever matches.
@@ -184,6 +229,7 @@ impl Tenants {
                 caller: entry.caller.clone(),
                 retry_after: entry.retry_after,
                 approver: false,
+                revoked: entry.revoked.clone(),
             })
             .ok_or(Unauthorized::Invalid)
     }
@@ -269,7 +315,9 @@ fn build(host: &Host, config: &Config, pending: &Arc<Pending>) -> Result<Vec<Ent
             return Err(format!("tenants.{}: has no token", tenant.name));
         };
         table.push(Entry {
+            name: tenant.name.clone(),
             token_sha256,
+            revoked: CancellationToken::new(),
             caller,
             retry_after,
         });

@@ -1,7 +1,9 @@
 //! Attack tests: own_races (see mod.rs). A symlink swapped between the file
 //! capability's check and its operation (a command or another tool flips
 //! `a` between `sub` and `.`) never lets a rename replace toolhost's config
-//! nor an open truncate its audit log.
+//! nor an open truncate its audit log; a config the operator replaces by a
+//! rename while a command runs (which could then write the new file) is
+//! neither applied nor left for the next start.
 
 use std::path::Path;
 use std::process::Command;
@@ -78,4 +80,86 @@ fn a_symlink_swapped_during_a_call_neither_replaces_the_config_nor_truncates_the
     );
     // Where `a` led to `sub`, the writes happened there.
     assert!(root.join("sub/audit.jsonl").exists() || root.join("sub/toolhost.toml").exists());
+}
+
+/// Commands run unasked in the config's directory.
+const RUNS: &str = r#"
+default_profile = "agent"
+[profiles.agent]
+allow = ["*"]
+file.read = ["."]
+file.write = ["."]
+terminal.dangerous = "allow"
+"#;
+
+/// Waits for `path` to exist.
+async fn appears(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !path.exists() {
+        assert!(std::time::Instant::now() < deadline, "{}", path.display());
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// The operator saves `toolhost.toml` as `sed -i` and most editors do (a
+/// new file renamed over it) while a command runs whose sandbox had the
+/// old file masked: in the sandbox the name then shows the new file, and
+/// a command waiting for that writes it (`terminal.sandbox = "none"`). The
+/// command is ended, the file is not applied and is moved aside (a later
+/// start does not read it either), and commands stay sandboxed. The same
+/// edit saved in place, while a command runs, is applied and ends nothing.
+#[tokio::test]
+async fn a_config_replaced_while_a_command_could_write_it_is_set_aside_not_applied() {
+    use super::server::Server;
+    let mut server = Server::start(RUNS, |_| {}).await;
+    server.wait_for_tool(None, "run_command").await;
+    let file = server.root.join("toolhost.toml");
+
+    // Allowed: written in place while a command runs.
+    let edited = format!("{RUNS}# edited in place\n");
+    let line = "touch started-1; sleep 2; echo survived";
+    let (ran, ()) = tokio::join!(server.run(None, None, line), async {
+        appears(&server.root.join("started-1")).await;
+        std::fs::write(&file, &edited).unwrap();
+    });
+    assert!(ran.to_string().contains("survived"), "{ran}");
+    server.wait_for("reloaded");
+
+    // Refused: replaced by a rename while a command waits for it.
+    let promoted = RUNS.replace(
+        "file.read = [\".\"]",
+        "file.read = [\"/\"]\nterminal.sandbox = \"none\"",
+    );
+    std::fs::write(server.root.join("promoted.txt"), &promoted).unwrap();
+    let line = "i=$(stat -c %i toolhost.toml); touch started-2; \
+                while [ \"$(stat -c %i toolhost.toml)\" = \"$i\" ]; do sleep 0.002; done; \
+                cat promoted.txt > toolhost.toml && echo wrote; sleep 20";
+    let saved = format!("{RUNS}# saved by a rename\n");
+    let began = std::time::Instant::now();
+    let (ran, ()) = tokio::join!(server.run(None, None, line), async {
+        appears(&server.root.join("started-2")).await;
+        std::fs::write(server.root.join("toolhost.toml.new"), &saved).unwrap();
+        std::fs::rename(server.root.join("toolhost.toml.new"), &file).unwrap();
+    });
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(15),
+        "the command was not ended: {ran}"
+    );
+    let rejected = server.wait_for("not applied");
+    assert!(rejected.contains("toolhost.toml"), "{rejected}");
+    assert!(!file.exists(), "left for the next start");
+    let aside = server
+        .root
+        .join("toolhost.toml.replaced-while-commands-ran");
+    assert!(aside.exists(), "{}", server.log());
+    // Still sandboxed: the running configuration is the one applied last.
+    let shadow = server
+        .run(None, None, "head -c 4 /etc/shadow && echo READ")
+        .await;
+    assert!(!shadow.to_string().contains("READ"), "{shadow}");
+    assert!(
+        !server.log().contains("config reloaded\n"),
+        "{}",
+        server.log()
+    );
 }

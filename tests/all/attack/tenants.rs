@@ -12,7 +12,9 @@ mod answers;
 mod bounded;
 mod cpu_share;
 mod flood;
+mod narrowed;
 mod request_memory;
+mod revoked;
 mod stalled;
 mod unread;
 mod waited;
@@ -75,7 +77,7 @@ pub(crate) fn start(caps: &str) -> Served {
 }
 
 /// `{"session": id, "deny": deny}` posted to `/v1/sessions` as `token`.
-async fn narrow(
+pub(super) async fn narrow(
     served: &Served,
     token: &str,
     session: &str,
@@ -159,7 +161,7 @@ async fn an_idle_narrowing_is_forgotten_and_its_session_refused_not_widened() {
 }
 
 /// Starts a `write_file` call as `token` (which waits for approval).
-fn write_in_background(
+pub(super) fn write_in_background(
     served: &Served,
     token: &'static str,
     session: Option<&str>,
@@ -181,7 +183,7 @@ fn write_in_background(
 }
 
 /// Waits until `token` has `n` pending approvals; their ids.
-async fn pending(served: &Served, token: &str, n: usize) -> Vec<String> {
+pub(super) async fn pending(served: &Served, token: &str, n: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let (_, body) = served.get("/v1/approvals", token).await;

@@ -135,6 +135,7 @@ pub(super) async fn take(profile: &Arc<Profile>) -> Taken {
         tracing::debug!(profile = %profile.name, "a sandbox built ahead has exited");
         return Taken::Stale(None);
     }
+    built.guard.set_idle(false);
     Taken::Ready(built)
 }
 
@@ -348,6 +349,7 @@ async fn build_once(
     .map_err(|e| Attempt::Failed(format!("checking the sandbox's mounts failed: {e}")))?;
     verified.map_err(Attempt::Moved)?;
     let guard = spec.guard;
+    guard.set_idle(ahead);
     let (watch, planned) = if session {
         (None, Some(Planned::of(spec.mounts, guard.clone(), watch)))
     } else {

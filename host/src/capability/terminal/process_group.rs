@@ -351,6 +351,11 @@ impl Launched {
         )
     }
 
+    /// A pidfd of the sandbox's PID 1 (once built), to end it with.
+    pub(crate) fn init(&self) -> Option<std::os::fd::OwnedFd> {
+        self.init.as_ref().and_then(|init| init.try_clone().ok())
+    }
+
     /// The launcher has not exited: its sandbox is built or being built.
     pub(crate) fn alive(&mut self) -> bool {
         matches!(self.group.child.try_wait(), Ok(None))

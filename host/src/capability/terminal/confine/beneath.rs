@@ -233,30 +233,13 @@ pub(super) fn permitted<T>(dir: RawFd, act: impl Fn() -> io::Result<T>) -> io::R
 }
 
 /// Gives the directory `dir` (a descriptor, `O_PATH` or not) back its
-/// owner's read, write and search permission, if it is toolhost's user's.
+/// owner's read, write and search permission, if it is toolhost's user's
+/// (see [`crate::capability::file::fd_path::give_back_fd`]); `EACCES` where it is not, or has them.
 fn give_back(dir: RawFd) -> io::Result<()> {
-    // SAFETY: fills a zeroed stat of a descriptor of ours.
-    let stat = unsafe {
-        let mut stat: libc::stat = std::mem::zeroed();
-        if libc::fstat(dir, &mut stat) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        stat
-    };
-    // SAFETY: geteuid cannot fail.
-    if !is(&stat, libc::S_IFDIR) || stat.st_uid != unsafe { libc::geteuid() } {
+    if !crate::capability::file::fd_path::give_back_fd(dir)? {
         return Err(io::Error::from_raw_os_error(libc::EACCES));
     }
-    // The descriptor's own file, whatever its path now (`fchmod` takes no
-    // `O_PATH` descriptor).
-    let path = c(OsStr::new(&format!("/proc/self/fd/{dir}")))?;
-    let mode = (stat.st_mode & 0o7777) | 0o700;
-    // SAFETY: a NUL-terminated path.
-    if unsafe { libc::chmod(path.as_ptr(), mode) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
     tracing::warn!(
-        mode = format!("{mode:o}"),
         "gave a directory in a grant back its owner's permissions to guard repository metadata"
     );
     Ok(())

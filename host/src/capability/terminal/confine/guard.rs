@@ -52,6 +52,12 @@ pub(crate) struct Guard {
     /// The paths of `kept`, to find one at once.
     known: std::collections::HashSet<PathBuf>,
     roots: Roots,
+    /// The kept paths that are toolhost's own files (see
+    /// [`Guard::own_file`]).
+    own: std::collections::HashSet<PathBuf>,
+    /// The sandbox was built ahead and has run no command yet: nothing in
+    /// it could have written an own file that was replaced.
+    idle: Idle,
     /// What the plan masked, by device and inode: the owner's, left whole
     /// where what a command planted is emptied (see
     /// [`super::harmless::neutralise`]).
@@ -70,6 +76,19 @@ impl PartialEq for Roots {
     }
 }
 impl Eq for Roots {}
+
+/// Whether a sandbox built ahead is still waiting for its first command,
+/// shared by every clone of its guard.
+#[derive(Debug, Clone, Default)]
+struct Idle(Arc<std::sync::atomic::AtomicBool>);
+
+/// Plans compare by what they keep.
+impl PartialEq for Idle {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Idle {}
 
 /// How a guarded path was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +129,22 @@ impl Guard {
     pub(super) fn mounted(&mut self, root: &Path, path: PathBuf, meta: &std::fs::Metadata) {
         use std::os::unix::fs::MetadataExt;
         self.add(root, path, Kept::Mounted(meta.dev(), meta.ino()));
+    }
+
+    /// Keeps toolhost's own file `path`, masked or read-only in the
+    /// sandbox, as it was found: a new file at its name (the operator's
+    /// editor saving by a rename) is one the sandbox sees and could write,
+    /// so the sandbox ends and toolhost does not read that file as its own
+    /// (see [`crate::policy::own::note_replaced`]).
+    pub(super) fn own_file(&mut self, root: &Path, path: PathBuf, meta: &std::fs::Metadata) {
+        self.own.insert(path.clone());
+        self.mounted(root, path, meta);
+    }
+
+    /// Marks the sandbox as built ahead and waiting (`true`), or as given
+    /// its first command (`false`).
+    pub(crate) fn set_idle(&self, idle: bool) {
+        self.idle.0.store(idle, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Notes a path the plan masks, by device and inode.
@@ -210,7 +245,16 @@ impl Guard {
                             .is_ok_and(|s| (s.st_dev, s.st_ino) == (*dev, *ino)),
                         _ => false,
                     };
-                    if !same {
+                    if !same && self.own.contains(path) {
+                        if !self.idle.0.load(std::sync::atomic::Ordering::SeqCst) {
+                            crate::policy::own::note_replaced(path);
+                        }
+                        replaced = Some(format!(
+                            "{} (toolhost's own) was replaced outside the sandbox, which could \
+                             then write the new file",
+                            path.display()
+                        ));
+                    } else if !same {
                         replaced = Some(format!(
                             "{} was replaced outside the sandbox, which had it read-only",
                             path.display()
@@ -373,6 +417,7 @@ impl Guard {
 }
 
 mod watcher;
+pub(crate) use watcher::check_all;
 
 pub(crate) use watcher::{Watched, kill, pidfd, start as start_watcher};
 

@@ -30,6 +30,9 @@ pub(super) trait MountTable {
     /// Keeps `path` absent: what a command makes there is removed, and its
     /// sandbox ended, as soon as it appears.
     fn keep_absent(&mut self, path: PathBuf);
+    /// Keeps the own file `path`, found as `meta` in the writable grant
+    /// `grant`, as it is (see `Guard::own_file`).
+    fn keep_own(&mut self, grant: &Path, path: PathBuf, meta: &std::fs::Metadata);
 }
 
 /// Adds to `mounts` what keeps `own` out of reach: call after every grant
@@ -91,6 +94,11 @@ pub(super) fn protect(
         }
         if writable {
             pin_between(&cover, real, mounts);
+            if let Ok(meta) = real.symlink_metadata()
+                && meta.is_file()
+            {
+                mounts.keep_own(&cover, real.clone(), &meta);
+            }
         }
     }
     Ok(())
@@ -203,6 +211,7 @@ mod tests {
         fn keep_absent(&mut self, path: PathBuf) {
             self.1.push(path);
         }
+        fn keep_own(&mut self, _: &Path, _: PathBuf, _: &std::fs::Metadata) {}
         fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
             self.0.retain(|mounted, kind| {
                 let inside = mounted != dir && mounted.starts_with(dir);

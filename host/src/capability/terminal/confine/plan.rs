@@ -362,6 +362,10 @@ impl super::own::MountTable for Mounts {
         }
     }
 
+    fn keep_own(&mut self, grant: &Path, path: PathBuf, meta: &std::fs::Metadata) {
+        self.guard.own_file(grant, path, meta);
+    }
+
     fn restrict_inside(&mut self, dir: &Path, hidden: bool) {
         self.planned.retain(|mounted, (kind, _)| {
             let inside = mounted != dir && mounted.starts_with(dir);

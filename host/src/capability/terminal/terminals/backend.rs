@@ -23,7 +23,7 @@ use super::ssh::SshBackend;
 use crate::capability::Profile;
 use crate::capability::terminal::ahead;
 use crate::capability::terminal::confine::control::{Control, Report};
-use crate::capability::terminal::confine::guard::Watched;
+use crate::capability::terminal::confine::guard::{Watched, kill};
 use crate::capability::terminal::confine::plan::{Planned, still_holds};
 use crate::capability::terminal::confine::{self, Run};
 use crate::capability::terminal::process_group::{
@@ -123,6 +123,19 @@ impl Backend {
     }
 
     /// Why the backend can no longer start commands, if it cannot.
+    /// Ends every process of the backend now, while a command in flight
+    /// still holds it (the session ended: narrowed, its profile changed);
+    /// its commands end, and what runs next is told `reason`. An ssh
+    /// backend's remote processes are the remote host's to end.
+    pub(crate) fn end(&self, reason: &str) {
+        match self {
+            Self::Sandbox(sandbox) => sandbox.end(reason),
+            Self::Host(host) => host.end(),
+            Self::Ssh(_) => {}
+            Self::Container(container) => container.end(reason),
+        }
+    }
+
     pub(crate) fn broken(&self) -> Option<String> {
         match self {
             Self::Sandbox(sandbox) => sandbox.reports.lock().ok()?.broken.clone(),
@@ -181,6 +194,8 @@ pub(crate) struct SessionSandbox {
     profile: Arc<Profile>,
     /// The repository guard, watched while the sandbox lives.
     watched: Option<Watched>,
+    /// A pidfd of its PID 1: killed, every process in it goes.
+    init: Option<OwnedFd>,
     // Dropped last: the launcher's group, then the cgroups.
     _launcher: ProcessGroup,
     _pids: ahead::Groups,
@@ -204,6 +219,7 @@ impl SessionSandbox {
                 told.lock().unwrap_or_else(|e| e.into_inner()).broken = Some(reason.to_string());
             })),
         )?;
+        let init = built.launched.init();
         let (group, control) = built.launched.into_parts();
         let mut receiver = control
             .try_clone()
@@ -244,6 +260,7 @@ impl SessionSandbox {
             planned: built.planned.map(|planned| Arc::new(Mutex::new(planned))),
             profile: profile.clone(),
             watched,
+            init,
             _launcher: group,
             _pids: built.pids,
         })
@@ -302,6 +319,21 @@ impl SessionSandbox {
     }
 }
 
+impl SessionSandbox {
+    /// Kills every process in the sandbox now, whoever still holds it (a
+    /// command in flight): its commands end, the next is told `reason`.
+    fn end(&self, reason: &str) {
+        self.reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .broken
+            .get_or_insert_with(|| reason.to_string());
+        if let Some(init) = &self.init {
+            kill(init);
+        }
+    }
+}
+
 impl Drop for SessionSandbox {
     fn drop(&mut self) {
         self.reader.abort();
@@ -316,6 +348,13 @@ pub(crate) struct HostProcesses {
 }
 
 impl HostProcesses {
+    /// Kills every group it started.
+    fn end(&self) {
+        for group in self.groups.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            group.signal(libc::SIGKILL);
+        }
+    }
+
     fn launch(&self, launch: Launch<'_>) -> io::Result<Started> {
         let argv = full_argv(&self.prefix, &launch);
         let mut ends = Ends::new(&launch)?;

@@ -260,11 +260,27 @@ impl TerminalSession {
 
     /// Cuts the session's connections and refuses new ones: it has ended
     /// (its processes go with the last call holding it).
-    fn ended(&self) {
-        self.gate.close(
-            "the terminal session ended (ended by its caller, its permissions narrowed, or its \
-             profile changed); the next command starts a new one",
-        );
+    fn ended(self: &Arc<Self>) {
+        const ENDED: &str = "the terminal session ended (ended by its caller, its permissions \
+                             narrowed, or its profile changed); the next command starts a new one";
+        self.gate.close(ENDED);
+        // Its processes end now, a command in flight (which holds the
+        // backend) and its background processes with them: they ran with
+        // what the session may no longer do.
+        let end = |backend: &mut Option<Arc<Backend>>| {
+            if let Some(backend) = backend.take() {
+                backend.end(ENDED);
+            }
+        };
+        match self.backend.try_lock() {
+            Ok(mut backend) => end(&mut backend),
+            Err(_) => {
+                let session = self.clone();
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move { end(&mut *session.backend.lock().await) });
+                }
+            }
+        }
     }
 
     fn touch(&self) {

@@ -54,6 +54,39 @@ impl Guard {
     }
 }
 
+/// Checks every guard of the process now, as the watcher's thread does on
+/// a change it sees, ending the sandboxes whose kept paths changed: before
+/// toolhost reads one of its own files, a replacement its thread has not
+/// seen yet is seen (see [`crate::policy::own::take_replaced`]).
+pub(crate) fn check_all() {
+    let Some(watcher) = watcher() else {
+        return;
+    };
+    let state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
+    for entry in state.guards.values() {
+        act(entry, entry.guard.check());
+    }
+}
+
+/// Ends the sandbox of `entry` when `checked` found a change: told what
+/// was put back, or why a read-only mount was replaced; whether it was put
+/// back.
+fn act(entry: &Entry, checked: super::Checked) -> Option<(Vec<PathBuf>, String)> {
+    match checked.undone {
+        Err(reason) => {
+            tracing::warn!(%reason, "a sandbox planted repository metadata; ending it");
+            tell(entry, &reason);
+            Some((checked.changed, reason))
+        }
+        Ok(()) => {
+            if let Some(reason) = checked.replaced {
+                (entry.end)(&reason);
+            }
+            None
+        }
+    }
+}
+
 /// Changes in a guarded path's directory.
 const EVENTS: u32 = libc::IN_CREATE
     | libc::IN_ATTRIB
@@ -362,19 +395,9 @@ fn run(inotify: i32, wake: OwnedFd) {
             let Some(entry) = state.guards.get(&id) else {
                 continue;
             };
-            let checked = entry.guard.check();
-            match checked.undone {
-                Err(reason) => {
-                    tracing::warn!(%reason, "a sandbox planted repository metadata; ending it");
-                    put_back.extend(checked.changed.into_iter().map(|p| (p, reason.clone())));
-                    tell(entry, &reason);
-                    told.push(id);
-                }
-                Ok(()) => {
-                    if let Some(reason) = checked.replaced {
-                        (entry.end)(&reason);
-                    }
-                }
+            if let Some((changed, reason)) = act(entry, entry.guard.check()) {
+                put_back.extend(changed.into_iter().map(|p| (p, reason.clone())));
+                told.push(id);
             }
         }
         // Every other sandbox keeping what was put back may have planted

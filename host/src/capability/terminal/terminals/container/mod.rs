@@ -247,6 +247,19 @@ impl ContainerBackend {
     }
 
     /// Why no more commands can start, once the container is gone.
+    /// Removes the container, and every process in it, now (on a thread:
+    /// an engine request blocks); what runs next is told `reason`.
+    pub(crate) fn end(&self, reason: &str) {
+        self.broken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| reason.to_string());
+        let (socket, id) = (self.socket.clone(), self.id.clone());
+        std::thread::spawn(move || {
+            let _ = remove(&socket, &id);
+        });
+    }
+
     pub(crate) fn broken(&self) -> Option<String> {
         self.broken
             .lock()
