@@ -351,6 +351,12 @@ impl Allowlist {
         let Some(path) = &self.path else { return false };
         let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
         if modified.is_some() && modified != state.1 {
+            // Replaced while a command could write the new file: not read
+            // (it was set aside).
+            if crate::policy::own::set_aside_if_replaced(path).is_some() {
+                state.1 = None;
+                return state.0.contains(tenant, key);
+            }
             let (on_disk, modified) = read_allowlist(path);
             state.0.merge(on_disk);
             state.1 = modified;
@@ -377,6 +383,9 @@ impl Allowlist {
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
+        // Replaced while a command could write the new file: set aside
+        // unread, and written anew from what toolhost holds.
+        let _ = crate::policy::own::set_aside_if_replaced(path);
         // Rewritten in place under a lock of the file itself: a rename
         // would put another file at its name, which a terminal sandbox
         // masking the old one would then show.

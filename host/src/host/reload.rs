@@ -230,36 +230,24 @@ impl Host {
 /// does not either. The sandboxes that could are ended first (any whose
 /// guard has not seen the change yet too).
 fn replaced_while_writable(path: &Path) -> Result<(), String> {
-    crate::capability::terminal::confine::guard::check_all();
-    let real = crate::policy::own::real_path(path);
-    if !crate::policy::own::take_replaced(&real) {
+    let Some(moved) = crate::policy::own::set_aside_if_replaced(path) else {
         return Ok(());
-    }
-    let name = real.file_name().unwrap_or_default().to_string_lossy();
-    let aside = (0..)
-        .map(|n| {
-            real.with_file_name(match n {
-                0 => format!("{name}.replaced-while-commands-ran"),
-                n => format!("{name}.replaced-while-commands-ran.{n}"),
-            })
-        })
-        .find(|aside| aside.symlink_metadata().is_err())
-        .unwrap_or_default();
-    let moved = std::fs::rename(&real, &aside);
-    tracing::error!(
-        path = %real.display(),
-        aside = %aside.display(),
-        moved = moved.is_ok(),
-        "configuration replaced while commands that could write it ran: not applied"
-    );
+    };
+    let real = crate::policy::own::real_path(path);
     Err(match moved {
-        Ok(()) => format!(
-            "{} was replaced (saved by a rename, or removed and written again) while commands              ran whose sandboxes could write the new file; they were ended, and it is not              applied: it was moved to {}. Stop the agent's commands (or save by writing the              file in place, which no command can), look through it, then move it back",
+        Ok(aside) => format!(
+            "{} was replaced (saved by a rename, or removed and written again) while commands \
+             ran whose sandboxes could write the new file; they were ended, and it is not \
+             applied: it was moved to {}. Stop the agent's commands (or save by writing the \
+             file in place, which no command can), look through it, then move it back",
             real.display(),
             aside.display()
         ),
         Err(e) => format!(
-            "{} was replaced (saved by a rename, or removed and written again) while commands              ran whose sandboxes could write the new file; they were ended, and it is not              applied, but it could not be moved aside ({e}): look through it before toolhost              starts again, then save it in place",
+            "{} was replaced (saved by a rename, or removed and written again) while commands \
+             ran whose sandboxes could write the new file; they were ended, and it is not \
+             applied, but it could not be moved aside ({e}): look through it before toolhost \
+             starts again, then save it in place",
             real.display()
         ),
     })

@@ -76,13 +76,54 @@ pub fn note_replaced(real: &Path) {
 }
 
 /// Whether the own file `real` was replaced while a sandbox that could
-/// write the new file lived, forgetting it: the caller sets that file
-/// aside.
-pub fn take_replaced(real: &Path) -> bool {
+/// write the new file lived, forgetting it.
+fn take_replaced(real: &Path) -> bool {
     REPLACED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(real)
+}
+
+/// What checks every live sandbox's guard at once, noting the own files
+/// replaced (set by the terminal sandbox when its first guard is watched).
+static CHECK_SANDBOXES: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what [`set_aside_if_replaced`] runs first.
+pub fn on_check(check: fn()) {
+    let _ = CHECK_SANDBOXES.set(check);
+}
+
+/// Before toolhost reads its own file `path` (the configuration at a
+/// reload, the approvals allowlist): `Some` when it was replaced while a
+/// command's sandbox lived that could write the new file (ending that
+/// sandbox first, if its guard had not yet seen the change). The file is
+/// then not to be read: it was moved aside, beside it, to the path given,
+/// so that no later start reads it either (`Err`: why it could not be).
+pub fn set_aside_if_replaced(path: &Path) -> Option<Result<PathBuf, String>> {
+    if let Some(check) = CHECK_SANDBOXES.get() {
+        check();
+    }
+    let real = real_path(path);
+    if !take_replaced(&real) {
+        return None;
+    }
+    let name = real.file_name()?.to_string_lossy().into_owned();
+    let aside = (0..)
+        .map(|n| {
+            real.with_file_name(match n {
+                0 => format!("{name}.replaced-while-commands-ran"),
+                n => format!("{name}.replaced-while-commands-ran.{n}"),
+            })
+        })
+        .find(|aside| aside.symlink_metadata().is_err())?;
+    let moved = std::fs::rename(&real, &aside);
+    tracing::error!(
+        path = %real.display(),
+        aside = %aside.display(),
+        moved = moved.is_ok(),
+        "toolhost's own file was replaced while commands that could write it ran: not read"
+    );
+    Some(moved.map(|()| aside).map_err(|e| e.to_string()))
 }
 
 impl OwnPath {

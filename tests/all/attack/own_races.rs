@@ -163,3 +163,55 @@ async fn a_config_replaced_while_a_command_could_write_it_is_set_aside_not_appli
         server.log()
     );
 }
+
+/// The same for the approvals allowlist, which toolhost reads again when
+/// it changes: replaced by a rename while a command waits for that, what
+/// the command writes there approves nothing, and the file is set aside.
+#[tokio::test]
+async fn an_allowlist_replaced_while_a_command_could_write_it_approves_nothing() {
+    use super::server::{Server, error_of};
+    // Commands run unasked; file writes need an approval nobody gives.
+    const ASKS: &str = r#"
+default_profile = "agent"
+[profiles.agent]
+allow = ["*"]
+approval_required = ["file:write"]
+file.read = ["."]
+file.write = ["."]
+terminal.dangerous = "allow"
+"#;
+    let server = Server::start(ASKS, |root| {
+        std::fs::write(root.join("toolhost-approvals.json"), "{}\n").unwrap();
+    })
+    .await;
+    server.wait_for_tool(None, "run_command").await;
+    let file = server.root.join("toolhost-approvals.json");
+    let refused = server.write_file(None, "w.txt", "x").await;
+    assert!(error_of(&refused).is_some(), "{refused}");
+    std::fs::write(
+        server.root.join("approve.txt"),
+        "{\"approved\": [\"tool write_file file:write\"]}\n",
+    )
+    .unwrap();
+    let line = "i=$(stat -c %i toolhost-approvals.json); touch started; \
+                while [ \"$(stat -c %i toolhost-approvals.json)\" = \"$i\" ]; do sleep 0.002; done; \
+                cat approve.txt > toolhost-approvals.json && echo wrote; sleep 20";
+    let (ran, ()) = tokio::join!(server.run(None, None, line), async {
+        appears(&server.root.join("started")).await;
+        std::fs::write(server.root.join("allow.new"), "{}\n").unwrap();
+        std::fs::rename(server.root.join("allow.new"), &file).unwrap();
+    });
+    let still = server.write_file(None, "w.txt", "x").await;
+    assert!(error_of(&still).is_some(), "approved by what {ran} wrote: {still}");
+    assert!(!server.root.join("w.txt").exists());
+    assert!(
+        server
+            .root
+            .join("toolhost-approvals.json.replaced-while-commands-ran")
+            .exists()
+            || !std::fs::read_to_string(&file)
+                .unwrap_or_default()
+                .contains("write_file"),
+        "{ran}"
+    );
+}

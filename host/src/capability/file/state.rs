@@ -250,9 +250,11 @@ mod tests {
         );
         let config = Config::parse(&text, ConfigSource::Embedded, &root).unwrap();
         let grants = Grants::none(config.profile("p", None).unwrap());
-        let mut files = FileState::default();
-        files.profile = Some(grants.profile.clone());
-        files.write = true;
+        let mut files = FileState {
+            profile: Some(grants.profile.clone()),
+            write: true,
+            ..FileState::default()
+        };
         assert!(files.refusal(&root.join("a.txt"), Access::Write).is_none());
         let many = root.join("many");
         std::fs::create_dir(&many).unwrap();

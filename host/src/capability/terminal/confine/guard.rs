@@ -417,7 +417,6 @@ impl Guard {
 }
 
 mod watcher;
-pub(crate) use watcher::check_all;
 
 pub(crate) use watcher::{Watched, kill, pidfd, start as start_watcher};
 
