@@ -202,7 +202,10 @@ terminal.dangerous = "allow"
         std::fs::rename(server.root.join("allow.new"), &file).unwrap();
     });
     let still = server.write_file(None, "w.txt", "x").await;
-    assert!(error_of(&still).is_some(), "approved by what {ran} wrote: {still}");
+    assert!(
+        error_of(&still).is_some(),
+        "approved by what {ran} wrote: {still}"
+    );
     assert!(!server.root.join("w.txt").exists());
     assert!(
         server
