@@ -105,6 +105,7 @@ impl Host {
                 }
             }
         };
+        let result = result.map_err(|error| with_file_refusal(error, &uses));
         if let Err(error) = &result {
             tracing::debug!(tool = %request.tool, %error, "call failed");
         }
@@ -469,4 +470,24 @@ fn ids_bounded(request: &CallRequest) -> Result<(), CallError> {
         }
     }
     Ok(())
+}
+
+/// `error` with why toolhost refused the call's last file operation, when
+/// one was refused: a guest sees only an errno (`EACCES`), so its message
+/// cannot say which rule refused or what to change; the model and the
+/// author can, from this.
+fn with_file_refusal(error: CallError, uses: &[CapabilityUse]) -> CallError {
+    let Some((target, reason)) = uses.iter().rev().find_map(|used| {
+        use crate::capability::sandbox::Capability as _;
+        let file = crate::capability::file::FileAccess::INFO.name;
+        (used.capability == file && !used.allowed)
+            .then_some(())
+            .and(used.reason.as_ref().map(|reason| (&used.target, reason)))
+    }) else {
+        return error;
+    };
+    CallError::new(
+        error.kind(),
+        format!("{}; toolhost refused {target}: {reason}", error.message()),
+    )
 }

@@ -386,6 +386,12 @@ fn a_denied_name_linked_to_the_workspace_catches_nothing_the_owner_stores_throug
     );
     let file = cli(dir, "read_file", json!({ "path": "api.key" }));
     assert!(!file.contains(SECRET), "{file}");
+    // So does the file tools' refusal (the guest itself sees only EACCES).
+    assert!(
+        file.contains("toolhost refused") && file.contains("ws/secrets"),
+        "{file}"
+    );
+    assert!(file.contains("removed from outside the sandbox"), "{file}");
 }
 
 /// The owner's `.env` is a link to `env.local` (a dotenv layout): the

@@ -277,19 +277,20 @@ impl PolicedFs<'_> {
             )),
             Some(Ok(reached)) if reached.is_empty() => None,
             Some(Ok(reached)) => {
-                let identity =
-                    |meta: &std::fs::Metadata| reached.contains(&(meta.dev(), meta.ino()));
-                let hit = opened.is_some_and(identity)
-                    || real
-                        .into_iter()
+                let by = |meta: &std::fs::Metadata| reached.get(&(meta.dev(), meta.ino()));
+                let hit = opened.and_then(by).or_else(|| {
+                    real.into_iter()
                         .flat_map(Path::ancestors)
                         .skip(1)
-                        .any(|dir| {
-                            std::fs::symlink_metadata(dir).is_ok_and(|meta| identity(&meta))
-                        });
-                hit.then(|| {
-                    "a name file.deny matches reaches it (a link to it, or another name of it)"
-                        .to_string()
+                        .find_map(|dir| std::fs::symlink_metadata(dir).ok().as_ref().and_then(by))
+                });
+                hit.map(|name| {
+                    format!(
+                        "{}, a name file.deny matches, reaches it (a link to it or to a \
+                         directory it is in, or another name of it); a link a command made \
+                         there is removed from outside the sandbox",
+                        crate::escape::escape(&name.to_string_lossy())
+                    )
                 })
             }
         };

@@ -223,7 +223,7 @@ mod tests {
             (meta.dev(), meta.ino())
         };
         let reaches = |files: &mut FileState| match files.reached() {
-            Some(Ok(found)) => found.contains(&id),
+            Some(Ok(found)) => found.contains_key(&id),
             other => panic!("{:?}", other.map(|r| r.is_ok())),
         };
         assert!(!reaches(&mut files));

@@ -3,14 +3,15 @@
 //! (or of one inside a denied directory) with more than one. Writing
 //! through the denied name lands there, so those are denied by identity.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::PathRules;
 
-/// Device and inode of files and directories a denied name reaches.
-pub type Identities = HashSet<(u64, u64)>;
+/// Device and inode of files and directories a denied name reaches, each
+/// with a denied name that reaches it (for the refusal).
+pub type Identities = HashMap<(u64, u64), PathBuf>;
 
 /// Why the write grants could not be searched whole.
 #[derive(Debug, PartialEq, Eq)]
@@ -112,7 +113,7 @@ impl PathRules {
                 if kind.is_symlink() {
                     match std::fs::metadata(&path) {
                         Ok(meta) => {
-                            found.insert((meta.dev(), meta.ino()));
+                            found.insert((meta.dev(), meta.ino()), path.clone());
                         }
                         // A directory on the way a command may open again.
                         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -128,7 +129,7 @@ impl PathRules {
                 } else {
                     let meta = entry.metadata().map_err(unseen)?;
                     if meta.is_file() && meta.nlink() > 1 {
-                        found.insert((meta.dev(), meta.ino()));
+                        found.insert((meta.dev(), meta.ino()), path.clone());
                     }
                 }
             }
@@ -161,9 +162,9 @@ mod tests {
         let rules = PathRules::new([&w], [&w], deny).unwrap();
         let reached = rules.reached_by_denied(1000).unwrap();
         for path in ["env.local", "notes/k", "notes"] {
-            assert!(reached.contains(&identity(&w.join(path))), "{path}");
+            assert!(reached.contains_key(&identity(&w.join(path))), "{path}");
         }
-        assert!(!reached.contains(&identity(&w.join("plain"))));
+        assert!(!reached.contains_key(&identity(&w.join("plain"))));
         assert_eq!(rules.reached_by_denied(3), Err(Unsearched::TooMany(3)));
         let read_only = PathRules::new([&w], Vec::<&Path>::new(), deny).unwrap();
         assert_eq!(read_only.reached_by_denied(1000), Ok(Identities::new()));
