@@ -388,13 +388,15 @@ impl Allowlist {
         let _ = crate::policy::own::set_aside_if_replaced(path);
         // Rewritten in place under a lock of the file itself: a rename
         // would put another file at its name, which a terminal sandbox
-        // masking the old one would then show.
+        // masking the old one would then show. Never through a link at its
+        // name.
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)?;
         lock(&file, libc::LOCK_EX)?;
         let mut text = String::new();
@@ -424,7 +426,13 @@ fn lock(file: &std::fs::File, operation: libc::c_int) -> std::io::Result<()> {
 /// one) is empty, a malformed one is ignored with a warning.
 fn read_allowlist(path: &Path) -> (AllowlistFile, Option<std::time::SystemTime>) {
     use std::io::Read as _;
-    let Ok(mut file) = std::fs::File::open(path) else {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Never through a link at its name (see `Allowlist::add`).
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    else {
         return (AllowlistFile::default(), None);
     };
     let mut text = String::new();

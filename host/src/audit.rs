@@ -89,15 +89,30 @@ impl std::fmt::Debug for AuditLog {
 }
 
 impl AuditLog {
-    /// Appends to `path` (created if missing).
+    /// Appends to `path` (created if missing), never through a symbolic
+    /// link at its name (one a command put there, were the log in a
+    /// writable grant, would have toolhost append where it leads).
     pub fn file(path: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt as _;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(path)?;
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    std::io::Error::other(format!(
+                        "{} is a symbolic link, which toolhost does not follow for its audit \
+                         log; name the file it leads to, or remove the link",
+                        path.display()
+                    ))
+                } else {
+                    e
+                }
+            })?;
         Ok(Self::writer(file))
     }
 

@@ -233,22 +233,28 @@ fn replaced_while_writable(path: &Path) -> Result<(), String> {
     let Some(moved) = crate::policy::own::set_aside_if_replaced(path) else {
         return Ok(());
     };
-    let real = crate::policy::own::real_path(path);
+    let shown = path.display();
     Err(match moved {
-        Ok(aside) => format!(
-            "{} was replaced (saved by a rename, or removed and written again) while commands \
-             ran whose sandboxes could write the new file; they were ended, and it is not \
-             applied: it was moved to {}. Stop the agent's commands (or save by writing the \
-             file in place, which no command can), look through it, then move it back",
-            real.display(),
-            aside.display()
-        ),
+        Ok(asides) => {
+            let asides: Vec<String> = asides.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "{shown} was replaced (saved by a rename, or removed and written again) while \
+                 commands ran whose sandboxes could write the new file; they were ended, and \
+                 it is not applied: what was at its name was moved aside ({}). Stop the \
+                 agent's commands (or save by writing the file in place, which no command \
+                 can), look through it, then move it back",
+                if asides.is_empty() {
+                    "nothing was left there".to_string()
+                } else {
+                    asides.join(", ")
+                }
+            )
+        }
         Err(e) => format!(
-            "{} was replaced (saved by a rename, or removed and written again) while commands \
-             ran whose sandboxes could write the new file; they were ended, and it is not \
-             applied, but it could not be moved aside ({e}): look through it before toolhost \
-             starts again, then save it in place",
-            real.display()
+            "{shown} was replaced (saved by a rename, or removed and written again) while \
+             commands ran whose sandboxes could write the new file; they were ended, and it \
+             is not applied, but it could not be moved aside ({e}): look through it before \
+             toolhost starts again, then save it in place"
         ),
     })
 }

@@ -61,27 +61,26 @@ pub struct OwnPath {
 /// toolhost's own files that a new file took the name of (a rename over it,
 /// a removal and a new file) while a command's sandbox lived that had the
 /// old one masked or read-only: in the sandbox the name then shows the new
-/// file, which the command could have written. toolhost reads none of them
-/// as its own until the name is given a file again (see `take_replaced`).
-static REPLACED: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
-    std::sync::Mutex::new(std::collections::BTreeSet::new());
+/// file, which the command could have written or replaced again. Each with
+/// where the sandbox's guard set aside what it found there.
+static REPLACED: std::sync::Mutex<std::collections::BTreeMap<PathBuf, Vec<PathBuf>>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
 
-/// Notes that the own file `real` was replaced while a sandbox that could
-/// write the new file lived.
-pub fn note_replaced(real: &Path) {
-    REPLACED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(real.to_path_buf());
-}
-
-/// Whether the own file `real` was replaced while a sandbox that could
-/// write the new file lived, forgetting it.
-fn take_replaced(real: &Path) -> bool {
-    REPLACED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(real)
+/// Notes that the own file kept at `kept` (its real path as the plan had it)
+/// was replaced while a sandbox that could write the new file lived, and
+/// where what was at the name went (`None`: nothing was there, or it could
+/// not be moved).
+pub fn note_replaced(kept: &Path, aside: Option<PathBuf>) {
+    tracing::error!(
+        path = %kept.display(),
+        aside = ?aside,
+        "toolhost's own file was replaced while a command that could write the new one ran: \
+         that command's sandbox is ended, and toolhost does not read what was at the name \
+         (it was moved aside); save it in place, or when no command runs"
+    );
+    let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
+    let asides = replaced.entry(kept.to_path_buf()).or_default();
+    asides.extend(aside);
 }
 
 /// What checks every live sandbox's guard at once, noting the own files
@@ -97,33 +96,43 @@ pub fn on_check(check: fn()) {
 /// reload, the approvals allowlist): `Some` when it was replaced while a
 /// command's sandbox lived that could write the new file (ending that
 /// sandbox first, if its guard had not yet seen the change). The file is
-/// then not to be read: it was moved aside, beside it, to the path given,
-/// so that no later start reads it either (`Err`: why it could not be).
-pub fn set_aside_if_replaced(path: &Path) -> Option<Result<PathBuf, String>> {
+/// then not to be read: what was at its name was moved aside, beside it,
+/// to the paths given (whatever is there now too), so that no later start
+/// reads it either; `Err` says what could not be moved. The name is looked
+/// up as the sandboxes kept it: its directory resolved, not its last name
+/// (a link a command put there leads elsewhere).
+pub fn set_aside_if_replaced(path: &Path) -> Option<Result<Vec<PathBuf>, String>> {
     if let Some(check) = CHECK_SANDBOXES.get() {
         check();
     }
-    let real = real_path(path);
-    if !take_replaced(&real) {
-        return None;
+    let path = normalize(path);
+    let kept = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => real_path(dir).join(name),
+        _ => path.clone(),
+    };
+    let mut asides = REPLACED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&kept)?;
+    // Something at the name since (a command's sandbox that was ending).
+    if kept.symlink_metadata().is_ok() {
+        let mut random = [0u8; 8];
+        // SAFETY: fills a local buffer of its length.
+        unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+        let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let name = kept.file_name().unwrap_or_default().to_string_lossy();
+        let aside = kept.with_file_name(format!("{name}.toolhost-planted-{hex}"));
+        if let Err(e) = std::fs::rename(&kept, &aside) {
+            return Some(Err(format!("{}: {e}", kept.display())));
+        }
+        asides.push(aside);
     }
-    let name = real.file_name()?.to_string_lossy().into_owned();
-    let aside = (0..)
-        .map(|n| {
-            real.with_file_name(match n {
-                0 => format!("{name}.replaced-while-commands-ran"),
-                n => format!("{name}.replaced-while-commands-ran.{n}"),
-            })
-        })
-        .find(|aside| aside.symlink_metadata().is_err())?;
-    let moved = std::fs::rename(&real, &aside);
     tracing::error!(
-        path = %real.display(),
-        aside = %aside.display(),
-        moved = moved.is_ok(),
+        path = %kept.display(),
+        aside = ?asides,
         "toolhost's own file was replaced while commands that could write it ran: not read"
     );
-    Some(moved.map(|()| aside).map_err(|e| e.to_string()))
+    Some(Ok(asides))
 }
 
 impl OwnPath {

@@ -125,42 +125,87 @@ async fn a_config_replaced_while_a_command_could_write_it_is_set_aside_not_appli
     assert!(ran.to_string().contains("survived"), "{ran}");
     server.wait_for("reloaded");
 
-    // Refused: replaced by a rename while a command waits for it.
+    // Refused: replaced by a rename while a command waits for it, then
+    // writes the new file, or (racing the guard) renames a file or a link
+    // of its own over the name.
+    drop(server);
+    for plant in [
+        "open('toolhost.toml', 'w').write(open('promoted.txt').read())",
+        "os.rename('promoted.txt', 'toolhost.toml')",
+        "os.symlink('promoted.txt', 'link.toml'); os.rename('link.toml', 'toolhost.toml')",
+    ] {
+        replaced_while_a_command_plants(plant).await;
+    }
+}
+
+/// One round of the test above: the operator's rename, and `plant` (Python)
+/// run by a command the moment the name shows another file.
+async fn replaced_while_a_command_plants(plant: &str) {
+    use super::server::Server;
+    let mut server = Server::start(RUNS, |_| {}).await;
+    server.wait_for_tool(None, "run_command").await;
+    let file = server.root.join("toolhost.toml");
     let promoted = RUNS.replace(
         "file.read = [\".\"]",
         "file.read = [\"/\"]\nterminal.sandbox = \"none\"",
     );
     std::fs::write(server.root.join("promoted.txt"), &promoted).unwrap();
-    let line = "i=$(stat -c %i toolhost.toml); touch started-2; \
-                while [ \"$(stat -c %i toolhost.toml)\" = \"$i\" ]; do sleep 0.002; done; \
-                cat promoted.txt > toolhost.toml && echo wrote; sleep 20";
+    let script = format!(
+        "import os\nfirst = os.stat('toolhost.toml').st_ino\nopen('started', 'w')\n\
+         while os.stat('toolhost.toml').st_ino == first: pass\n{plant}\nprint('planted')\n\
+         import time; time.sleep(20)\n"
+    );
+    std::fs::write(server.root.join("plant.py"), script).unwrap();
     let saved = format!("{RUNS}# saved by a rename\n");
     let began = std::time::Instant::now();
-    let (ran, ()) = tokio::join!(server.run(None, None, line), async {
-        appears(&server.root.join("started-2")).await;
+    let (ran, ()) = tokio::join!(server.run(None, None, "python3 plant.py"), async {
+        appears(&server.root.join("started")).await;
         std::fs::write(server.root.join("toolhost.toml.new"), &saved).unwrap();
         std::fs::rename(server.root.join("toolhost.toml.new"), &file).unwrap();
     });
     assert!(
         began.elapsed() < std::time::Duration::from_secs(15),
-        "the command was not ended: {ran}"
+        "{plant}: the command was not ended: {ran}\n{}",
+        server.log()
     );
-    let rejected = server.wait_for("not applied");
-    assert!(rejected.contains("toolhost.toml"), "{rejected}");
-    assert!(!file.exists(), "left for the next start");
-    let aside = server
-        .root
-        .join("toolhost.toml.replaced-while-commands-ran");
-    assert!(aside.exists(), "{}", server.log());
-    // Still sandboxed: the running configuration is the one applied last.
-    let shadow = server
-        .run(None, None, "head -c 4 /etc/shadow && echo READ")
-        .await;
-    assert!(!shadow.to_string().contains("READ"), "{shadow}");
+    let rejected = server.wait_for("was replaced while a command");
+    assert!(rejected.contains("toolhost.toml"), "{plant}: {rejected}");
+    // Nothing a command could have written is left at the name; what was
+    // there is beside it.
+    let left = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        !left.contains("sandbox"),
+        "{plant}: left for the next start"
+    );
+    let aside = std::fs::read_dir(&server.root)
+        .unwrap()
+        .flatten()
+        .any(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("toolhost.toml.toolhost-")
+        });
+    assert!(aside, "{plant}: {}", server.log());
+    // Still sandboxed, in this server and in a later start.
+    let shadow = "head -c 4 /etc/shadow && echo READ";
+    let ran = server.run(None, None, shadow).await;
+    assert!(!ran.to_string().contains("READ"), "{plant}: {ran}");
     assert!(
         !server.log().contains("config reloaded\n"),
-        "{}",
+        "{plant}: {}",
         server.log()
+    );
+    let later = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .current_dir(&server.root)
+        .args(["call", "run_command"])
+        .arg(serde_json::json!({ "command": shadow }).to_string())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&later.stdout).contains("READ"),
+        "{plant}: a later start ran unsandboxed: {later:?}"
     );
 }
 
@@ -207,14 +252,63 @@ terminal.dangerous = "allow"
         "approved by what {ran} wrote: {still}"
     );
     assert!(!server.root.join("w.txt").exists());
+    // Nothing a command could have written is left at the name.
     assert!(
-        server
-            .root
-            .join("toolhost-approvals.json.replaced-while-commands-ran")
-            .exists()
-            || !std::fs::read_to_string(&file)
-                .unwrap_or_default()
-                .contains("write_file"),
+        !std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .contains("write_file"),
+        "{ran}"
+    );
+}
+
+/// The operator rotates the audit log (`mv audit.jsonl audit.jsonl.1;
+/// touch audit.jsonl`) while a command runs that then renames a link to a
+/// file outside every grant over the name: toolhost, started again, appends
+/// its audit lines there neither through the link (it opens the log
+/// following none) nor at all (the link is set aside).
+#[tokio::test]
+async fn a_rotated_audit_log_replaced_by_a_link_is_not_where_toolhost_appends() {
+    use super::server::Server;
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("profile.sh");
+    std::fs::write(&target, "# the owner's\n").unwrap();
+    let config = format!("audit = \"audit.jsonl\"\n{RUNS}");
+    let server = Server::start(&config, |root| {
+        std::fs::write(root.join("audit.jsonl"), "").unwrap();
+    })
+    .await;
+    server.wait_for_tool(None, "run_command").await;
+    let script = format!(
+        "import os\nfirst = os.stat('audit.jsonl').st_ino\nopen('started', 'w')\n\
+         while True:\n    try:\n        if os.stat('audit.jsonl').st_ino != first: break\n\
+         \x20   except FileNotFoundError: break\n\
+         os.symlink({:?}, 'l')\nos.rename('l', 'audit.jsonl')\nprint('planted')\n\
+         import time; time.sleep(20)\n",
+        target.display().to_string()
+    );
+    std::fs::write(server.root.join("plant.py"), script).unwrap();
+    let log = server.root.join("audit.jsonl");
+    let (ran, ()) = tokio::join!(server.run(None, None, "python3 plant.py"), async {
+        appears(&server.root.join("started")).await;
+        std::fs::rename(&log, server.root.join("audit.jsonl.1")).unwrap();
+        std::fs::write(&log, "").unwrap();
+    });
+    drop(server);
+    let later = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .arg("--config")
+        .arg(log.with_file_name("toolhost.toml"))
+        .args(["call", "echo", r#"{"text":"$(touch /tmp/x)"}"#])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "# the owner's\n",
+        "{ran} {later:?}"
+    );
+    assert!(
+        !log.symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink()),
         "{ran}"
     );
 }

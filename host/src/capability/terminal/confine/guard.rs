@@ -9,6 +9,7 @@
 
 use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -58,6 +59,10 @@ pub(crate) struct Guard {
     /// The sandbox was built ahead and has run no command yet: nothing in
     /// it could have written an own file that was replaced.
     idle: Idle,
+    /// The own files kept, held open: a file no longer named (replaced by
+    /// a rename) keeps its inode, so a new file at the name never gets its
+    /// number and passes for it.
+    held: Held,
     /// What the plan masked, by device and inode: the owner's, left whole
     /// where what a command planted is emptied (see
     /// [`super::harmless::neutralise`]).
@@ -76,6 +81,18 @@ impl PartialEq for Roots {
     }
 }
 impl Eq for Roots {}
+
+/// Descriptors held only to keep their files' inodes in use.
+#[derive(Debug, Clone, Default)]
+struct Held(Vec<Arc<OwnedFd>>);
+
+/// Plans compare by what they keep.
+impl PartialEq for Held {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Held {}
 
 /// Whether a sandbox built ahead is still waiting for its first command,
 /// shared by every clone of its guard.
@@ -137,8 +154,22 @@ impl Guard {
     /// so the sandbox ends and toolhost does not read that file as its own
     /// (see [`crate::policy::own::note_replaced`]).
     pub(super) fn own_file(&mut self, root: &Path, path: PathBuf, meta: &std::fs::Metadata) {
+        use std::os::unix::fs::MetadataExt;
         self.own.insert(path.clone());
-        self.mounted(root, path, meta);
+        // Held open, and kept as what is held: found as `meta` a moment
+        // before, it may have been replaced since.
+        let held = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+            .open(&path)
+            .and_then(|file| Ok((file.metadata()?, OwnedFd::from(file))));
+        match held {
+            Ok((found, fd)) => {
+                self.held.0.push(Arc::new(fd));
+                self.add(root, path, Kept::Mounted(found.dev(), found.ino()));
+            }
+            Err(_) => self.add(root, path, Kept::Mounted(meta.dev(), meta.ino())),
+        }
     }
 
     /// Marks the sandbox as built ahead and waiting (`true`), or as given
@@ -246,8 +277,25 @@ impl Guard {
                         _ => false,
                     };
                     if !same && self.own.contains(path) {
+                        // What is at the name now may be a command's (it
+                        // could rename its own file, or a link, over the
+                        // name once the old file left it): set aside at
+                        // once, so that neither this toolhost nor a later
+                        // start reads it.
                         if !self.idle.0.load(std::sync::atomic::Ordering::SeqCst) {
-                            crate::policy::own::note_replaced(path);
+                            let aside = match &found {
+                                Found::At(dir, name) => {
+                                    beneath::lstat(dir.as_raw_fd(), name.as_os_str())
+                                        .ok()
+                                        .and_then(|_| {
+                                            beneath::set_aside(dir.as_raw_fd(), name.as_os_str())
+                                                .ok()
+                                        })
+                                        .map(|to| path.with_file_name(to))
+                                }
+                                _ => None,
+                            };
+                            crate::policy::own::note_replaced(path, aside);
                         }
                         replaced = Some(format!(
                             "{} (toolhost's own) was replaced outside the sandbox, which could \
