@@ -291,7 +291,11 @@ async fn a_rotated_audit_log_replaced_by_a_link_is_not_where_toolhost_appends() 
     let (ran, ()) = tokio::join!(server.run(None, None, "python3 plant.py"), async {
         appears(&server.root.join("started")).await;
         std::fs::rename(&log, server.root.join("audit.jsonl.1")).unwrap();
-        std::fs::write(&log, "").unwrap();
+        // `touch`, which follows no link a command may have put there.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&log);
     });
     drop(server);
     let later = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
@@ -311,4 +315,25 @@ async fn a_rotated_audit_log_replaced_by_a_link_is_not_where_toolhost_appends() 
             .is_ok_and(|meta| meta.file_type().is_symlink()),
         "{ran}"
     );
+}
+
+/// toolhost's config with a second name in the workspace (a hard link a
+/// command made to it, or to the copy the guard set aside, which the
+/// operator then moved back): commands see it under no name, so none
+/// writes `terminal.sandbox = "none"` into it for the next start.
+#[tokio::test]
+async fn an_own_file_with_another_name_is_masked_under_every_name() {
+    use super::server::Server;
+    let server = Server::start(RUNS, |root| {
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::hard_link(root.join("toolhost.toml"), root.join("sub/keep.h")).unwrap();
+    })
+    .await;
+    server.wait_for_tool(None, "run_command").await;
+    let line = "cat sub/keep.h; echo 'terminal.sandbox = \"none\"' >> sub/keep.h && echo WROTE";
+    let ran = server.run(None, None, line).await;
+    assert!(!ran.to_string().contains("WROTE"), "{ran}");
+    assert!(!ran.to_string().contains("default_profile"), "{ran}");
+    let config = std::fs::read_to_string(server.root.join("toolhost.toml")).unwrap();
+    assert_eq!(config, RUNS);
 }
