@@ -108,9 +108,10 @@ pub fn main() -> ExitCode {
     if serving {
         // Do not wait for a blocked read of stdin (or the terminal) to end.
         runtime.shutdown_timeout(Duration::from_secs(1));
-        // A call its task did not drop in time still leaves no command behind.
-        crate::capability::terminal::kill_commands();
     }
+    // A call its task did not drop in time still leaves no command behind,
+    // nor anything it put where toolhost keeps a name as it was.
+    crate::capability::terminal::kill_commands();
     code
 }
 

@@ -102,14 +102,21 @@ pub fn on_check(check: fn()) {
 /// up as the sandboxes kept it: its directory resolved, not its last name
 /// (a link a command put there leads elsewhere).
 pub fn set_aside_if_replaced(path: &Path) -> Option<Result<Vec<PathBuf>, String>> {
-    if let Some(check) = CHECK_SANDBOXES.get() {
-        check();
-    }
     let path = normalize(path);
     let kept = match (path.parent(), path.file_name()) {
         (Some(dir), Some(name)) => real_path(dir).join(name),
         _ => path.clone(),
     };
+    // What the guards noted before was set aside then (and logged): what
+    // is at the name now is judged by the check below alone, so that the
+    // operator's file, moved back once no such sandbox is left, is read.
+    REPLACED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&kept);
+    if let Some(check) = CHECK_SANDBOXES.get() {
+        check();
+    }
     let mut asides = REPLACED
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -207,6 +207,19 @@ async fn replaced_while_a_command_plants(plant: &str) {
         !String::from_utf8_lossy(&later.stdout).contains("READ"),
         "{plant}: a later start ran unsandboxed: {later:?}"
     );
+    // The operator looks through what was set aside and moves it back while
+    // no command runs (a sandbox built ahead for the next one, which has
+    // run none, waits): it stays, and is applied.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    std::fs::write(server.root.join("restored.new"), &saved).unwrap();
+    std::fs::rename(server.root.join("restored.new"), &file).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        saved,
+        "{plant}: the restored configuration was moved aside: {}",
+        server.log()
+    );
 }
 
 /// The same for the approvals allowlist, which toolhost reads again when

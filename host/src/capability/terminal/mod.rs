@@ -59,6 +59,9 @@ use terminals::TerminalSession;
 pub(crate) fn kill_commands() {
     process_group::kill_all();
     terminals::remove_containers();
+    // What a command left at a kept name as it was killed is set aside
+    // before toolhost exits (a later start must not read it).
+    confine::guard::settle_at_exit(std::time::Duration::from_secs(2));
 }
 
 /// The permission a tool must declare to use this import.

@@ -172,6 +172,15 @@ impl Guard {
         }
     }
 
+    /// Keeps toolhost's own path `path`, missing, absent (see
+    /// [`Guard::absent`]); beside a sandbox built ahead that has run no
+    /// command, what appears there is left (the operator's: the sandbox is
+    /// planned anew before it runs one).
+    pub(super) fn own_absent(&mut self, root: &Path, path: PathBuf) {
+        self.own.insert(path.clone());
+        self.absent(root, path);
+    }
+
     /// Marks the sandbox as built ahead and waiting (`true`), or as given
     /// its first command (`false`).
     pub(crate) fn set_idle(&self, idle: bool) {
@@ -314,6 +323,12 @@ impl Guard {
                 (_, Found::Unknown(why)) => Some(Err(format!("could not be checked: {why}"))),
                 (Kept::Absent, Found::Missing) => None,
                 (Kept::Link(_), Found::Missing) => Some(Err("its directory is gone".into())),
+                (Kept::Absent, Found::At(..))
+                    if self.own.contains(path)
+                        && self.idle.0.load(std::sync::atomic::Ordering::SeqCst) =>
+                {
+                    None
+                }
                 (Kept::Absent, Found::At(dir, name)) => {
                     match beneath::lstat(dir.as_raw_fd(), name.as_os_str()) {
                         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
@@ -465,6 +480,7 @@ impl Guard {
 }
 
 mod watcher;
+pub(crate) use watcher::settle_at_exit;
 
 pub(crate) use watcher::{Watched, kill, pidfd, start as start_watcher};
 

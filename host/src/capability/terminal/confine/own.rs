@@ -30,6 +30,12 @@ pub(super) trait MountTable {
     /// Keeps `path` absent: what a command makes there is removed, and its
     /// sandbox ended, as soon as it appears.
     fn keep_absent(&mut self, path: PathBuf);
+    /// Keeps the own path `path` absent (see [`Self::keep_absent`]): what
+    /// appears there beside a sandbox built ahead that ran no command is
+    /// the operator's, not a command's.
+    fn keep_own_absent(&mut self, path: PathBuf) {
+        self.keep_absent(path);
+    }
     /// Keeps the own file `path`, found as `meta` in the writable grant
     /// `grant`, as it is (see `Guard::own_file`).
     fn keep_own(&mut self, grant: &Path, path: PathBuf, meta: &std::fs::Metadata);
@@ -81,7 +87,7 @@ pub(super) fn protect(
                     )
                 })?,
                 None => {
-                    mounts.keep_absent(missing.clone());
+                    mounts.keep_own_absent(missing.clone());
                     pin_between(&cover, &missing, mounts);
                     continue;
                 }

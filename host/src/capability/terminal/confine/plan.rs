@@ -372,6 +372,12 @@ impl super::own::MountTable for Mounts {
         }
     }
 
+    fn keep_own_absent(&mut self, path: PathBuf) {
+        if let Some((grant, _)) = self.covering(&path) {
+            self.guard.own_absent(&grant, path);
+        }
+    }
+
     fn keep_own(&mut self, grant: &Path, path: PathBuf, meta: &std::fs::Metadata) {
         self.guard.own_file(grant, path, meta);
     }

@@ -68,6 +68,33 @@ pub(crate) fn check_all() {
     }
 }
 
+/// Before the process exits: waits (up to `wait` in all) for the sandboxes
+/// whose guards are watched to be gone, then checks each guard one last
+/// time, so that what a command put at a kept name (one of toolhost's own
+/// files among them) is set aside even when toolhost exits at once, before
+/// its thread would have looked.
+pub(crate) fn settle_at_exit(wait: std::time::Duration) {
+    let Some(watcher) = WATCHER.get() else {
+        return;
+    };
+    let deadline = std::time::Instant::now() + wait;
+    let state = watcher.state.lock().unwrap_or_else(|e| e.into_inner());
+    for entry in state.guards.values() {
+        let Some(gone) = &entry.gone else { continue };
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut poll = libc::pollfd {
+            fd: gone.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd of a descriptor the entry owns.
+        unsafe { libc::poll(&mut poll, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+    }
+    for entry in state.guards.values() {
+        act(entry, entry.guard.check());
+    }
+}
+
 /// Ends the sandbox of `entry` when `checked` found a change: told what
 /// was put back, or why a read-only mount was replaced; whether it was put
 /// back.
@@ -245,8 +272,9 @@ pub(crate) fn start() -> bool {
 
 /// The process's watcher, started at first use; `None` where inotify or a
 /// thread is not to be had now (not remembered: a later call tries again).
+static WATCHER: OnceLock<Watcher> = OnceLock::new();
+
 fn watcher() -> Option<&'static Watcher> {
-    static WATCHER: OnceLock<Watcher> = OnceLock::new();
     static STARTING: Mutex<()> = Mutex::new(());
     if let Some(watcher) = WATCHER.get() {
         return Some(watcher);
