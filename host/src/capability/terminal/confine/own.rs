@@ -110,6 +110,20 @@ pub(super) fn protect(
     Ok(())
 }
 
+/// The own files in the writable grants `writable` that have another name
+/// (a hard link a command made to one, or to the copy the guard set aside,
+/// which the operator then moved back), by device and inode: the walk
+/// masks them under every name.
+pub(super) fn linked(own: &OwnPaths, writable: &[PathBuf]) -> Vec<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    own.iter()
+        .filter(|path| writable.iter().any(|grant| path.real.starts_with(grant)))
+        .filter_map(|path| path.real.symlink_metadata().ok())
+        .filter(|meta| meta.is_file() && meta.nlink() > 1)
+        .map(|meta| (meta.dev(), meta.ino()))
+        .collect()
+}
+
 /// `Err` when `own` is named through a symbolic link that lies in a
 /// writable grant: toolhost opens the path by that name, and a command
 /// could make the link lead elsewhere (or replace it with a file).

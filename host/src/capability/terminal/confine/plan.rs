@@ -170,16 +170,8 @@ pub(super) fn add_grants(
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;
     }
-    // An own file with another name (a hard link a command made to it, or
-    // to a copy set aside and then moved back) is masked under every name.
-    for own in profile.paths.own().iter() {
-        if let Ok(meta) = own.real.symlink_metadata()
-            && meta.is_file()
-            && meta.nlink() > 1
-        {
-            walk.linked.push((meta.dev(), meta.ino()));
-        }
-    }
+    walk.linked
+        .extend(super::own::linked(profile.paths.own(), &walk.writable));
     walk.other_names()?;
     if let Some(why) = walk.refused.take() {
         return Err(why);
