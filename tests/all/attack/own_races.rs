@@ -333,20 +333,24 @@ async fn a_rotated_audit_log_replaced_by_a_link_is_not_where_toolhost_appends() 
 /// toolhost's config with a second name in the workspace (a hard link a
 /// command made to it, or to the copy the guard set aside, which the
 /// operator then moved back): commands see it under no name, so none
-/// writes `terminal.sandbox = "none"` into it for the next start.
+/// writes `terminal.sandbox = "none"` into it for the next start; also
+/// under a profile that writes only where the second name is.
 #[tokio::test]
 async fn an_own_file_with_another_name_is_masked_under_every_name() {
     use super::server::Server;
-    let server = Server::start(RUNS, |root| {
-        std::fs::create_dir(root.join("sub")).unwrap();
-        std::fs::hard_link(root.join("toolhost.toml"), root.join("sub/keep.h")).unwrap();
-    })
-    .await;
-    server.wait_for_tool(None, "run_command").await;
-    let line = "cat sub/keep.h; echo 'terminal.sandbox = \"none\"' >> sub/keep.h && echo WROTE";
-    let ran = server.run(None, None, line).await;
-    assert!(!ran.to_string().contains("WROTE"), "{ran}");
-    assert!(!ran.to_string().contains("default_profile"), "{ran}");
-    let config = std::fs::read_to_string(server.root.join("toolhost.toml")).unwrap();
-    assert_eq!(config, RUNS);
+    let narrow = RUNS.replace("file.write = [\".\"]", "file.write = [\"sub\"]");
+    for config in [RUNS, narrow.as_str()] {
+        let server = Server::start(config, |root| {
+            std::fs::create_dir(root.join("sub")).unwrap();
+            std::fs::hard_link(root.join("toolhost.toml"), root.join("sub/keep.h")).unwrap();
+        })
+        .await;
+        server.wait_for_tool(None, "run_command").await;
+        let line = "cat sub/keep.h; echo 'terminal.sandbox = \"none\"' >> sub/keep.h && echo WROTE";
+        let ran = server.run(None, None, line).await;
+        assert!(!ran.to_string().contains("WROTE"), "{ran}");
+        assert!(!ran.to_string().contains("default_profile"), "{ran}");
+        let now = std::fs::read_to_string(server.root.join("toolhost.toml")).unwrap();
+        assert_eq!(now, config);
+    }
 }

@@ -110,14 +110,15 @@ pub(super) fn protect(
     Ok(())
 }
 
-/// The own files in the writable grants `writable` that have another name
-/// (a hard link a command made to one, or to the copy the guard set aside,
-/// which the operator then moved back), by device and inode: the walk
-/// masks them under every name.
-pub(super) fn linked(own: &OwnPaths, writable: &[PathBuf]) -> Vec<(u64, u64)> {
+/// The own files in the directories a sandbox shows (`shown`: its grants
+/// and `terminal.read`) that have another name (a hard link a command made
+/// to one, or to the copy the guard set aside, which the operator then
+/// moved back; the other name may lie in a grant of another profile), by
+/// device and inode: the walk masks them under every name.
+pub(super) fn linked(own: &OwnPaths, shown: &[PathBuf]) -> Vec<(u64, u64)> {
     use std::os::unix::fs::MetadataExt as _;
     own.iter()
-        .filter(|path| writable.iter().any(|grant| path.real.starts_with(grant)))
+        .filter(|path| shown.iter().any(|dir| path.real.starts_with(dir)))
         .filter_map(|path| path.real.symlink_metadata().ok())
         .filter(|meta| meta.is_file() && meta.nlink() > 1)
         .map(|meta| (meta.dev(), meta.ino()))

@@ -170,8 +170,9 @@ pub(super) fn add_grants(
     for (written, real, writable) in &grants {
         walk.dir(written, real, *writable)?;
     }
+    let shown: Vec<PathBuf> = walk.roots.iter().chain(&walk.read).cloned().collect();
     walk.linked
-        .extend(super::own::linked(profile.paths.own(), &walk.writable));
+        .extend(super::own::linked(profile.paths.own(), &shown));
     walk.other_names()?;
     if let Some(why) = walk.refused.take() {
         return Err(why);
