@@ -343,7 +343,12 @@ fn processes_with(needle: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_second_signal_exits_130_and_ends_the_commands_of_calls_in_flight() {
-    for sandbox in ["kernel", "none"] {
+    // SIGHUP too: the terminal that started the server closed.
+    for (sandbox, signal) in [
+        ("kernel", libc::SIGTERM),
+        ("none", libc::SIGTERM),
+        ("kernel", libc::SIGHUP),
+    ] {
         let config = format!(
             "{CONFIG}allow = [\"terminal:*\", \"file:read\"]\nfile.read = [\".\"]\nterminal.sandbox = \"{sandbox}\"\n"
         );
@@ -352,7 +357,7 @@ async fn a_second_signal_exits_130_and_ends_the_commands_of_calls_in_flight() {
         let base = server.address();
         let client = client();
         // A command no other test runs: `sleep` with a fraction unique here.
-        let marker = format!("300.{}{}", std::process::id(), sandbox.len());
+        let marker = format!("300.{}{}{signal}", std::process::id(), sandbox.len());
         let command = format!("sleep {marker}");
         let call = {
             let client = client.clone();
@@ -379,9 +384,9 @@ async fn a_second_signal_exits_130_and_ends_the_commands_of_calls_in_flight() {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        server.signal(libc::SIGTERM);
+        server.signal(signal);
         server.wait_for("shutting down");
-        server.signal(libc::SIGTERM);
+        server.signal(signal);
         let exit = server.exit(Duration::from_secs(10)).await;
         assert_eq!(exit.code(), Some(130), "{sandbox}: {exit:?}");
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -79,23 +79,27 @@ pub(super) async fn serve(global: &Global, args: ServeArgs) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Cancels `stop` on the first SIGINT or SIGTERM; exits on the second. The
+/// Cancels `stop` on the first SIGINT, SIGTERM or SIGHUP (the terminal that
+/// started it closed); exits on the second. The
 /// handlers are installed before this returns, so a signal that arrives once
 /// the server has announced itself is never missed.
 fn stop_on_signals(stop: CancellationToken) -> Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
     let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    let mut hangup = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
     tokio::spawn(async move {
         tokio::select! {
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
+            _ = hangup.recv() => {}
         }
         tracing::info!("shutting down (signal again to stop at once)");
         stop.cancel();
         tokio::select! {
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
+            _ = hangup.recv() => {}
         }
         tracing::warn!("second signal: stopping without waiting for calls in flight");
         // Exiting drops nothing: end the commands the calls run here.
