@@ -98,7 +98,19 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(async {
+        if serving {
+            return run(cli).await;
+        }
+        // Ended by a signal, a one-shot command still ends its commands
+        // (below) instead of leaving them running with nothing guarding
+        // them.
+        tokio::select! {
+            biased;
+            code = run(cli) => code,
+            signal = ending_signal() => Ok(ExitCode::from(128 + signal)),
+        }
+    }) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", escape_lines(&format!("{e:#}")));
@@ -113,6 +125,25 @@ pub fn main() -> ExitCode {
     // nor anything it put where toolhost keeps a name as it was.
     crate::capability::terminal::kill_commands();
     code
+}
+
+/// Waits for SIGINT, SIGTERM or SIGHUP and answers its number; never ends
+/// when they cannot be listened for (the default action then stays).
+async fn ending_signal() -> u8 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind: SignalKind| signal(kind).ok();
+    let (Some(mut interrupt), Some(mut terminate), Some(mut hangup)) = (
+        listen(SignalKind::interrupt()),
+        listen(SignalKind::terminate()),
+        listen(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => libc::SIGINT as u8,
+        _ = terminate.recv() => libc::SIGTERM as u8,
+        _ = hangup.recv() => libc::SIGHUP as u8,
+    }
 }
 
 fn init_logging(verbose: u8, quiet: &str) {

@@ -12,6 +12,7 @@ mod guard;
 mod guard_planted;
 mod handles;
 mod identity;
+mod killed;
 mod masks;
 mod namespaces;
 mod network;

@@ -283,10 +283,18 @@ fn run_init(
         Err(e) => return Err(format!("reading the command: {e}")),
     };
     check_descriptors(&run, &stdio)?;
+    // SIGCHLD read from a signalfd, so PID 1 waits for the shell and for
+    // the host in one `poll`: a host that is gone (killed with SIGKILL,
+    // say) ends the sandbox at once instead of leaving its command running
+    // unguarded.
+    let children = super::init::ChildSignals::block()?;
     let shell = fork()?;
     if shell == 0 {
         drop(lifeline);
-        let message = run_shell(spec, &run, &stdio, ruleset, &filters).unwrap_err();
+        let message = children
+            .unblock()
+            .and_then(|()| run_shell(spec, &run, &stdio, ruleset, &filters))
+            .unwrap_err();
         fail(&message);
     }
     // Only the command holds its output now: the host sees its end when
@@ -294,29 +302,56 @@ fn run_init(
     drop(stdio);
     drop(ruleset);
     loop {
-        let mut wait_status = 0;
-        // SAFETY: reaps any child of PID 1 (the shell and orphans).
-        let pid = unsafe { libc::waitpid(-1, &mut wait_status, 0) };
-        if pid == shell {
-            // Nothing the command started runs on once the host has the
-            // result (PID 1 is spared by `kill(-1)`), nor is any system
-            // call of it still under way: every process is reaped first.
-            // SAFETY: signals every process of this PID namespace, reaps
-            // them, then ends PID 1, and so the namespace.
-            unsafe {
-                libc::kill(-1, libc::SIGKILL);
-                while libc::waitpid(-1, std::ptr::null_mut(), 0) > 0
-                    || std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                {
+        let Ok((host, children_ended)) = children.wait(libc::POLLIN | libc::POLLRDHUP) else {
+            end_namespace(None);
+        };
+        if children_ended {
+            children.drain();
+            loop {
+                let mut wait_status = 0;
+                // SAFETY: reaps any ended child of PID 1 (the shell and
+                // orphans) without waiting.
+                let pid = unsafe { libc::waitpid(-1, &mut wait_status, libc::WNOHANG) };
+                if pid == shell {
+                    end_namespace(Some((run.id, wait_status)));
                 }
-                let _ = control().send(control::DONE, &control::pair(run.id, wait_status));
-                libc::_exit(0)
+                if pid < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
+                    // SAFETY: ends PID 1.
+                    unsafe { libc::_exit(SETUP_EXIT) }
+                }
+                if pid <= 0 {
+                    break;
+                }
             }
         }
-        if pid < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
-            // SAFETY: ends PID 1.
-            unsafe { libc::_exit(SETUP_EXIT) }
+        if host != 0 {
+            // The host sends nothing while the command runs: what comes is
+            // its end (or a closed channel's error).
+            let gone = host & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0;
+            if gone || !matches!(control().receive(), Ok(Some(_))) {
+                end_namespace(None);
+            }
         }
+    }
+}
+
+/// Ends every other process of this PID namespace (PID 1 is spared by
+/// `kill(-1)`) and reaps them, so nothing the command started runs on and
+/// no system call of it is still under way; then reports the shell's wait
+/// status (`run`'s id and the status) if it ended, and ends PID 1, and so
+/// the namespace.
+fn end_namespace(report: Option<(u32, libc::c_int)>) -> ! {
+    // SAFETY: signals every process of this PID namespace, reaps them, then
+    // ends this process.
+    unsafe {
+        libc::kill(-1, libc::SIGKILL);
+        while libc::waitpid(-1, std::ptr::null_mut(), 0) > 0
+            || std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+        if let Some((id, status)) = report {
+            let _ = control().send(control::DONE, &control::pair(id, status));
+        }
+        libc::_exit(0)
     }
 }
 

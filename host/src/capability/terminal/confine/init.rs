@@ -37,30 +37,12 @@ pub(super) fn serve(
     // Run ids of the shells still running, by pid.
     let mut running: Vec<(libc::pid_t, u32)> = Vec::new();
     loop {
-        let mut polls = [
-            libc::pollfd {
-                fd: control().0,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: children.fd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: polls two descriptors this process owns.
-        if unsafe { libc::poll(polls.as_mut_ptr(), 2, -1) } < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return os_error("poll");
-        }
-        if polls[1].revents != 0 {
+        let (host, children_ended) = children.wait(libc::POLLIN)?;
+        if children_ended {
             children.drain();
             reap(&mut running);
         }
-        if polls[0].revents == 0 {
+        if host == 0 {
             continue;
         }
         let frame = match control().receive() {
@@ -138,13 +120,13 @@ fn reap(running: &mut Vec<(libc::pid_t, u32)>) {
 
 /// `SIGCHLD`, blocked and read from a signalfd, so PID 1 waits for the
 /// host and its children in one `poll`.
-struct ChildSignals {
-    fd: libc::c_int,
+pub(super) struct ChildSignals {
+    pub(super) fd: libc::c_int,
     mask: libc::sigset_t,
 }
 
 impl ChildSignals {
-    fn block() -> Result<Self, String> {
+    pub(super) fn block() -> Result<Self, String> {
         // SAFETY: builds a signal set, blocks it and opens a signalfd on it.
         unsafe {
             let mut mask: libc::sigset_t = std::mem::zeroed();
@@ -162,15 +144,41 @@ impl ChildSignals {
         }
     }
 
+    /// Waits until the host's channel has one of `events` or a child
+    /// ended: the channel's events, and whether a child did.
+    pub(super) fn wait(&self, events: libc::c_short) -> Result<(libc::c_short, bool), String> {
+        loop {
+            let mut polls = [
+                libc::pollfd {
+                    fd: control().0,
+                    events,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: polls two descriptors this process owns.
+            if unsafe { libc::poll(polls.as_mut_ptr(), 2, -1) } >= 0 {
+                return Ok((polls[0].revents, polls[1].revents != 0));
+            }
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return os_error("poll");
+            }
+        }
+    }
+
     /// Reads the pending notices (the reap finds the children).
-    fn drain(&self) {
+    pub(super) fn drain(&self) {
         let mut info = [0u8; 128];
         // SAFETY: reads into a buffer of the size of one siginfo.
         while unsafe { libc::read(self.fd, info.as_mut_ptr().cast(), info.len()) } > 0 {}
     }
 
     /// In a forked shell: `SIGCHLD` delivered again, as programs expect.
-    fn unblock(&self) -> Result<(), String> {
+    pub(super) fn unblock(&self) -> Result<(), String> {
         // SAFETY: unblocks the signal set on this process.
         check(
             unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &self.mask, std::ptr::null_mut()) },

@@ -2,7 +2,10 @@
 //! of the plan (`nosuid,nodev` where the engine can say so), the limits,
 //! an unprivileged user (never root, also when toolhost is), no
 //! capabilities, `no-new-privileges`, and on Podman its default seccomp
-//! profile with set-user-ID and set-group-ID modes refused.
+//! profile with set-user-ID and set-group-ID modes refused. Its first
+//! process waits on [`LIFELINE`], which ends when this process does: a
+//! toolhost that is killed (SIGKILL leaves it no last step) leaves no
+//! container running its commands unguarded.
 
 use std::collections::HashMap;
 use std::io;
@@ -53,6 +56,13 @@ const UNREADABLE: &[&str] = &["openat2"];
 /// new namespace (of users, mounts) from inside the container.
 const NAMESPACES: &[&str] = &["unshare", "setns"];
 
+/// Where a container sees its lifeline: a FIFO of this machine that only
+/// toolhost holds open for writing (and writes nothing to). The
+/// container's first process reads it, so it ends, and the container with
+/// every command in it, when toolhost does. Mounted read-only, and no
+/// user may write it: nothing in the container can keep it open.
+pub(super) const LIFELINE: &str = "/.toolhost-lifeline";
+
 /// What the engine can be asked for.
 pub(super) struct Engine {
     /// Podman: bind mounts take `nosuid,nodev`, and a seccomp profile is
@@ -87,7 +97,12 @@ pub(super) fn container_body(
     let masks = masks()?;
     let mut binds = Vec::new();
     let mut specs = Vec::new();
-    for mount in mounts {
+    let lifeline = Mount {
+        path: PathBuf::from(LIFELINE),
+        kind: MountKind::ReadOnly,
+        found: None,
+    };
+    for mount in mounts.iter().chain([&lifeline]) {
         // The engine's API names paths as UTF-8 text: a lossy spelling
         // would mount (or mask) some other path.
         if mount.path.to_str().is_none() {
@@ -98,6 +113,7 @@ pub(super) fn container_body(
             ));
         }
         let (source, read_only) = match mount.kind {
+            _ if std::ptr::eq(mount, &lifeline) => (masks.join("lifeline"), true),
             MountKind::ReadWrite => (mount.path.clone(), false),
             MountKind::MaskFile => (masks.join("file"), true),
             MountKind::MaskDir => (masks.join("dir"), true),
@@ -161,7 +177,7 @@ pub(super) fn container_body(
         entrypoint: Some(vec!["bash".into()]),
         cmd: Some(vec![
             "-c".into(),
-            "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done".into(),
+            format!("trap 'exit 0' TERM; while read -r _; do :; done < {LIFELINE}"),
         ]),
         user: Some(user),
         working_dir: Some("/".into()),
@@ -243,12 +259,47 @@ fn masks() -> Result<PathBuf, String> {
                     .create_new(true)
                     .mode(0o000)
                     .open(dir.join("file"))?;
-                io::Result::Ok(())
+                hold_lifeline(&dir.join("lifeline"))
             })();
             made.map(|()| dir.clone())
                 .map_err(|e| format!("making the masks in {}: {e}", dir.display()))
         })
         .clone()
+}
+
+/// Makes the FIFO every container of this process reads (mode 0444: no
+/// one but root may open it for writing) and holds it open for reading and
+/// writing, close-on-exec, until this process ends.
+fn hold_lifeline(path: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    static HELD: OnceLock<std::fs::File> = OnceLock::new();
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: makes a FIFO at a path of this process's own directory.
+    if unsafe { libc::mkfifo(name.as_ptr(), 0o444) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Opened by owner rights the mode lacks: as root; otherwise given
+    // write permission for the instant of the open.
+    let open = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(path)
+    };
+    let file = match open() {
+        Ok(file) => file,
+        Err(_) => {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))?;
+            let file = open();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444))?;
+            file?
+        }
+    };
+    let _ = HELD.set(file);
+    Ok(())
 }
 
 /// What the masks' directories are named with, before the pid of the

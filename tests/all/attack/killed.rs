@@ -1,0 +1,180 @@
+//! Attack tests: killed. toolhost ended without its own exit path (killed
+//! with SIGKILL, the one-shot `toolhost call` interrupted) leaves no
+//! command running: a command that outlived toolhost would go unguarded,
+//! and could write the configuration the operator saves by a rename while
+//! toolhost is down (the eleventh pass's 01).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `sleep` processes whose argument is `needle` (toolhost's own command
+/// line names it too).
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.starts_with(&format!("sleep {needle}")) {
+                found.push(format!(
+                    "{}: {cmdline}",
+                    entry.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Waits until a process with `needle` in its command line runs.
+fn runs(needle: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processes_with(needle).is_empty() {
+        assert!(Instant::now() < deadline, "{what}: never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until no process with `needle` in its command line is left.
+fn gone(needle: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_with(needle);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: still running after toolhost ended: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A unique `sleep` argument: a fraction no other test runs.
+fn marker(n: u32) -> String {
+    format!("400.{}{n}", std::process::id())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_with_sigkill_leaves_no_sandboxed_command_running() {
+    let config = "default_profile = \"agent\"\n[profiles.agent]\nallow = [\"*\"]\n\
+                  file.read = [\".\"]\nfile.write = [\".\"]\nterminal.sandbox = \"kernel\"\n";
+    killed_leaves_nothing(config, 1, |_| {}).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_with_sigkill_leaves_no_container_running() {
+    let _alone = crate::container::ONE_AT_A_TIME.lock().await;
+    if crate::container::engine().await.is_none() {
+        return;
+    }
+    let config = format!(
+        "default_profile = \"agent\"\n[profiles.agent]\n{}",
+        crate::container::profile("file.write = [\".\"]\n")
+    );
+    killed_leaves_nothing(&config, 4, crate::container::give_to_sandbox).await;
+}
+
+/// Serves `config` (`prepare` run in its directory first), starts a
+/// session's background process and two calls' commands (one with a
+/// process it left running), kills the server with SIGKILL and asserts
+/// that none of them runs on; `n` tells the markers apart.
+async fn killed_leaves_nothing(config: &str, n: u32, prepare: impl FnOnce(&std::path::Path)) {
+    use super::server::Server;
+    let server = Server::start(config, prepare).await;
+    server.wait_for_tool(None, "run_command").await;
+    let (alone, background, session) = (marker(n), marker(n + 1), marker(n + 2));
+    // A session's background process (its command returned) and a call's
+    // command, each with a process it left running.
+    let started = server
+        .run(
+            None,
+            Some("s"),
+            &format!("sleep {background} >/dev/null 2>&1 &"),
+        )
+        .await;
+    assert!(started.get("error").is_none(), "{started}");
+    let calls = [
+        format!("sleep {alone}"),
+        format!("(sleep {session} &); sleep {alone}"),
+    ]
+    .map(|line| {
+        let url = format!("{}/v1/tool_calls", server.base);
+        let batch = serde_json::json!({ "tool_calls": [{
+            "id": "call_0",
+            "type": "function",
+            "function": { "name": "run_command",
+                          "arguments": serde_json::json!({ "command": line }).to_string() },
+        }]});
+        tokio::spawn(async move {
+            reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .unwrap()
+                .post(url)
+                .header("content-type", "application/json")
+                .body(batch.to_string())
+                .send()
+                .await
+        })
+    });
+    for needle in [&alone, &background, &session] {
+        runs(needle, needle);
+    }
+    // SAFETY: signals the server, our own child.
+    assert_eq!(
+        unsafe { libc::kill(server.pid() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    for needle in [&alone, &background, &session] {
+        gone(needle, needle);
+    }
+    drop(server);
+    for call in calls {
+        let _ = call.await;
+    }
+}
+
+#[test]
+fn a_one_shot_call_ended_by_a_signal_ends_its_command() {
+    for (sandbox, signal) in [
+        ("kernel", libc::SIGINT),
+        ("kernel", libc::SIGTERM),
+        ("kernel", libc::SIGHUP),
+        ("none", libc::SIGTERM),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("plugins")).unwrap();
+        let config = format!(
+            "default_profile = \"agent\"\n[profiles.agent]\nallow = [\"*\"]\n\
+             file.read = [\".\"]\nfile.write = [\".\"]\nterminal.sandbox = \"{sandbox}\"\n"
+        );
+        std::fs::write(root.join("toolhost.toml"), config).unwrap();
+        let needle = format!("400.{}{}{signal}", std::process::id(), sandbox.len());
+        let what = format!("{sandbox}, signal {signal}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+            .current_dir(&root)
+            .args(["call", "run_command"])
+            .arg(serde_json::json!({ "command": format!("sleep {needle}") }).to_string())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        runs(&needle, &what);
+        // SAFETY: signals our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "{what}: toolhost did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(128 + signal), "{what}: {status:?}");
+        gone(&needle, &what);
+    }
+}
