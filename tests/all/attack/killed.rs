@@ -94,11 +94,16 @@ async fn killed_leaves_nothing(config: &str, n: u32, prepare: impl FnOnce(&std::
         )
         .await;
     assert!(started.get("error").is_none(), "{started}");
+    // Then, in the same session, a command stops every process it may
+    // signal but its own shell (what would keep a container's first
+    // process from seeing toolhost end); it may never return.
+    let stopper = "for p in /proc/[0-9]*; do p=${p#/proc/}; [ \"$p\" = $$ ] || kill -STOP \"$p\" 2>/dev/null; done; touch stopped";
     let calls = [
-        format!("sleep {alone}"),
-        format!("(sleep {session} &); sleep {alone}"),
+        (None, format!("sleep {alone}")),
+        (None, format!("(sleep {session} &); sleep {alone}")),
+        (Some("s"), stopper.to_string()),
     ]
-    .map(|line| {
+    .map(|(session, line)| {
         let url = format!("{}/v1/tool_calls", server.base);
         let batch = serde_json::json!({ "tool_calls": [{
             "id": "call_0",
@@ -107,17 +112,23 @@ async fn killed_leaves_nothing(config: &str, n: u32, prepare: impl FnOnce(&std::
                           "arguments": serde_json::json!({ "command": line }).to_string() },
         }]});
         tokio::spawn(async move {
-            reqwest::Client::builder()
+            let mut request = reqwest::Client::builder()
                 .no_proxy()
                 .build()
                 .unwrap()
                 .post(url)
-                .header("content-type", "application/json")
-                .body(batch.to_string())
-                .send()
-                .await
+                .header("content-type", "application/json");
+            if let Some(session) = session {
+                request = request.header("toolhost-session", session);
+            }
+            request.body(batch.to_string()).send().await
         })
     });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !server.root.join("stopped").exists() {
+        assert!(Instant::now() < deadline, "the stopper never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     for needle in [&alone, &background, &session] {
         runs(needle, needle);
     }

@@ -92,6 +92,7 @@ pub(super) fn container_body(
     mounts: &[Mount],
     engine: &Engine,
     labels: HashMap<String, String>,
+    user: &str,
 ) -> Result<ContainerCreateBody, String> {
     let terminal = &profile.terminal;
     let masks = masks()?;
@@ -156,16 +157,6 @@ pub(super) fn container_body(
         }
     };
     let memory = i64::try_from(terminal.memory).unwrap_or(i64::MAX);
-    let user = settings.user.clone().unwrap_or_else(|| {
-        // As root, the caller's id of `sandbox_ids`: a command never makes
-        // root's files.
-        // SAFETY: geteuid, getuid and getgid cannot fail.
-        let (uid, gid) = match crate::capability::terminal::confine::host_id(terminal.sandbox_id) {
-            Some(id) => (id, id),
-            None => unsafe { (libc::getuid(), libc::getgid()) },
-        };
-        format!("{uid}:{gid}")
-    });
     let mut security = vec!["no-new-privileges".to_string()];
     if engine.podman
         && let Some(profile) = seccomp_profile()?
@@ -179,7 +170,7 @@ pub(super) fn container_body(
             "-c".into(),
             format!("trap 'exit 0' TERM; while read -r _; do :; done < {LIFELINE}"),
         ]),
-        user: Some(user),
+        user: Some(keeper(user)),
         working_dir: Some("/".into()),
         env: Some(vec![format!(
             "PATH={}",
@@ -232,6 +223,35 @@ pub(super) fn container_body(
         }),
         ..Default::default()
     })
+}
+
+/// Who the commands of a container under `profile` run as: the configured
+/// user, or (as root) the caller's id of `sandbox_ids`, so that a command
+/// never makes root's files; otherwise toolhost's own ids.
+pub(super) fn command_user(profile: &Profile, settings: &ContainerSettings) -> String {
+    settings.user.clone().unwrap_or_else(|| {
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) =
+            match crate::capability::terminal::confine::host_id(profile.terminal.sandbox_id) {
+                Some(id) => (id, id),
+                None => unsafe { (libc::getuid(), libc::getgid()) },
+            };
+        format!("{uid}:{gid}")
+    })
+}
+
+/// Who a container's first process (the init and the lifeline's reader)
+/// runs as: an id none of its commands runs as (`user`'s), so that no
+/// command can stop it (SIGSTOP would keep the container alive after
+/// toolhost ends) nor trace it.
+pub(super) fn keeper(user: &str) -> String {
+    let nobody = "65534";
+    let id = if user.split(':').next() == Some(nobody) || user.starts_with("nobody") {
+        "65533"
+    } else {
+        nobody
+    };
+    format!("{id}:{id}")
 }
 
 /// A directory of this machine holding the empty, unreadable file and

@@ -145,10 +145,11 @@ pub(super) async fn exit_code(docker: &Docker, id: &str) -> Option<i64> {
     None
 }
 
-/// Runs `script` with sh in `container`; its stdout.
+/// Runs `script` with sh in `container` as `user`; its stdout.
 pub(super) async fn capture(
     docker: &Docker,
     container: &str,
+    user: &str,
     script: &str,
 ) -> Result<Vec<u8>, String> {
     let exec = docker
@@ -156,6 +157,7 @@ pub(super) async fn capture(
             container,
             CreateExecOptions {
                 attach_stdout: Some(true),
+                user: Some(user),
                 cmd: Some(vec!["sh", "-c", script]),
                 ..Default::default()
             },

@@ -85,6 +85,9 @@ pub(crate) struct ContainerBackend {
     profile: Arc<Profile>,
     /// The repository guard, watched while the container lives.
     watched: Option<Watched>,
+    /// Who its commands run as; its first process runs as another id
+    /// ([`body::keeper`]), which no command may signal.
+    user: String,
 }
 
 impl ContainerBackend {
@@ -146,7 +149,8 @@ impl ContainerBackend {
             .map_err(|e| format!("planning the container's mounts: {e}"))??;
         let engine = body::Engine::of(docker).await;
         let labels = HashMap::from([(LABEL.to_string(), owner())]);
-        let body = body::container_body(profile, settings, &mounts, &engine, labels)?;
+        let user = body::command_user(profile, settings);
+        let body = body::container_body(profile, settings, &mounts, &engine, labels, &user)?;
         let created = docker
             .create_container(
                 Some(CreateContainerOptions {
@@ -191,6 +195,7 @@ impl ContainerBackend {
             planned: Arc::new(Mutex::new(planned)),
             profile: profile.clone(),
             watched: None,
+            user,
         };
         live()
             .lock()
@@ -331,6 +336,7 @@ exit "$c""#
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
                     tty: Some(tty),
+                    user: Some(self.user.clone()),
                     env: Some(env),
                     cmd: Some(cmd),
                     working_dir: Some(launch.dir.to_string_lossy().into_owned()),
@@ -457,6 +463,7 @@ exit "$c""#
                 socket: self.socket.clone(),
                 container: self.id.clone(),
                 pid_file,
+                user: self.user.clone(),
                 signalled,
                 broken: self.broken.clone(),
             })),

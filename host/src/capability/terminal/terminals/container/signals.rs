@@ -28,6 +28,8 @@ pub(super) struct ContainerSignals {
     pub(super) socket: PathBuf,
     pub(super) container: String,
     pub(super) pid_file: String,
+    /// Who the commands run as (the kill must be theirs).
+    pub(super) user: String,
     /// The last signal sent, to tell a job it ended from an exit code.
     pub(super) signalled: Arc<AtomicI32>,
     pub(super) broken: Arc<Mutex<Option<String>>>,
@@ -54,7 +56,7 @@ impl ContainerSignals {
         );
         let ran = tokio::time::timeout(
             KILL_TIMEOUT,
-            capture(&self.docker, &self.container, &script),
+            capture(&self.docker, &self.container, &self.user, &script),
         )
         .await;
         // The engine may put its own error in the output: the shell's line
