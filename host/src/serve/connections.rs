@@ -67,14 +67,32 @@ pub(super) fn held_with_body<G: Send + Unpin + 'static>(
         axum::body::Body::new(Guarded {
             body,
             _guard: guard,
+            until: None,
         })
     })
 }
 
-/// A response body holding a guard.
+/// `response`, its body ending (a stream's: closed) when `token` is
+/// cancelled.
+pub(super) fn ended_by(
+    response: axum::response::Response,
+    token: tokio_util::sync::CancellationToken,
+) -> axum::response::Response {
+    response.map(|body| {
+        axum::body::Body::new(Guarded {
+            body,
+            _guard: (),
+            until: Some(Box::pin(token.cancelled_owned())),
+        })
+    })
+}
+
+/// A response body holding a guard, and ending early when `until` is
+/// ready.
 struct Guarded<G> {
     body: axum::body::Body,
     _guard: G,
+    until: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
 }
 
 impl<G: Unpin> hyper::body::Body for Guarded<G> {
@@ -85,6 +103,12 @@ impl<G: Unpin> hyper::body::Body for Guarded<G> {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        use std::future::Future as _;
+        if let Some(until) = self.until.as_mut()
+            && until.as_mut().poll(cx).is_ready()
+        {
+            return std::task::Poll::Ready(None);
+        }
         hyper::body::Body::poll_frame(std::pin::Pin::new(&mut self.body), cx)
     }
 

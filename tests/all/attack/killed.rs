@@ -56,14 +56,15 @@ fn marker(n: u32) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_killed_with_sigkill_leaves_no_sandboxed_command_running() {
+async fn a_server_killed_or_stopped_leaves_no_sandboxed_command_running() {
     let config = "default_profile = \"agent\"\n[profiles.agent]\nallow = [\"*\"]\n\
                   file.read = [\".\"]\nfile.write = [\".\"]\nterminal.sandbox = \"kernel\"\n";
-    killed_leaves_nothing(config, 1, |_| {}).await;
+    killed_leaves_nothing(config, 10, libc::SIGKILL, |_| {}).await;
+    killed_leaves_nothing(config, 20, libc::SIGSTOP, |_| {}).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_killed_with_sigkill_leaves_no_container_running() {
+async fn a_server_killed_or_stopped_leaves_no_container_running() {
     let _alone = crate::container::ONE_AT_A_TIME.lock().await;
     if crate::container::engine().await.is_none() {
         return;
@@ -72,14 +73,34 @@ async fn a_server_killed_with_sigkill_leaves_no_container_running() {
         "default_profile = \"agent\"\n[profiles.agent]\n{}",
         crate::container::profile("file.write = [\".\"]\n")
     );
-    killed_leaves_nothing(&config, 4, crate::container::give_to_sandbox).await;
+    killed_leaves_nothing(
+        &config,
+        30,
+        libc::SIGKILL,
+        crate::container::give_to_sandbox,
+    )
+    .await;
+    killed_leaves_nothing(
+        &config,
+        40,
+        libc::SIGSTOP,
+        crate::container::give_to_sandbox,
+    )
+    .await;
 }
 
 /// Serves `config` (`prepare` run in its directory first), starts a
 /// session's background process and two calls' commands (one with a
-/// process it left running), kills the server with SIGKILL and asserts
-/// that none of them runs on; `n` tells the markers apart.
-async fn killed_leaves_nothing(config: &str, n: u32, prepare: impl FnOnce(&std::path::Path)) {
+/// process it left running), ends the server with `signal` (SIGKILL, or
+/// SIGSTOP: a stopped toolhost guards nothing, and may be killed before
+/// it resumes) and asserts that none of them runs on; `n` tells the
+/// markers apart. A stopped server, resumed, runs commands again.
+async fn killed_leaves_nothing(
+    config: &str,
+    n: u32,
+    signal: libc::c_int,
+    prepare: impl FnOnce(&std::path::Path),
+) {
     use super::server::Server;
     let server = Server::start(config, prepare).await;
     server.wait_for_tool(None, "run_command").await;
@@ -134,11 +155,17 @@ async fn killed_leaves_nothing(config: &str, n: u32, prepare: impl FnOnce(&std::
     }
     // SAFETY: signals the server, our own child.
     assert_eq!(
-        unsafe { libc::kill(server.pid() as libc::pid_t, libc::SIGKILL) },
+        unsafe { libc::kill(server.pid() as libc::pid_t, signal) },
         0
     );
     for needle in [&alone, &background, &session] {
         gone(needle, needle);
+    }
+    if signal == libc::SIGSTOP {
+        // SAFETY: signals the server, our own child.
+        unsafe { libc::kill(server.pid() as libc::pid_t, libc::SIGCONT) };
+        let ran = server.run(None, Some("later"), "echo alive").await;
+        assert!(ran.to_string().contains("alive"), "{ran}");
     }
     drop(server);
     for call in calls {

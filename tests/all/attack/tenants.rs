@@ -266,6 +266,27 @@ async fn a_tenants_event_streams_are_capped() {
     assert_eq!(open(B).await.unwrap().status(), StatusCode::OK);
 }
 
+/// A POST of `body` to `/mcp` as `token` (in `session`), as a 2025-06-18
+/// client sends it.
+pub(super) fn mcp_request(
+    served: &Served,
+    token: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    let request = served
+        .client
+        .post(format!("{}/mcp", served.base))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(body);
+    match session {
+        Some(session) => request.header("mcp-session-id", session),
+        None => request,
+    }
+}
+
 /// `initialize` on `/mcp` as `token`: the response.
 async fn initialize(served: &Served, token: &str) -> reqwest::Response {
     let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -452,19 +473,7 @@ async fn a_webhook_answering_without_end_is_read_no_further_than_its_cap() {
 async fn an_oversized_narrowing_in_initialize_keeps_no_permission() {
     let served = start("");
     let deny: Vec<String> = (0..300).map(|n| format!("p{n}:x")).collect();
-    let post = |session: Option<&str>, body: Value| {
-        let mut request = served
-            .client
-            .post(format!("{}/mcp", served.base))
-            .bearer_auth(A)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18")
-            .json(&body);
-        if let Some(session) = session {
-            request = request.header("mcp-session-id", session);
-        }
-        request.send()
-    };
+    let post = |session: Option<&str>, body: Value| mcp_request(&served, A, session, &body).send();
     let opened = post(
         None,
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -72,6 +71,7 @@ pub(super) async fn front_door(
         };
     }
     let mut share_guard = None;
+    let mut revoked = None;
     if !public {
         match front
             .tenants
@@ -89,6 +89,7 @@ pub(super) async fn front_door(
                 request
                     .extensions_mut()
                     .insert(authenticated.caller.clone());
+                revoked = Some(authenticated.revoked.clone());
                 request.extensions_mut().insert(authenticated);
             }
             Err(unauthorized) => {
@@ -102,17 +103,20 @@ pub(super) async fn front_door(
         }
     }
     let response = next.run(request).await;
+    // A stream (MCP's, an approvals event stream) lasts no longer than the
+    // token it was opened with: a reload that revokes it ends the stream.
+    let response = match revoked {
+        Some(revoked) if is_stream(&response) => {
+            crate::serve::connections::ended_by(response, revoked)
+        }
+        _ => response,
+    };
     let response = match share_guard {
         Some(share) => crate::serve::connections::held_with_body(response, share),
         None => response,
     };
     match guard {
-        Some(guard) => response.map(|body| {
-            Body::new(Tracked {
-                body,
-                _guard: guard,
-            })
-        }),
+        Some(guard) => crate::serve::connections::held_with_body(response, guard),
         None => response,
     }
 }
@@ -392,31 +396,12 @@ impl Drop for RequestGuard {
     }
 }
 
-/// A response body that keeps its request counted until it is dropped
-/// (after it was written, or when the client went away).
-struct Tracked {
-    body: Body,
-    _guard: RequestGuard,
-}
-
-impl hyper::body::Body for Tracked {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
+/// Whether `response` is an event stream.
+fn is_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"))
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! with: a reload that changes the approver token or a tenant's token (or
 //! removes the tenant) ends the streams opened with the old one, which
 //! would otherwise go on showing every later approval (the approver's:
-//! every tenant's command lines). A stream whose token still holds goes on.
+//! every tenant's command lines); so it does an MCP session's event stream.
+//! A stream whose token still holds goes on.
 
 use std::time::Duration;
 
@@ -89,4 +90,61 @@ async fn a_reload_that_revokes_a_token_ends_the_event_streams_opened_with_it() {
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(open(A).await.unwrap().status(), StatusCode::UNAUTHORIZED);
+}
+
+/// An MCP session of `token` (2025-06-18), initialized, and its event
+/// stream (`GET /mcp`).
+async fn mcp_stream(served: &Served, token: &str) -> reqwest::Response {
+    let url = format!("{}/mcp", served.base);
+    let post = |body: serde_json::Value, session: Option<String>| {
+        super::mcp_request(served, token, session.as_deref(), &body).send()
+    };
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let answered = post(init, None).await.unwrap();
+    let session = answered
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .unwrap()
+        .to_string();
+    let _ = answered.text().await;
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(initialized, Some(session.clone())).await.unwrap();
+    let stream = served
+        .client
+        .get(&url)
+        .bearer_auth(token)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("mcp-session-id", session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    stream
+}
+
+#[tokio::test]
+async fn a_reload_that_revokes_a_token_ends_the_mcp_streams_opened_with_it() {
+    crate::use_launcher();
+    let mut served = Served::start(&with_approver(APPROVER, A), &["a", "b"]);
+    let mut a = mcp_stream(&served, A).await;
+    let mut b = mcp_stream(&served, B).await;
+    std::fs::write(
+        served.root.join("toolhost.toml"),
+        with_approver(APPROVER, "a-token-2"),
+    )
+    .unwrap();
+    served.wait_for("tenants reloaded");
+    let ended = read_until(&mut a, "", Duration::from_secs(10)).await;
+    assert!(
+        matches!(ended, Some((true, _))),
+        "a's MCP stream opened with the old token is still open: {ended:?}"
+    );
+    // b's goes on.
+    let still = read_until(&mut b, "", Duration::from_secs(2)).await;
+    assert!(still.is_none(), "b's stream ended: {still:?}");
 }

@@ -138,17 +138,10 @@ pub(super) async fn mcp(
     session: Option<&str>,
     message: &Value,
 ) -> (Option<String>, Value) {
-    let mut request = served
-        .client
-        .post(format!("{}/mcp", served.base))
-        .bearer_auth(A)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(message);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    let response = request.send().await.unwrap();
+    let response = super::mcp_request(served, A, session, message)
+        .send()
+        .await
+        .unwrap();
     let id = response
         .headers()
         .get("mcp-session-id")

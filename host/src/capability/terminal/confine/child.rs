@@ -35,6 +35,7 @@ use super::sys::{check, clone, os_error, pipe, refused};
 
 /// Runs the launcher; never returns.
 pub(crate) fn main() -> ! {
+    let parent = super::parent::Parent::now();
     // SAFETY: moves the channel (stdin) above the standard descriptors,
     // close-on-exec, and puts /dev/null on stdin.
     unsafe {
@@ -53,7 +54,7 @@ pub(crate) fn main() -> ! {
         }
         libc::close(null);
     }
-    match launch() {
+    match launch(parent) {
         Ok(never) => match never {},
         Err(message) => fail(&message),
     }
@@ -66,7 +67,7 @@ fn fail(message: &str) -> ! {
     unsafe { libc::_exit(SETUP_EXIT) }
 }
 
-fn launch() -> Result<std::convert::Infallible, String> {
+fn launch(parent: super::parent::Parent) -> Result<std::convert::Infallible, String> {
     // A launcher started before its spec joins its pids cgroup and its
     // tenant's cpu cgroup now, so that the kernel's grace period is past
     // when the spec comes (an empty argument: no group given ahead).
@@ -163,13 +164,7 @@ fn launch() -> Result<std::convert::Infallible, String> {
         libc::close(CONTROL.load(Ordering::Relaxed));
     }
     let _keep = lifeline_write;
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    while unsafe { libc::waitpid(init, &mut status, 0) } < 0 {
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break;
-        }
-    }
+    let status = wait_for_init(init, parent);
     // SAFETY: ends the process.
     unsafe {
         libc::_exit(if libc::WIFEXITED(status) {
@@ -177,6 +172,44 @@ fn launch() -> Result<std::convert::Infallible, String> {
         } else {
             SETUP_EXIT
         })
+    }
+}
+
+/// Waits for PID 1 and answers its wait status; ends it (and so the
+/// sandbox) at once when toolhost can no longer act: gone, or stopped.
+/// PID 1 also ends the sandbox when toolhost's channel closes; a stopped
+/// toolhost keeps it open.
+fn wait_for_init(init: libc::pid_t, parent: super::parent::Parent) -> libc::c_int {
+    // SAFETY: pidfd_open returns a new descriptor owned here, or -1.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, init, 0) } as libc::c_int;
+    let mut killed = false;
+    loop {
+        let mut status = 0;
+        // SAFETY: reaps our own child if it ended.
+        let reaped = unsafe { libc::waitpid(init, &mut status, libc::WNOHANG) };
+        if reaped == init
+            || (reaped < 0
+                && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+        {
+            return status;
+        }
+        if !killed && parent.unable() {
+            // SAFETY: signals our own child, PID 1 of the sandbox.
+            unsafe { libc::kill(init, libc::SIGKILL) };
+            killed = true;
+        }
+        let mut poll = libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let every = super::parent::EVERY.as_millis() as libc::c_int;
+        if pidfd >= 0 {
+            // SAFETY: polls a descriptor this process owns.
+            unsafe { libc::poll(&mut poll, 1, every) };
+        } else {
+            std::thread::sleep(super::parent::EVERY);
+        }
     }
 }
 

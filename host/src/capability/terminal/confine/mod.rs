@@ -29,6 +29,7 @@ mod init;
 mod inotify;
 pub(crate) mod kept;
 mod own;
+mod parent;
 pub(crate) mod pids;
 pub(crate) mod plan;
 mod rlimit;
@@ -57,6 +58,10 @@ pub const LAUNCH_ARG: &str = "__toolhost-sandbox";
 /// and still out of reach of the terminal toolhost runs on.
 pub const SESSION_ARG: &str = "__toolhost-session";
 
+/// The argument that makes a binary calling [`enter_if_requested`] hold
+/// the containers' lifeline FIFO named next (see `parent.rs`).
+pub const LIFELINE_ARG: &str = "__toolhost-lifeline";
+
 /// The binary started as the launcher, when set or known.
 static LAUNCHER: RwLock<Option<PathBuf>> = RwLock::new(None);
 
@@ -68,6 +73,7 @@ pub fn enter_if_requested() {
     match std::env::args_os().nth(1) {
         Some(arg) if arg == LAUNCH_ARG => child::main(),
         Some(arg) if arg == SESSION_ARG => in_new_session(),
+        Some(arg) if arg == LIFELINE_ARG => parent::hold_lifeline(),
         _ => {}
     }
     let mut launcher = LAUNCHER.write().unwrap_or_else(|e| e.into_inner());

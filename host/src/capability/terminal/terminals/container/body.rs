@@ -56,11 +56,12 @@ const UNREADABLE: &[&str] = &["openat2"];
 /// new namespace (of users, mounts) from inside the container.
 const NAMESPACES: &[&str] = &["unshare", "setns"];
 
-/// Where a container sees its lifeline: a FIFO of this machine that only
-/// toolhost holds open for writing (and writes nothing to). The
-/// container's first process reads it, so it ends, and the container with
-/// every command in it, when toolhost does. Mounted read-only, and no
-/// user may write it: nothing in the container can keep it open.
+/// Where a container sees its lifeline: a FIFO of this machine that only a
+/// process of toolhost's holds open for writing (and writes nothing to),
+/// while toolhost runs and is not stopped. The container's first process
+/// reads it, so it ends, and the container with every command in it, when
+/// toolhost ends or stops. Mounted read-only, and no other user may write
+/// it: nothing in the container can keep it open.
 pub(super) const LIFELINE: &str = "/.toolhost-lifeline";
 
 /// What the engine can be asked for.
@@ -96,6 +97,7 @@ pub(super) fn container_body(
 ) -> Result<ContainerCreateBody, String> {
     let terminal = &profile.terminal;
     let masks = masks()?;
+    hold_lifeline(&masks.join("lifeline"))?;
     let mut binds = Vec::new();
     let mut specs = Vec::new();
     let lifeline = Mount {
@@ -168,7 +170,12 @@ pub(super) fn container_body(
         entrypoint: Some(vec!["bash".into()]),
         cmd: Some(vec![
             "-c".into(),
-            format!("trap 'exit 0' TERM; while read -r _; do :; done < {LIFELINE}"),
+            // Opening the lifeline waits for its holder: a container made
+            // as toolhost ended (no holder left) ends after 10 s.
+            format!(
+                "trap 'exit 0' TERM; (sleep 10; kill -KILL $$) & exec 3< {LIFELINE}; \
+                 kill $! 2>/dev/null; while read -r _ <&3; do :; done"
+            ),
         ]),
         user: Some(keeper(user)),
         working_dir: Some("/".into()),
@@ -245,13 +252,30 @@ pub(super) fn command_user(profile: &Profile, settings: &ContainerSettings) -> S
 /// command can stop it (SIGSTOP would keep the container alive after
 /// toolhost ends) nor trace it.
 pub(super) fn keeper(user: &str) -> String {
-    let nobody = "65534";
-    let id = if user.split(':').next() == Some(nobody) || user.starts_with("nobody") {
-        "65533"
+    // Compared as numbers: `065534` is uid 65534 to the engine.
+    const NOBODY: u32 = 65534;
+    let uid = user.split(':').next().and_then(|id| id.parse::<u32>().ok());
+    let id = if uid == Some(NOBODY) {
+        NOBODY - 1
     } else {
-        nobody
+        NOBODY
     };
     format!("{id}:{id}")
+}
+
+#[cfg(test)]
+mod keeper_tests {
+    use super::keeper;
+
+    #[test]
+    fn the_keeper_never_runs_as_the_commands_uid_however_it_is_spelled() {
+        for user in ["65534", "65534:100", "065534:065534", "0065534"] {
+            assert_eq!(keeper(user), "65533:65533", "{user}");
+        }
+        for user in ["1000:1000", "65533", "2001"] {
+            assert_eq!(keeper(user), "65534:65534", "{user}");
+        }
+    }
 }
 
 /// A directory of this machine holding the empty, unreadable file and
@@ -279,7 +303,7 @@ fn masks() -> Result<PathBuf, String> {
                     .create_new(true)
                     .mode(0o000)
                     .open(dir.join("file"))?;
-                hold_lifeline(&dir.join("lifeline"))
+                make_lifeline(&dir.join("lifeline"))
             })();
             made.map(|()| dir.clone())
                 .map_err(|e| format!("making the masks in {}: {e}", dir.display()))
@@ -287,38 +311,56 @@ fn masks() -> Result<PathBuf, String> {
         .clone()
 }
 
-/// Makes the FIFO every container of this process reads (mode 0444: no
-/// one but root may open it for writing) and holds it open for reading and
-/// writing, close-on-exec, until this process ends.
-fn hold_lifeline(path: &Path) -> io::Result<()> {
+/// Makes the FIFO every container of this process reads (mode 0644: its
+/// containers mount it read-only, and no other user may write it).
+fn make_lifeline(path: &Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::OpenOptionsExt;
-    static HELD: OnceLock<std::fs::File> = OnceLock::new();
     let name = std::ffi::CString::new(path.as_os_str().as_bytes())?;
     // SAFETY: makes a FIFO at a path of this process's own directory.
-    if unsafe { libc::mkfifo(name.as_ptr(), 0o444) } < 0 {
+    if unsafe { libc::mkfifo(name.as_ptr(), 0o644) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    // Opened by owner rights the mode lacks: as root; otherwise given
-    // write permission for the instant of the open.
-    let open = || {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(path)
-    };
-    let file = match open() {
-        Ok(file) => file,
-        Err(_) => {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))?;
-            let file = open();
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444))?;
-            file?
-        }
-    };
-    let _ = HELD.set(file);
+    Ok(())
+}
+
+/// Sees that a process holds the lifeline at `path` open for writing: one
+/// this process started (`LIFELINE_ARG`), which lets go when this process
+/// ends or is stopped. Started again if it ended (this process was stopped
+/// and resumed, which ended the containers made before).
+fn hold_lifeline(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    static HOLDER: std::sync::Mutex<Option<std::process::Child>> = std::sync::Mutex::new(None);
+    let mut holder = HOLDER.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(child) = holder.as_mut()
+        && matches!(child.try_wait(), Ok(None))
+    {
+        return Ok(());
+    }
+    let fail = |e: &dyn std::fmt::Display| format!("holding the containers' lifeline: {e}");
+    let launcher = crate::capability::terminal::confine::launcher().map_err(|e| fail(&e))?;
+    let mut child = std::process::Command::new(launcher)
+        .arg(crate::capability::terminal::confine::LIFELINE_ARG)
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| fail(&e))?;
+    let mut byte = [0u8; 1];
+    let held = child
+        .stdout
+        .take()
+        .map(|mut out| out.read(&mut byte))
+        .transpose()
+        .map_err(|e| fail(&e))?;
+    if held != Some(1) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(fail(&"its holder could not open it"));
+    }
+    *holder = Some(child);
     Ok(())
 }
 
