@@ -17,7 +17,7 @@ use toolhost::serve::http::{HttpServer, ServeOptions};
 use crate::http_api::sha256_hex;
 
 pub(crate) const ALPHA: &str = "alpha-token";
-const BETA: &str = "beta-token";
+pub(crate) const BETA: &str = "beta-token";
 pub(crate) const GAMMA: &str = "gamma-token";
 pub(crate) const DELTA: &str = "delta-token";
 

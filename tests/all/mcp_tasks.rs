@@ -39,6 +39,24 @@ async fn request(
     mut params: Value,
     capabilities: Value,
 ) -> Value {
+    let text = posted(served, token, method, name, &mut params, capabilities)
+        .await
+        .text()
+        .await
+        .unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// POSTs a 2026-07-28 request of `method` with `params` (given the
+/// request's `_meta`) as `token`; the response, its body unread.
+async fn posted(
+    served: &Served,
+    token: &str,
+    method: &str,
+    name: Option<&str>,
+    params: &mut Value,
+    capabilities: Value,
+) -> reqwest::Response {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": capabilities,
@@ -55,15 +73,7 @@ async fn request(
     if let Some(name) = name {
         request = request.header("mcp-name", name);
     }
-    let text = request
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    request.body(body.to_string()).send().await.unwrap()
 }
 
 /// `run_command` of `command` as `token`; the result.
@@ -421,4 +431,82 @@ fn over_stdio_a_long_command_becomes_a_task_polled_to_its_result_or_cancelled() 
         );
         std::thread::sleep(Duration::from_millis(25));
     }
+}
+
+/// Reads `stream` until its text holds each of `needles` (`Ok(text)`), or
+/// `wait` passes or it ends (`Err` with what came).
+async fn read_for(
+    stream: &mut reqwest::Response,
+    needles: &[&str],
+    wait: Duration,
+) -> Result<String, String> {
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        if needles.iter().all(|needle| text.contains(needle)) {
+            return Ok(text);
+        }
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => text.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => return Err(text),
+        }
+    }
+}
+
+/// A `subscriptions/listen` stream of `token` for task `id`, by a client
+/// with `capabilities`.
+async fn listen_for(
+    served: &Served,
+    token: &str,
+    id: &str,
+    capabilities: Value,
+) -> reqwest::Response {
+    let mut params = json!({"notifications": {"taskIds": [id]}});
+    posted(
+        served,
+        token,
+        "subscriptions/listen",
+        None,
+        &mut params,
+        capabilities,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_client_listening_for_its_task_is_told_its_status_and_another_tenant_is_not() {
+    use crate::mcp_handles::BETA;
+    let served = serve(EVERY_CALL, "").await;
+    let marker = format!("0.8{}1", std::process::id());
+    let created = run(&served, ALPHA, &format!("sleep {marker}; echo done")).await;
+    let id = task_id(&created);
+    let declared = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let mut alpha = listen_for(&served, ALPHA, &id, declared.clone()).await;
+    let mut beta = listen_for(&served, BETA, &id, declared).await;
+    // Its state now, then its end with its result, as tasks/get shows it.
+    let told = read_for(
+        &mut alpha,
+        &[
+            "notifications/tasks",
+            "\"status\":\"working\"",
+            "\"status\":\"completed\"",
+            "stdout\\\":\\\"done",
+        ],
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap_or_else(|text| panic!("alpha was not told: {text}"));
+    assert!(told.contains(&id), "{told}");
+    assert!(told.contains("subscriptionId"), "{told}");
+    // Beta's stream, naming alpha's task, hears nothing of it.
+    let heard = read_for(&mut beta, &["notifications/tasks"], Duration::from_secs(1)).await;
+    let heard = match heard {
+        Ok(text) => panic!("beta was told: {text}"),
+        Err(text) => text,
+    };
+    assert!(!heard.contains(&id), "{heard}");
+    // A client that did not declare the extension is told nothing either.
+    let mut plain = listen_for(&served, ALPHA, &id, json!({})).await;
+    let heard = read_for(&mut plain, &["notifications/tasks"], Duration::from_secs(1)).await;
+    assert!(heard.is_err(), "{heard:?}");
 }

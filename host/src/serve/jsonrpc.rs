@@ -111,6 +111,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
                 // A session keeps what it was started with for its life:
                 // of the experimental capabilities (free-form, any size)
                 // only toolhost's own (its narrowing), which it reads.
+                if let ClientRequest::SubscriptionsListenRequest(listen) = &mut request.request {
+                    listen.extensions.insert(ListenTasks::of(bytes));
+                }
                 if let ClientRequest::InitializeRequest(initialize) = &mut request.request
                     && let Some(experimental) = &mut initialize.params.capabilities.experimental
                 {
@@ -128,6 +131,44 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
                 .map_err(|e| Refusal::new(Value::Null, PARSE_ERROR, format!("Parse error: {e}")))?;
             classify(&value, &typed)
         }
+    }
+}
+
+/// The tasks a `subscriptions/listen` request asks status notices of: the
+/// Tasks extension's `notifications.taskIds`, which rmcp's filter does not
+/// read. At most [`ListenTasks::MAX`], each at most 128 bytes; others are
+/// not listened to.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ListenTasks(pub(crate) Vec<String>);
+
+impl ListenTasks {
+    /// The most task ids one stream listens to (a tenant runs at most
+    /// `[tasks] max_per_tenant`, 32 by default).
+    pub(crate) const MAX: usize = 64;
+
+    fn of(bytes: &[u8]) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Message {
+            params: Params,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params {
+            notifications: Filter,
+        }
+        #[derive(serde::Deserialize)]
+        struct Filter {
+            #[serde(rename = "taskIds", default)]
+            task_ids: Vec<String>,
+        }
+        let ids = serde_json::from_slice::<Message>(bytes)
+            .map(|m| m.params.notifications.task_ids)
+            .unwrap_or_default();
+        Self(
+            ids.into_iter()
+                .filter(|id| id.len() <= 128)
+                .take(Self::MAX)
+                .collect(),
+        )
     }
 }
 

@@ -22,9 +22,10 @@ use crate::host::Host;
 pub struct Tenants {
     host: Host,
     table: ArcSwap<Vec<Entry>>,
-    /// Started without tenants (so on loopback): while there are still none,
-    /// requests run as the host's default caller without a token.
-    open: bool,
+    /// Started without tenants (so on loopback) and none configured since:
+    /// while there are still none, requests run as the host's default
+    /// caller without a token.
+    open: std::sync::atomic::AtomicBool,
     /// The approvals waiting for an answer, of every tenant.
     pending: Arc<Pending>,
     /// SHA-256 of the token that may answer every tenant's approvals.
@@ -114,7 +115,7 @@ impl Tenants {
         };
         Ok(Self {
             host: host.clone(),
-            open: table.is_empty(),
+            open: std::sync::atomic::AtomicBool::new(table.is_empty()),
             table: ArcSwap::from_pointee(table),
             pending,
             approver: ArcSwap::from_pointee(config.and_then(|c| c.approver_token_sha256)),
@@ -145,7 +146,7 @@ impl Tenants {
     /// Whether requests need no token: the server started without tenants
     /// and none has been configured since.
     pub fn is_open(&self) -> bool {
-        self.open && self.is_empty()
+        self.open.load(std::sync::atomic::Ordering::SeqCst) && self.is_empty()
     }
 
     /// Rebuilds the tenants from `config` (after a config reload). On an
@@ -178,10 +179,13 @@ impl Tenants {
                 .store(Arc::new(CancellationToken::new()));
         }
         if !table.is_empty() {
+            // Tenants configured once: a later configuration without any
+            // refuses every request rather than open the server again.
+            self.open.store(false, std::sync::atomic::Ordering::SeqCst);
             self.open_revoked.cancel();
         }
         self.approver.store(Arc::new(config.approver_token_sha256));
-        if table.is_empty() && !self.open {
+        if table.is_empty() && !self.open.load(std::sync::atomic::Ordering::SeqCst) {
             tracing::warn!(
                 "the config no longer defines any tenant; every HTTP request is refused until \
                  tenants are configured again"
@@ -197,7 +201,7 @@ impl Tenants {
         authorization: Option<&HeaderValue>,
     ) -> Result<Authenticated, Unauthorized> {
         let table = self.table.load();
-        if table.is_empty() && self.open {
+        if table.is_empty() && self.open.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(Authenticated {
                 caller: self.host.caller(),
                 retry_after: 1,

@@ -180,6 +180,8 @@ pub struct Created {
 #[derive(Default)]
 pub struct Tasks {
     entries: Mutex<HashMap<[u8; 16], Entry>>,
+    /// The id of each task whose status changed, for those who listen.
+    changes: std::sync::OnceLock<tokio::sync::broadcast::Sender<Arc<str>>>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -189,6 +191,24 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
+    /// The ids of tasks as their status changes (a receiver that falls
+    /// behind is told it lagged).
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+        self.sender().subscribe()
+    }
+
+    fn sender(&self) -> &tokio::sync::broadcast::Sender<Arc<str>> {
+        self.changes
+            .get_or_init(|| tokio::sync::broadcast::channel(256).0)
+    }
+
+    /// Tells those who listen that task `id`'s status changed.
+    fn changed(&self, id: Option<String>) {
+        if let Some(id) = id {
+            let _ = self.sender().send(Arc::from(id));
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut HashMap<[u8; 16], Entry>) -> T) -> T {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
@@ -317,7 +337,7 @@ impl Tasks {
     /// Task `key` asks `question` under `question_key`; `responder` gets the
     /// answer.
     pub fn ask(&self, key: &[u8; 16], question_key: String, question: Value, responder: Responder) {
-        self.update(key, |entry| {
+        let changed = self.update(key, |entry| {
             entry.view.status = Status::InputRequired;
             entry.view.payload = Payload::Asking {
                 key: question_key,
@@ -325,17 +345,18 @@ impl Tasks {
             };
             entry.responder = Some(responder);
         });
+        self.changed(changed);
     }
 
     /// Task `key`'s latest progress report.
     pub fn report(&self, key: &[u8; 16], message: String) {
-        self.update(key, |entry| entry.view.message = Some(message));
+        let _ = self.update(key, |entry| entry.view.message = Some(message));
     }
 
     /// Task `key` ended with `payload` (a result or an error), its bytes
     /// kept counted by `guard`; a cancelled task stays cancelled.
     pub fn finish(&self, key: &[u8; 16], payload: Payload, guard: Option<Box<dyn Send>>) {
-        self.update(key, |entry| {
+        let changed = self.update(key, |entry| {
             entry.view.status = match payload {
                 Payload::Error(_) => Status::Failed,
                 _ => Status::Completed,
@@ -346,18 +367,20 @@ impl Tasks {
             entry.driver = None;
             entry._guard = guard;
         });
+        self.changed(changed);
     }
 
-    /// Runs `f` on task `key` while it is not over.
-    fn update(&self, key: &[u8; 16], f: impl FnOnce(&mut Entry)) {
+    /// Runs `f` on task `key` while it is not over; its id if it did.
+    fn update(&self, key: &[u8; 16], f: impl FnOnce(&mut Entry)) -> Option<String> {
         self.with(|entries| {
-            if let Some(entry) = entries.get_mut(key)
-                && !entry.view.status.is_terminal()
-            {
-                f(entry);
-                entry.view.last_updated_at = crate::audit::now_rfc3339();
+            let entry = entries.get_mut(key)?;
+            if entry.view.status.is_terminal() {
+                return None;
             }
-        });
+            f(entry);
+            entry.view.last_updated_at = crate::audit::now_rfc3339();
+            Some(entry.view.id.clone())
+        })
     }
 
     /// The key of task id `id` if it is this caller's and still kept.
@@ -428,6 +451,9 @@ impl Tasks {
             entry.view.last_updated_at = crate::audit::now_rfc3339();
             Some((entry.responder.take()?, answer))
         });
+        if changed || responder.is_some() {
+            self.changed(Some(id.to_string()));
+        }
         if let Some((responder, answer)) = responder {
             responder(&answer);
         }
@@ -448,19 +474,21 @@ impl Tasks {
         profile: &Profile,
     ) -> Result<(), TaskError> {
         let key = self.find(handles, id, tenant, profile)?;
-        self.with(|entries| {
-            if let Some(entry) = entries.get_mut(&key)
-                && !entry.view.status.is_terminal()
-            {
-                entry.view.status = Status::Cancelled;
-                entry.view.payload = Payload::None;
-                entry.view.message = Some("cancelled by the client".into());
-                entry.view.last_updated_at = crate::audit::now_rfc3339();
-                entry.done_at = Some(Instant::now());
-                entry.responder = None;
-                entry.cancel.cancel();
+        let changed = self.with(|entries| {
+            let entry = entries.get_mut(&key)?;
+            if entry.view.status.is_terminal() {
+                return None;
             }
+            entry.view.status = Status::Cancelled;
+            entry.view.payload = Payload::None;
+            entry.view.message = Some("cancelled by the client".into());
+            entry.view.last_updated_at = crate::audit::now_rfc3339();
+            entry.done_at = Some(Instant::now());
+            entry.responder = None;
+            entry.cancel.cancel();
+            Some(entry.view.id.clone())
         });
+        self.changed(changed);
         Ok(())
     }
 

@@ -50,6 +50,44 @@ fn gone(needle: &str, what: &str) {
     }
 }
 
+/// Every containers' lifeline of the server `pid` is a FIFO no one may
+/// open for writing, its owner neither (a container's commands may run as
+/// toolhost's own uid): opened by its owner without the capability to
+/// override file modes, it is refused.
+fn lifelines_are_sealed(pid: u32) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let prefix = format!("toolhost-masks-{pid}-");
+    let mut sealed = 0;
+    for masks in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        if !masks.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        for entry in std::fs::read_dir(masks.path()).unwrap().flatten() {
+            if !entry.file_name().to_string_lossy().starts_with("lifeline") {
+                continue;
+            }
+            let meta = entry.metadata().unwrap();
+            assert!(meta.file_type().is_fifo());
+            assert_eq!(meta.mode() & 0o7777, 0o444, "{:?}", entry.path());
+            let opened = Command::new("setpriv")
+                .arg(format!("--reuid={}", meta.uid()))
+                .args(["--inh-caps=-all", "--bounding-set=-all", "sh", "-c"])
+                .arg("exec 9<>\"$0\"")
+                .arg(entry.path())
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&opened.stderr);
+            assert!(
+                !opened.status.success() && said.contains("Permission denied"),
+                "{:?} opened: {opened:?}",
+                entry.path()
+            );
+            sealed += 1;
+        }
+    }
+    assert!(sealed > 0, "no lifeline of server {pid} was found");
+}
+
 /// A unique `sleep` argument: a fraction no other test runs.
 fn marker(n: u32) -> String {
     format!("400.{}{n}", std::process::id())
@@ -61,6 +99,62 @@ async fn a_server_killed_or_stopped_leaves_no_sandboxed_command_running() {
                   file.read = [\".\"]\nfile.write = [\".\"]\nterminal.sandbox = \"kernel\"\n";
     killed_leaves_nothing(config, 10, libc::SIGKILL, |_| {}).await;
     killed_leaves_nothing(config, 20, libc::SIGSTOP, |_| {}).await;
+    killed_leaves_nothing(config, 60, FREEZE, |_| {}).await;
+}
+
+/// Not a signal: the server is frozen by a cgroup freezer (`systemctl
+/// freeze`, a paused container), which leaves it sleeping, not stopped.
+const FREEZE: libc::c_int = 0;
+
+/// A cgroup of its own for process `pid`, frozen; thawed and removed when
+/// dropped. `None` (after saying why) where no freezer can be used.
+struct Frozen(std::path::PathBuf, &'static str);
+
+impl Frozen {
+    fn freeze(pid: u32) -> Option<Self> {
+        let (base, file, on): (&str, &'static str, &str) =
+            if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+                ("/sys/fs/cgroup", "cgroup.freeze", "1")
+            } else if std::path::Path::new("/sys/fs/cgroup/unified/cgroup.procs").exists() {
+                ("/sys/fs/cgroup/unified", "cgroup.freeze", "1")
+            } else {
+                ("/sys/fs/cgroup/freezer", "freezer.state", "FROZEN")
+            };
+        let dir = std::path::Path::new(base).join(format!("toolhost-test-{pid}"));
+        let made = std::fs::create_dir(&dir)
+            .and_then(|()| std::fs::write(dir.join("cgroup.procs"), pid.to_string()))
+            .and_then(|()| std::fs::write(dir.join(file), on));
+        match made {
+            Ok(()) => Some(Self(dir, file)),
+            Err(e) => {
+                eprintln!(
+                    "freezing skipped: no cgroup freezer at {}: {e}",
+                    dir.display()
+                );
+                let _ = std::fs::remove_dir(&dir);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let thawed = if self.1 == "freezer.state" {
+            "THAWED"
+        } else {
+            "0"
+        };
+        let _ = std::fs::write(self.0.join(self.1), thawed);
+        // The process goes back to the root group so the directory can go.
+        let parent = self.0.parent().unwrap().join("cgroup.procs");
+        if let Ok(procs) = std::fs::read_to_string(self.0.join("cgroup.procs")) {
+            for pid in procs.lines() {
+                let _ = std::fs::write(&parent, pid);
+            }
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -153,15 +247,27 @@ async fn killed_leaves_nothing(
     for needle in [&alone, &background, &session] {
         runs(needle, needle);
     }
-    // SAFETY: signals the server, our own child.
-    assert_eq!(
-        unsafe { libc::kill(server.pid() as libc::pid_t, signal) },
-        0
-    );
+    if config.contains("\"container\"") {
+        lifelines_are_sealed(server.pid());
+    }
+    let frozen = if signal == FREEZE {
+        let Some(frozen) = Frozen::freeze(server.pid()) else {
+            return;
+        };
+        Some(frozen)
+    } else {
+        // SAFETY: signals the server, our own child.
+        assert_eq!(
+            unsafe { libc::kill(server.pid() as libc::pid_t, signal) },
+            0
+        );
+        None
+    };
     for needle in [&alone, &background, &session] {
         gone(needle, needle);
     }
-    if signal == libc::SIGSTOP {
+    drop(frozen);
+    if signal == libc::SIGSTOP || signal == FREEZE {
         // SAFETY: signals the server, our own child.
         unsafe { libc::kill(server.pid() as libc::pid_t, libc::SIGCONT) };
         let ran = server.run(None, Some("later"), "echo alive").await;

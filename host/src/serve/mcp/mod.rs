@@ -10,6 +10,7 @@ mod approve;
 mod ask;
 mod changes;
 mod handles;
+mod listen;
 mod logs;
 mod narrowing;
 mod server;

@@ -569,20 +569,8 @@ impl ServerHandler for McpServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut events = self.host.events();
-        loop {
-            tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                event = events.recv() => match event {
-                    Ok(event) if !event.changes_tools() => {}
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        if context.sink().notify_tool_list_changed().await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                    Err(_) => return Ok(()),
-                },
-            }
-        }
+        let caller = self.caller(context.request_context());
+        super::listen::serve(&self.host, &caller, context).await;
+        Ok(())
     }
 }

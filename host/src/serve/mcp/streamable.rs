@@ -229,6 +229,14 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
         None | Some(Ok(None)) => None,
         Some(Ok(Some(message))) => match &message {
             JsonRpcMessage::Request(request) => match &request.request {
+                ClientRequest::SubscriptionsListenRequest(listen) => {
+                    // rmcp reads the body again: what it would drop goes
+                    // with the request's parts.
+                    if let Some(tasks) = listen.extensions.get::<jsonrpc::ListenTasks>() {
+                        parts.extensions.insert(tasks.clone());
+                    }
+                    None
+                }
                 ClientRequest::InitializeRequest(init) => {
                     // rmcp keeps the session's start for its life: as
                     // decoded, without what the server never reads.

@@ -220,6 +220,68 @@ pub(super) fn get(host: &Host, caller: &Caller, id: &str) -> Result<GetTaskResul
     let view = tasks
         .get(host.handles(), id, caller.tenant_name(), caller.profile())
         .map_err(not_found)?;
+    Ok(GetTaskResult::new(detailed(&view)?))
+}
+
+/// The most bytes of a status notice: a task whose result is larger is
+/// not announced (the client polls it, as it may always).
+const NOTICE_MAX: usize = 1 << 20;
+
+/// The task ids a `subscriptions/listen` request of a client that declared
+/// the Tasks extension asks status notices of (`notifications.taskIds`).
+pub(super) fn listened(request: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Vec<String> {
+    if !declared(&request.meta) {
+        return Vec::new();
+    }
+    // Over stdio in the request's extensions; over HTTP in its parts'.
+    use crate::serve::jsonrpc::ListenTasks;
+    let parts = request.extensions.get::<axum::http::request::Parts>();
+    request
+        .extensions
+        .get::<ListenTasks>()
+        .or_else(|| parts.and_then(|parts| parts.extensions.get::<ListenTasks>()))
+        .map(|tasks| tasks.0.clone())
+        .unwrap_or_default()
+}
+
+/// Sends task `id`'s state on the `subscriptions/listen` stream of
+/// `context` (`notifications/tasks`, as `tasks/get` would answer it) if it
+/// is `caller`'s; `Err` when the stream is gone.
+pub(super) async fn notice(
+    host: &Host,
+    caller: &Caller,
+    id: &str,
+    context: &rmcp::service::SubscriptionContext,
+) -> Result<(), ()> {
+    use rmcp::model::{
+        NotificationMetaObject, ServerNotification, TaskStatusNotification,
+        TaskStatusNotificationParams,
+    };
+    let (tasks, _) = host.tasks();
+    // Another's task, or one that is gone: nothing to say, nor that it is.
+    let Ok(view) = tasks.get(host.handles(), id, caller.tenant_name(), caller.profile()) else {
+        return Ok(());
+    };
+    let Ok(task) = detailed(&view) else {
+        return Ok(());
+    };
+    let mut notice = TaskStatusNotification::new(TaskStatusNotificationParams::new(task));
+    if serde_json::to_vec(&notice).map_or(true, |bytes| bytes.len() > NOTICE_MAX) {
+        return Ok(());
+    }
+    let request = context.request_context();
+    let mut meta = NotificationMetaObject::new();
+    meta.set_subscription_id(request.id.clone());
+    notice.extensions.insert(meta);
+    request
+        .peer
+        .send_notification(ServerNotification::TaskStatusNotification(notice))
+        .await
+        .map_err(|_| ())
+}
+
+/// A task as `tasks/get` and its notices show it.
+fn detailed(view: &TaskView) -> Result<DetailedTask, ErrorData> {
     let object = |value: &Value| -> JsonObject { value.as_object().cloned().unwrap_or_default() };
     let payload = match &view.payload {
         Payload::None if view.status == Status::Cancelled => TaskPayload::Cancelled,
@@ -238,10 +300,7 @@ pub(super) fn get(host: &Host, caller: &Caller, id: &str) -> Result<GetTaskResul
             error: object(error),
         },
     };
-    Ok(GetTaskResult::new(DetailedTask::new(
-        task_of(&view),
-        payload,
-    )))
+    Ok(DetailedTask::new(task_of(view), payload))
 }
 
 /// `tasks/update`: answers to the task's question.

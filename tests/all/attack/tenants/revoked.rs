@@ -148,3 +148,25 @@ async fn a_reload_that_revokes_a_token_ends_the_mcp_streams_opened_with_it() {
     let still = read_until(&mut b, "", Duration::from_secs(2)).await;
     assert!(still.is_none(), "b's stream ended: {still:?}");
 }
+
+#[tokio::test]
+async fn a_server_given_tenants_stays_closed_when_a_reload_removes_them_all() {
+    crate::use_launcher();
+    let with_tenants = config("", "");
+    let start = with_tenants.find("[tenants.a]").unwrap();
+    let without = &with_tenants[..start];
+    let mut served = Served::start(without, &["a", "b"]);
+    let status = |served: &Served| {
+        let url = format!("{}/v1/tools", served.base);
+        let client = served.client.clone();
+        async move { client.get(url).send().await.unwrap().status() }
+    };
+    // Open while no tenant was ever configured (loopback only).
+    assert_eq!(status(&served).await, StatusCode::OK);
+    std::fs::write(served.root.join("toolhost.toml"), &with_tenants).unwrap();
+    served.wait_for("tenants reloaded");
+    assert_eq!(status(&served).await, StatusCode::UNAUTHORIZED);
+    std::fs::write(served.root.join("toolhost.toml"), without).unwrap();
+    served.wait_for("no longer defines any tenant");
+    assert_eq!(status(&served).await, StatusCode::UNAUTHORIZED);
+}

@@ -1,9 +1,9 @@
 //! A process of toolhost's that must not outlive toolhost's ability to
 //! act: the sandbox launcher (which ends its sandbox) and the holder of the
 //! containers' lifeline. Each watches the toolhost that started it and
-//! acts when it is gone or stopped (SIGSTOP, SIGTSTP, a debugger): a
-//! stopped toolhost keeps its descriptors open but guards nothing, and may
-//! be killed before it resumes.
+//! acts when it is gone, stopped (SIGSTOP, SIGTSTP, a debugger) or frozen
+//! (a cgroup freezer): such a toolhost keeps its descriptors open but
+//! guards nothing, and may be killed before it resumes.
 
 use std::time::Duration;
 
@@ -22,17 +22,80 @@ impl Parent {
     }
 
     /// Whether the parent can no longer act: this process was handed to
-    /// another (the parent ended), or the parent is stopped or traced.
+    /// another (the parent ended), or the parent is stopped, traced or
+    /// frozen.
     pub(super) fn unable(self) -> bool {
         // SAFETY: getppid cannot fail.
         if unsafe { libc::getppid() } != self.0 {
             return true;
         }
         match std::fs::read(format!("/proc/{}/stat", self.0)) {
-            Ok(stat) => stopped(&stat),
+            Ok(stat) => stopped(&stat) || frozen(self.0),
             Err(_) => true,
         }
     }
+}
+
+/// Whether process `pid` is in a frozen cgroup (`systemctl freeze`, a
+/// paused container): cgroup v2's `frozen 1` in `cgroup.events` (which
+/// holds for the descendants of a frozen cgroup too), or v1's freezer
+/// state other than `THAWED`. Such a process reads as sleeping.
+fn frozen(pid: libc::pid_t) -> bool {
+    let Ok(cgroups) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+        return false;
+    };
+    let (unified, freezer) = cgroup_mounts();
+    cgroups.lines().any(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            return false;
+        };
+        let read = |mount: &Option<std::path::PathBuf>, file: &str| {
+            mount.as_ref().and_then(|mount| {
+                let dir = mount.join(path.trim_start_matches('/'));
+                std::fs::read_to_string(dir.join(file)).ok()
+            })
+        };
+        if id == "0" && controllers.is_empty() {
+            read(unified, "cgroup.events")
+                .is_some_and(|events| events.lines().any(|l| l == "frozen 1"))
+        } else if controllers.split(',').any(|c| c == "freezer") {
+            read(freezer, "freezer.state").is_some_and(|state| state.trim() != "THAWED")
+        } else {
+            false
+        }
+    })
+}
+
+/// Where cgroup v2 and v1's freezer are mounted, if they are: read once.
+fn cgroup_mounts() -> &'static (Option<std::path::PathBuf>, Option<std::path::PathBuf>) {
+    static MOUNTS: std::sync::OnceLock<(Option<std::path::PathBuf>, Option<std::path::PathBuf>)> =
+        std::sync::OnceLock::new();
+    MOUNTS.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let (mut unified, mut freezer) = (None, None);
+        for line in info.lines() {
+            // `... mount-point options [optional fields] - fstype source super-options`
+            let Some((before, after)) = line.split_once(" - ") else {
+                continue;
+            };
+            let Some(point) = before.split(' ').nth(4) else {
+                continue;
+            };
+            let mut after = after.split(' ');
+            let (fstype, options) = (after.next(), after.nth(1).unwrap_or_default());
+            match fstype {
+                Some("cgroup2") if unified.is_none() => unified = Some(point.into()),
+                Some("cgroup") if options.split(',').any(|o| o == "freezer") => {
+                    freezer = Some(point.into());
+                }
+                _ => {}
+            }
+        }
+        (unified, freezer)
+    })
 }
 
 /// Whether a `/proc/PID/stat` line says the process is stopped (`T`) or

@@ -97,7 +97,7 @@ pub(super) fn container_body(
 ) -> Result<ContainerCreateBody, String> {
     let terminal = &profile.terminal;
     let masks = masks()?;
-    hold_lifeline(&masks.join("lifeline"))?;
+    let lifeline_source = hold_lifeline(&masks)?;
     let mut binds = Vec::new();
     let mut specs = Vec::new();
     let lifeline = Mount {
@@ -116,7 +116,7 @@ pub(super) fn container_body(
             ));
         }
         let (source, read_only) = match mount.kind {
-            _ if std::ptr::eq(mount, &lifeline) => (masks.join("lifeline"), true),
+            _ if std::ptr::eq(mount, &lifeline) => (lifeline_source.clone(), true),
             MountKind::ReadWrite => (mount.path.clone(), false),
             MountKind::MaskFile => (masks.join("file"), true),
             MountKind::MaskDir => (masks.join("dir"), true),
@@ -263,21 +263,6 @@ pub(super) fn keeper(user: &str) -> String {
     format!("{id}:{id}")
 }
 
-#[cfg(test)]
-mod keeper_tests {
-    use super::keeper;
-
-    #[test]
-    fn the_keeper_never_runs_as_the_commands_uid_however_it_is_spelled() {
-        for user in ["65534", "65534:100", "065534:065534", "0065534"] {
-            assert_eq!(keeper(user), "65533:65533", "{user}");
-        }
-        for user in ["1000:1000", "65533", "2001"] {
-            assert_eq!(keeper(user), "65534:65534", "{user}");
-        }
-    }
-}
-
 /// A directory of this machine holding the empty, unreadable file and
 /// directory that masks are bind-mounted from, and the seccomp profile:
 /// made new by this process (never one found in the shared temporary
@@ -303,7 +288,7 @@ fn masks() -> Result<PathBuf, String> {
                     .create_new(true)
                     .mode(0o000)
                     .open(dir.join("file"))?;
-                make_lifeline(&dir.join("lifeline"))
+                io::Result::Ok(())
             })();
             made.map(|()| dir.clone())
                 .map_err(|e| format!("making the masks in {}: {e}", dir.display()))
@@ -311,37 +296,41 @@ fn masks() -> Result<PathBuf, String> {
         .clone()
 }
 
-/// Makes the FIFO every container of this process reads (mode 0644: its
-/// containers mount it read-only, and no other user may write it).
-fn make_lifeline(path: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let name = std::ffi::CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: makes a FIFO at a path of this process's own directory.
-    if unsafe { libc::mkfifo(name.as_ptr(), 0o644) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Sees that a process holds the lifeline at `path` open for writing: one
-/// this process started (`LIFELINE_ARG`), which lets go when this process
-/// ends or is stopped. Started again if it ended (this process was stopped
-/// and resumed, which ended the containers made before).
-fn hold_lifeline(path: &Path) -> Result<(), String> {
+/// Sees that a process holds a lifeline FIFO in `dir` open for writing:
+/// one this process started (`LIFELINE_ARG`), which lets go when this
+/// process ends or is stopped; the FIFO's path. Started again, on a new
+/// FIFO, if it ended (this process was stopped and resumed, which ended
+/// the containers made before). Once held, the FIFO's mode is 0444: no one
+/// may open it for writing again (its owner neither: a container's command
+/// may run as toolhost's own uid, and a read-only mount does not keep a
+/// FIFO from being opened for writing).
+fn hold_lifeline(dir: &Path) -> Result<PathBuf, String> {
     use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
-    static HOLDER: std::sync::Mutex<Option<std::process::Child>> = std::sync::Mutex::new(None);
+    static HOLDER: std::sync::Mutex<Option<(std::process::Child, PathBuf)>> =
+        std::sync::Mutex::new(None);
     let mut holder = HOLDER.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(child) = holder.as_mut()
+    if let Some((child, path)) = holder.as_mut()
         && matches!(child.try_wait(), Ok(None))
     {
-        return Ok(());
+        return Ok(path.clone());
     }
     let fail = |e: &dyn std::fmt::Display| format!("holding the containers' lifeline: {e}");
+    let path = dir.join(format!(
+        "lifeline-{:x}",
+        crate::capability::terminal::terminals::script::nonce()
+    ));
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|e| fail(&e))?;
+    // SAFETY: makes a FIFO at a path of this process's own directory.
+    if unsafe { libc::mkfifo(name.as_ptr(), 0o600) } < 0 {
+        return Err(fail(&io::Error::last_os_error()));
+    }
     let launcher = crate::capability::terminal::confine::launcher().map_err(|e| fail(&e))?;
     let mut child = std::process::Command::new(launcher)
         .arg(crate::capability::terminal::confine::LIFELINE_ARG)
-        .arg(path)
+        .arg(&path)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -355,13 +344,14 @@ fn hold_lifeline(path: &Path) -> Result<(), String> {
         .map(|mut out| out.read(&mut byte))
         .transpose()
         .map_err(|e| fail(&e))?;
-    if held != Some(1) {
+    let sealed = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444));
+    if held != Some(1) || sealed.is_err() {
         let _ = child.kill();
         let _ = child.wait();
         return Err(fail(&"its holder could not open it"));
     }
-    *holder = Some(child);
-    Ok(())
+    *holder = Some((child, path.clone()));
+    Ok(path)
 }
 
 /// What the masks' directories are named with, before the pid of the
@@ -500,6 +490,16 @@ mod sweep_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_keeper_never_runs_as_the_commands_uid_however_it_is_spelled() {
+        for user in ["65534", "65534:100", "065534:065534", "0065534"] {
+            assert_eq!(keeper(user), "65533:65533", "{user}");
+        }
+        for user in ["1000:1000", "65533", "2001"] {
+            assert_eq!(keeper(user), "65534:65534", "{user}");
+        }
+    }
 
     #[test]
     fn the_seccomp_profile_allows_modes_only_without_set_id_bits() {
