@@ -453,15 +453,15 @@ async fn read_for(
     }
 }
 
-/// A `subscriptions/listen` stream of `token` for task `id`, by a client
+/// A `subscriptions/listen` stream of `token` for tasks `ids`, by a client
 /// with `capabilities`.
 async fn listen_for(
     served: &Served,
     token: &str,
-    id: &str,
+    ids: &[&str],
     capabilities: Value,
 ) -> reqwest::Response {
-    let mut params = json!({"notifications": {"taskIds": [id]}});
+    let mut params = json!({"notifications": {"taskIds": ids}});
     posted(
         served,
         token,
@@ -481,8 +481,9 @@ async fn a_client_listening_for_its_task_is_told_its_status_and_another_tenant_i
     let created = run(&served, ALPHA, &format!("sleep {marker}; echo done")).await;
     let id = task_id(&created);
     let declared = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
-    let mut alpha = listen_for(&served, ALPHA, &id, declared.clone()).await;
-    let mut beta = listen_for(&served, BETA, &id, declared).await;
+    // Named three times, it is told once each time.
+    let mut alpha = listen_for(&served, ALPHA, &[&id, &id, &id], declared.clone()).await;
+    let mut beta = listen_for(&served, BETA, &[&id], declared).await;
     // Its state now, then its end with its result, as tasks/get shows it.
     let told = read_for(
         &mut alpha,
@@ -498,6 +499,13 @@ async fn a_client_listening_for_its_task_is_told_its_status_and_another_tenant_i
     .unwrap_or_else(|text| panic!("alpha was not told: {text}"));
     assert!(told.contains(&id), "{told}");
     assert!(told.contains("subscriptionId"), "{told}");
+    let more = read_for(&mut alpha, &["never"], Duration::from_millis(500)).await;
+    let told = told + &more.unwrap_or_else(|text| text);
+    assert_eq!(
+        told.matches("\"method\":\"notifications/tasks\"").count(),
+        2,
+        "{told}"
+    );
     // Beta's stream, naming alpha's task, hears nothing of it.
     let heard = read_for(&mut beta, &["notifications/tasks"], Duration::from_secs(1)).await;
     let heard = match heard {
@@ -506,7 +514,57 @@ async fn a_client_listening_for_its_task_is_told_its_status_and_another_tenant_i
     };
     assert!(!heard.contains(&id), "{heard}");
     // A client that did not declare the extension is told nothing either.
-    let mut plain = listen_for(&served, ALPHA, &id, json!({})).await;
+    let mut plain = listen_for(&served, ALPHA, &[&id], json!({})).await;
     let heard = read_for(&mut plain, &["notifications/tasks"], Duration::from_secs(1)).await;
     assert!(heard.is_err(), "{heard:?}");
+}
+
+#[tokio::test]
+async fn a_notice_counts_in_answers_held_and_past_it_is_not_sent() {
+    // The task's 40 kB result is held once; a notice with it would hold it
+    // twice, past the 64 KiB cap: the stream is told it works, not its end.
+    let served = serve(
+        &format!("{EVERY_CALL}[tenant_caps]\nanswers_held = \"64KiB\"\n"),
+        "",
+    )
+    .await;
+    let line = "sleep 0.5; head -c 40000 /dev/zero | tr '\\0' a";
+    let id = task_id(&run(&served, ALPHA, line).await);
+    let declared = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let mut alpha = listen_for(&served, ALPHA, &[&id], declared).await;
+    let told = read_for(
+        &mut alpha,
+        &["\"status\":\"working\""],
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(told.is_ok(), "{told:?}");
+    let done = poll_status(&served, ALPHA, &id).await;
+    assert_ne!(done, "working");
+    let later = read_for(
+        &mut alpha,
+        &["\"status\":\"completed\""],
+        Duration::from_secs(2),
+    )
+    .await;
+    assert!(later.is_err(), "a notice past answers_held was sent");
+}
+
+/// Polls task `id` until it is not `working`; its status (a poll refused
+/// for answers_held reads as the refusal's text).
+async fn poll_status(served: &Served, token: &str, id: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = task(served, token, "get", id).await;
+        let status = answer["result"]["status"].as_str().unwrap_or_default();
+        if status != "working" {
+            return if status.is_empty() {
+                answer.to_string()
+            } else {
+                status.to_string()
+            };
+        }
+        assert!(std::time::Instant::now() < deadline, "{answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

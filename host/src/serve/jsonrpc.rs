@@ -136,8 +136,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
 
 /// The tasks a `subscriptions/listen` request asks status notices of: the
 /// Tasks extension's `notifications.taskIds`, which rmcp's filter does not
-/// read. At most [`ListenTasks::MAX`], each at most 128 bytes; others are
-/// not listened to.
+/// read. At most [`ListenTasks::MAX`], each at most 128 bytes and named
+/// once; others are not listened to.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct ListenTasks(pub(crate) Vec<String>);
 
@@ -163,12 +163,14 @@ impl ListenTasks {
         let ids = serde_json::from_slice::<Message>(bytes)
             .map(|m| m.params.notifications.task_ids)
             .unwrap_or_default();
-        Self(
-            ids.into_iter()
-                .filter(|id| id.len() <= 128)
-                .take(Self::MAX)
-                .collect(),
-        )
+        let mut kept: Vec<String> = Vec::new();
+        for id in ids {
+            // Each once: a repeated id would be told as many times.
+            if id.len() <= 128 && !kept.contains(&id) && kept.len() < Self::MAX {
+                kept.push(id);
+            }
+        }
+        Self(kept)
     }
 }
 

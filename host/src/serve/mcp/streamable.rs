@@ -222,12 +222,15 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
             );
         }
     };
-    // A session the server does not know is rmcp's to refuse (404).
-    let decoded = (session.is_none() || held.is_some()).then(|| jsonrpc::decode(&bytes));
+    // Every body is checked, whatever session it names: rmcp serves a
+    // request of a revision without sessions whatever session id it
+    // carries, so one the server does not know must not skip the check
+    // (rmcp refuses it with 404 where sessions exist).
+    let decoded = jsonrpc::decode(&bytes);
     let mut bytes = bytes;
     let initialize = match decoded {
-        None | Some(Ok(None)) => None,
-        Some(Ok(Some(message))) => match &message {
+        Ok(None) => None,
+        Ok(Some(message)) => match &message {
             JsonRpcMessage::Request(request) => match &request.request {
                 ClientRequest::SubscriptionsListenRequest(listen) => {
                     // rmcp reads the body again: what it would drop goes
@@ -249,10 +252,10 @@ pub(crate) async fn endpoint(State(mcp): State<Arc<McpEndpoint>>, request: Reque
             },
             _ => None,
         },
-        Some(Err(refusal)) if refusal.code == INVALID_PARAMS => {
+        Err(refusal) if refusal.code == INVALID_PARAMS => {
             return refusal_response(StatusCode::OK, &refusal);
         }
-        Some(Err(refusal)) => return refusal_response(StatusCode::BAD_REQUEST, &refusal),
+        Err(refusal) => return refusal_response(StatusCode::BAD_REQUEST, &refusal),
     };
     let primed = match (held, initialize) {
         (Some(primed), _) => primed,

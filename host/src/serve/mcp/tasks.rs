@@ -266,10 +266,24 @@ pub(super) async fn notice(
         return Ok(());
     };
     let mut notice = TaskStatusNotification::new(TaskStatusNotificationParams::new(task));
-    if serde_json::to_vec(&notice).map_or(true, |bytes| bytes.len() > NOTICE_MAX) {
+    let Some(size) = serde_json::to_vec(&notice)
+        .ok()
+        .map(|bytes| bytes.len())
+        .filter(|size| *size <= NOTICE_MAX)
+    else {
+        return Ok(());
+    };
+    let request = context.request_context();
+    // Over HTTP a notice counts in the caller's answers_held until its
+    // stream ends (a client that does not read holds it); past the cap it
+    // is not sent: the client polls.
+    let held = request
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Held>());
+    if held.is_some_and(|held| held.keep(size).is_err()) {
         return Ok(());
     }
-    let request = context.request_context();
     let mut meta = NotificationMetaObject::new();
     meta.set_subscription_id(request.id.clone());
     notice.extensions.insert(meta);

@@ -141,19 +141,36 @@ async fn mcp_messages_of_many_tiny_values_are_refused_before_they_are_built() {
     body.push_str(&"0,".repeat(2_000_000));
     body.push_str("0]}}}");
     assert!(body.len() < 4 << 20);
-    let headers = [
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", "2025-06-18"),
-        ("mcp-session-id", session.as_str()),
-    ];
-    let (grown, statuses) = peak_growth(&served, "/mcp", &headers, &body).await;
-    assert!(grown < 160 << 20, "the server grew by {} MiB", grown >> 20);
-    assert!(
-        statuses
-            .iter()
-            .all(|s| *s == reqwest::StatusCode::BAD_REQUEST),
-        "{statuses:?}"
+    // In its session, and (a revision without sessions) naming a session
+    // the server does not know, which rmcp serves all the same.
+    let mut small = String::from(
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"x":["#,
     );
+    small.push_str(&"0,".repeat(100_000));
+    small.push_str("0]}}}");
+    for (version, session, method, body) in [
+        ("2025-06-18", session.as_str(), "tools/call", &body),
+        ("2026-07-28", "bogus", "tools/list", &small),
+    ] {
+        let headers = [
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", version),
+            ("mcp-method", method),
+            ("mcp-session-id", session),
+        ];
+        let (grown, statuses) = peak_growth(&served, "/mcp", &headers, body).await;
+        assert!(
+            grown < 160 << 20,
+            "{version}: the server grew by {} MiB",
+            grown >> 20
+        );
+        assert!(
+            statuses
+                .iter()
+                .all(|s| *s == reqwest::StatusCode::BAD_REQUEST),
+            "{version}: {statuses:?}"
+        );
+    }
     // A message within the limit is served.
     let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"x": [0, 0, 0]}}});
