@@ -7,7 +7,7 @@ use super::{env, file, log, network, progress, terminal};
 pub(crate) static CAPABILITIES: &[Linked] = &[
     Linked::of::<file::FileAccess>(),
     Linked::of::<env::Environment>(),
-    Linked::of::<network::Fetch>(),
+    Linked::of::<network::Network>(),
     Linked::of::<terminal::Terminal>(),
     Linked::of::<log::Log>(),
     Linked::of::<progress::Reports>(),

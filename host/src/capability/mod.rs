@@ -6,7 +6,7 @@
 //! `Capability` trait (`sandbox`). Listed once, in `all`.
 
 mod all;
-mod env;
+pub(crate) mod env;
 pub mod file;
 pub(crate) mod grants;
 pub(crate) mod log;

@@ -13,6 +13,7 @@ use crate::capability::grants::Grants;
 use crate::capability::sandbox::{
     Capability, CapabilityInfo, Identity, InRoom, Linked, Room, Sandbox,
 };
+use crate::contract::Permission;
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
 use crate::contract::spec::{test_spec, validate};
 use crate::policy::Limits;
@@ -36,7 +37,7 @@ mod counter {
     use self::toolhost::test::counter::{self as wit, Host};
 
     /// The permission that grants it.
-    pub(super) const PERMISSION: &str = "counter:use";
+    pub(super) const PERMISSION: Permission = Permission::new("counter:use");
 
     /// A number that goes up by one at each `next`, per store.
     pub(super) struct Counter;
@@ -139,7 +140,11 @@ async fn a_capability_from_one_module_and_one_list_entry_is_linked_granted_and_a
     let names: Vec<_> = runtime.capability_infos().map(|info| info.name).collect();
     assert_eq!(names, ["counter"]);
 
-    let (answer, uses) = run_twice(&[counter::PERMISSION], &[counter::PERMISSION]).await;
+    let (answer, uses) = run_twice(
+        &[counter::PERMISSION.as_str()],
+        &[counter::PERMISSION.as_str()],
+    )
+    .await;
     assert_eq!(answer, 2, "the state lives in the store and goes up");
     assert_eq!(uses, [("next".into(), true), ("next".into(), true)]);
 }
@@ -147,14 +152,14 @@ async fn a_capability_from_one_module_and_one_list_entry_is_linked_granted_and_a
 #[tokio::test]
 async fn a_capability_refuses_without_its_permission() {
     // Declared but not allowed by the profile.
-    let (answer, uses) = run_twice(&[], &[counter::PERMISSION]).await;
+    let (answer, uses) = run_twice(&[], &[counter::PERMISSION.as_str()]).await;
     assert_eq!(answer, 0);
     assert_eq!(uses, [("next".into(), false), ("next".into(), false)]);
     // Allowed by the profile but not declared by the tool.
     let (answer, _) = run_twice(&["counter:*"], &[]).await;
     assert_eq!(answer, 0);
     // Declared, and allowed through a pattern of the profile.
-    let (answer, _) = run_twice(&["counter:*"], &[counter::PERMISSION]).await;
+    let (answer, _) = run_twice(&["counter:*"], &[counter::PERMISSION.as_str()]).await;
     assert_eq!(answer, 2);
 }
 
@@ -183,7 +188,7 @@ fn the_host_capabilities_have_distinct_names_and_the_permissions_the_docs_list()
     for linked in CAPABILITIES {
         for permission in linked.info.permissions {
             assert!(
-                docs.contains(permission),
+                docs.contains(permission.as_str()),
                 "docs/config.md does not name {permission}"
             );
         }
@@ -215,10 +220,8 @@ fn a_capability_is_described_by_the_permissions_declared() {
     // One permission, one description.
     for linked in CAPABILITIES {
         if linked.info.each.is_empty() {
-            assert_eq!(
-                linked.info.describe(linked.info.permissions),
-                linked.info.description
-            );
+            let all: Vec<&str> = linked.info.permissions.iter().map(|p| p.as_str()).collect();
+            assert_eq!(linked.info.describe(&all), linked.info.description);
         } else {
             assert_eq!(linked.info.each.len(), linked.info.permissions.len());
         }

@@ -13,63 +13,23 @@ mod imports;
 mod pinned;
 mod plain;
 pub mod rules;
+mod section;
 mod state;
 pub use rules::{Access, PathRefusal, PathRuleError, PathRules};
+pub(crate) use section::{FILE_READ, FILE_WRITE, FileAccess};
 
 use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};
 
-use wasmtime::component::{HasData, Linker, Resource};
-use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime::component::{HasData, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::bindings::filesystem::types;
 use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
-use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 
 pub(crate) use self::state::FileState;
 use crate::capability::file::rules as paths;
-use crate::capability::grants::Grants;
-use crate::capability::sandbox::{CallScope, Capability, CapabilityInfo, Sandbox, WasiRoom};
+use crate::capability::sandbox::{CallScope, Capability, Sandbox, WasiRoom};
 use crate::contract::CapabilityUse;
-use crate::contract::permission::{FILE_READ, FILE_WRITE};
-
-/// Files: the profile's granted directories through `wasi:filesystem`.
-pub(crate) struct FileAccess;
-
-impl Capability for FileAccess {
-    const INFO: CapabilityInfo = CapabilityInfo {
-        name: "file",
-        permissions: &[FILE_READ, FILE_WRITE],
-        section: Some("file"),
-        description: "read (file:read) and write (file:write) in the directories the profile's \
-                      file.read and file.write grant, except what file.deny matches",
-        each: &[
-            "read in the directories the profile's file.read and file.write grant, except what \
-             file.deny matches",
-            "write in the directories the profile's file.write grants, except what file.deny \
-             matches",
-        ],
-    };
-    const REPLACES_WASI: bool = true;
-    type State = FileState;
-
-    fn state(grants: &Grants, wasi: &mut WasiCtxBuilder) -> FileState {
-        FileState::new(grants, wasi)
-    }
-
-    /// A reused instance (a stateful plugin's) looks again at what denied
-    /// names reach: a link or hard link made since its last call counts.
-    fn begin_call(state: &mut FileState) {
-        state.forget_reached();
-    }
-
-    /// Adds the policed `wasi:filesystem/{types,preopens}`, replacing
-    /// wasmtime-wasi's.
-    fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
-        types::add_to_linker::<Sandbox, PolicedFsData>(linker, policed_fs)?;
-        preopens::add_to_linker::<Sandbox, PolicedFsData>(linker, policed_fs)?;
-        Ok(())
-    }
-}
 
 /// The filesystem view of a sandbox: wasmtime-wasi's, plus the rules.
 pub(crate) struct PolicedFs<'a> {

@@ -79,8 +79,8 @@ impl FileState {
     /// The state of a store whose calls have `grants`: the granted
     /// directories preopened when the call may read or write files.
     pub(super) fn new(grants: &Grants, wasi: &mut WasiCtxBuilder) -> Self {
-        let read = grants.allows(crate::contract::permission::FILE_READ);
-        let write = grants.allows(crate::contract::permission::FILE_WRITE);
+        let read = grants.allows(super::FILE_READ.as_str());
+        let write = grants.allows(super::FILE_WRITE.as_str());
         let mut files = Self::default();
         if read || write {
             files.profile = Some(grants.profile.clone());

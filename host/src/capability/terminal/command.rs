@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::PERMISSION;
+use super::TERMINAL_EXECUTE;
 use super::Terminal;
 use super::process_group::{self, Captured};
 use super::proxy::network_refusal;
@@ -105,7 +105,7 @@ fn writable_dirs(profile: &Profile) -> Vec<PathBuf> {
     let may_write = matches!(
         profile
             .permissions
-            .decide(crate::contract::permission::FILE_WRITE),
+            .decide(crate::capability::file::FILE_WRITE.as_str()),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
     if !may_write {
@@ -286,25 +286,25 @@ pub(super) async fn authorize(
 /// Why a call without the terminal grant may not run commands: the tool did
 /// not declare the permission, or the profile does not allow it.
 pub(super) fn not_granted(identity: &Identity, profile: &Profile) -> String {
-    let refusal = match profile.permissions.decide(PERMISSION) {
+    let refusal = match profile.permissions.decide(TERMINAL_EXECUTE.as_str()) {
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. } => {
             return format!(
-                "tool {:?} of plugin {:?} did not declare permission {PERMISSION:?}; \
-                     a tool may only use what it declares, so add {PERMISSION:?} to its \
+                "tool {:?} of plugin {:?} did not declare permission {TERMINAL_EXECUTE:?}; \
+                     a tool may only use what it declares, so add {TERMINAL_EXECUTE:?} to its \
                      permissions",
                 identity.tool.as_deref().unwrap_or("-"),
                 identity.plugin
             );
         }
         PermissionDecision::Denied { pattern } => PermissionRefusal::Denied {
-            permission: PERMISSION.to_string(),
+            permission: TERMINAL_EXECUTE.to_string(),
             pattern,
         },
         PermissionDecision::NotGranted => PermissionRefusal::NotGranted {
-            permission: PERMISSION.to_string(),
+            permission: TERMINAL_EXECUTE.to_string(),
         },
         PermissionDecision::Narrowed { rule } => PermissionRefusal::Narrowed {
-            permission: PERMISSION.to_string(),
+            permission: TERMINAL_EXECUTE.to_string(),
             rule,
         },
     };

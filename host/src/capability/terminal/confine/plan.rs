@@ -108,7 +108,7 @@ pub(super) fn add_grants(
     let may_write = matches!(
         profile
             .permissions
-            .decide(crate::contract::permission::FILE_WRITE),
+            .decide(crate::capability::file::FILE_WRITE.as_str()),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
     let mut read = Vec::new();
