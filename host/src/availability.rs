@@ -33,7 +33,7 @@ pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {
         ));
     }
     for name in &spec.requires_env {
-        if !profile.allows_env(name) {
+        if !profile.env.allows(name) {
             return Err(format!(
                 "it requires the environment variable {name}, which profile {:?} does not pass \
                  to tools (add it to env.allow)",

@@ -25,19 +25,19 @@ fn the_embedded_configuration_is_valid_and_read_only() {
     let cwd = std::env::current_dir().unwrap();
     assert!(
         profile
-            .paths
+            .file
             .check(&cwd.join("README.md"), toolhost::policy::Access::Read)
             .is_ok()
     );
     assert!(
         profile
-            .paths
+            .file
             .check(&cwd.join("x"), toolhost::policy::Access::Write)
             .is_err()
     );
     assert!(
         profile
-            .paths
+            .file
             .check(&cwd.join(".env"), toolhost::policy::Access::Read)
             .is_err()
     );

@@ -6,7 +6,7 @@
 //! `Capability` trait (`sandbox`). Listed once, in `all`.
 
 mod all;
-pub(crate) mod env;
+pub mod env;
 pub mod file;
 pub(crate) mod grants;
 pub(crate) mod log;
@@ -14,6 +14,7 @@ pub mod network;
 pub(crate) mod profile;
 pub(crate) mod progress;
 pub(crate) mod sandbox;
+pub(crate) mod section;
 pub mod terminal;
 
 #[cfg(test)]

@@ -1,19 +1,21 @@
 //! A permission profile, resolved against a workspace: every rule a call is
 //! checked against, and the limits it runs under.
 
+use std::any::{Any, TypeId};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::env::{EnvRules, Environment};
+use super::file::FileAccess;
 use super::file::rules::PathRules;
-use super::network::limits::NetworkLimits;
-use super::network::rules::HostRules;
-use super::terminal::rules::commands::CommandRules;
-use super::terminal::rules::settings::TerminalSettings;
+use super::network::{Network, NetworkRules};
+use super::section::{Resolved, Section};
+use super::terminal::Terminal;
+use super::terminal::rules::settings::TerminalRules;
 use crate::policy::layers::ArgumentRule;
 use crate::policy::limits::Limits;
 use crate::policy::permissions::{Narrowing, PermissionRules};
-use crate::policy::wildcard;
 
 /// Every rule of a profile, with file grants resolved against a workspace.
 #[derive(Debug, Clone)]
@@ -24,18 +26,15 @@ pub struct Profile {
     pub workspace: PathBuf,
     /// Which permissions tools may have.
     pub permissions: PermissionRules,
-    /// Which files they may read and write.
-    pub paths: PathRules,
-    /// Which hosts they may reach.
-    pub hosts: HostRules,
-    /// Which commands they may run.
-    pub commands: CommandRules,
-    /// How commands run.
-    pub terminal: TerminalSettings,
-    /// Limits of outbound HTTP.
-    pub network: NetworkLimits,
-    /// Host environment variables (names, `*` wildcards) tools may receive.
-    pub env: Vec<String>,
+    /// `file.*`: which files they may read and write.
+    pub file: PathRules,
+    /// `network.*`: which hosts they may reach, and the limits of outbound
+    /// HTTP.
+    pub network: NetworkRules,
+    /// `terminal.*`: which commands they may run, and how commands run.
+    pub terminal: TerminalRules,
+    /// `env.*`: host environment variables tools may receive.
+    pub env: EnvRules,
     /// Limits of each call.
     pub limits: Limits,
     /// What the tool and parameter layers say of single tools, by name.
@@ -77,13 +76,10 @@ impl Profile {
             workspace: workspace.into(),
             permissions: PermissionRules::parse(&none, &none, &none)
                 .expect("empty rules are valid"),
-            paths: PathRules::new(Vec::<PathBuf>::new(), Vec::<PathBuf>::new(), none)
-                .expect("empty rules are valid"),
-            hosts: HostRules::parse(&none).expect("empty rules are valid"),
-            commands: CommandRules::parse(&none, &none).expect("empty rules are valid"),
-            terminal: TerminalSettings::default(),
-            network: NetworkLimits::default(),
-            env: Vec::new(),
+            file: FileAccess::deny_all(),
+            network: Network::deny_all(),
+            terminal: Terminal::deny_all(),
+            env: Environment::deny_all(),
             limits: Limits::default(),
             tools: BTreeMap::new(),
             generation: 0,
@@ -159,15 +155,26 @@ impl Profile {
         narrowed
     }
 
-    /// Whether the profile lets tools receive the host variable `name`.
-    pub fn allows_env(&self, name: &str) -> bool {
-        self.env
-            .iter()
-            .any(|pattern| wildcard::matches(pattern, name))
-    }
-
     /// The workspace.
     pub fn workspace(&self) -> &Path {
         &self.workspace
+    }
+}
+
+/// The rules of each capability with a table, for a section that reads
+/// another's while it resolves (at config time only).
+impl Resolved for Profile {
+    fn rules(&self, section: TypeId) -> Option<&dyn Any> {
+        if section == TypeId::of::<FileAccess>() {
+            Some(&self.file)
+        } else if section == TypeId::of::<Network>() {
+            Some(&self.network)
+        } else if section == TypeId::of::<Terminal>() {
+            Some(&self.terminal)
+        } else if section == TypeId::of::<Environment>() {
+            Some(&self.env)
+        } else {
+            None
+        }
     }
 }

@@ -27,7 +27,7 @@ impl Capability for Environment {
         let env: Vec<(String, String)> = grants
             .requires_env
             .iter()
-            .filter(|name| grants.profile.allows_env(name))
+            .filter(|name| grants.profile.env.allows(name))
             .filter_map(|name| std::env::var(name).ok().map(|value| (name.clone(), value)))
             .collect();
         if !env.is_empty() {

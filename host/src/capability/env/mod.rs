@@ -5,3 +5,4 @@
 mod imports;
 mod section;
 pub(crate) use section::{ENV_READ, Environment};
+pub use section::{EnvConfig, EnvRules};

@@ -17,6 +17,7 @@ mod section;
 mod state;
 pub use rules::{Access, PathRefusal, PathRuleError, PathRules};
 pub(crate) use section::{FILE_READ, FILE_WRITE, FileAccess};
+pub use section::{FileConfig, GlobalFileConfig};
 
 use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};

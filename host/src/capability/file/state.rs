@@ -23,7 +23,7 @@ use crate::policy::Access;
 fn preopen(wasi: &mut WasiCtxBuilder, profile: &Profile, write: bool) -> Vec<PathBuf> {
     let mut opened = Vec::new();
     let mut writes_in_workspace = false;
-    for (dir, access) in profile.paths.grants() {
+    for (dir, access) in profile.file.grants() {
         let writable = write && access == Access::Write;
         let guest_path = dir.to_string_lossy();
         if let Err(e) = wasi.preopened_dir(dir, guest_path.as_ref(), perms(writable)) {
@@ -157,7 +157,7 @@ impl FileState {
     /// [`PathRules::reached_by_denied`]), looked for once per call.
     pub(crate) fn reached(&mut self) -> Option<&Result<paths::Identities, paths::Unsearched>> {
         if self.reached.is_none() {
-            let rules = &self.profile.as_ref()?.paths;
+            let rules = &self.profile.as_ref()?.file;
             self.reached = Some(rules.reached_by_denied(super::MAX_REACHED_ENTRIES));
         }
         self.reached.as_ref()
@@ -173,7 +173,7 @@ impl FileState {
 
     /// The profile's path rules, if files are granted at all.
     pub(crate) fn rules(&self) -> Option<&PathRules> {
-        self.profile.as_ref().map(|p| &p.paths)
+        self.profile.as_ref().map(|p| &p.file)
     }
 
     /// Whether a listing should leave `path` out: it is denied, or not
@@ -188,7 +188,7 @@ impl FileState {
     fn check(&self, profile: &Profile, path: &Path, access: Access) -> Result<(), PathRefusal> {
         let mut memo = self.deny_memo.lock().unwrap_or_else(|e| e.into_inner());
         profile
-            .paths
+            .file
             .check_remembering(path, access, Some(&mut memo))
     }
 }

@@ -8,7 +8,7 @@ use wasmtime_wasi::WasiCtxBuilder;
 
 use super::connect::{Destination, Unreachable, describe};
 use super::request::{self, Outgoing, unparsed_target};
-use super::{NETWORK_FETCH, Network, NetworkLimits};
+use super::{NETWORK_FETCH, Network, NetworkRules};
 use crate::capability::Profile;
 use crate::capability::grants::Grants;
 use crate::capability::sandbox::{Capability, CapabilityInfo, InRoom, Room, Sandbox};
@@ -144,7 +144,7 @@ impl Room<'_, Network> {
             self.refuse(target, &reason);
             return Err(HttpError::Denied(reason));
         }
-        let destination = match Destination::check(&profile.hosts, &outgoing.url).await {
+        let destination = match Destination::check(&profile.network.hosts, &outgoing.url).await {
             Ok(destination) => destination,
             Err(Unreachable::Refused(reason)) => {
                 let reason = format!("{target} refused: {reason}");
@@ -224,7 +224,7 @@ fn profile_refusal(permissions: &PermissionRules) -> Option<String> {
 /// past the limit).
 async fn read(
     mut response: reqwest::Response,
-    limits: &NetworkLimits,
+    limits: &NetworkRules,
 ) -> Result<Response, HttpError> {
     let limit = limits.max_response;
     if response

@@ -7,10 +7,9 @@
 
 pub(crate) mod connect;
 mod imports;
-pub(crate) mod limits;
 mod request;
 pub mod rules;
 mod section;
-pub use limits::NetworkLimits;
 pub use rules::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
 pub(crate) use section::{NETWORK_FETCH, Network};
+pub use section::{NetworkConfig, NetworkRules};

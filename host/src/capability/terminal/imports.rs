@@ -121,7 +121,7 @@ impl Host for Room<'_, Terminal> {
             None => (None, None, (None, None), None, None),
         };
         if proxy.is_some() {
-            proxy_env(&mut env, &grants.profile.hosts);
+            proxy_env(&mut env, &grants.profile.network.hosts);
         }
         let shell_path = shell_path();
         let shell = ShellCommand {

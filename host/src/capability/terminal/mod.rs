@@ -41,9 +41,10 @@ pub(crate) mod terminals;
 pub use rules::{
     CommandPattern, CommandPatternError, CommandRefusal, CommandRules, ContainerSettings,
     DEFAULT_SANDBOX_IDS, Danger, DangerCategory, DangerousMode, SshSettings, TerminalBackend,
-    TerminalLandlock, TerminalNetwork, TerminalSandbox, TerminalSettings,
+    TerminalLandlock, TerminalNetwork, TerminalRules, TerminalSandbox,
 };
 
+pub use section::{GlobalTerminalConfig, TerminalConfig};
 pub(crate) use section::{TERMINAL_EXECUTE, Terminal};
 pub(crate) use terminals::check_container_engine;
 pub use terminals::{MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Terminals};
