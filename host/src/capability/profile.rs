@@ -6,44 +6,74 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::env::{EnvRules, Environment};
-use super::file::FileAccess;
-use super::file::rules::PathRules;
-use super::network::{Network, NetworkRules};
+use super::list::foreach_capability;
 use super::section::{Resolved, Section};
-use super::terminal::Terminal;
-use super::terminal::rules::settings::TerminalRules;
 use crate::policy::layers::ArgumentRule;
 use crate::policy::limits::Limits;
 use crate::policy::permissions::{Narrowing, PermissionRules};
 
-/// Every rule of a profile, with file grants resolved against a workspace.
-#[derive(Debug, Clone)]
-pub struct Profile {
-    /// The profile's name in the config.
-    pub name: String,
-    /// The directory relative file grants were resolved against.
-    pub workspace: PathBuf,
-    /// Which permissions tools may have.
-    pub permissions: PermissionRules,
-    /// `file.*`: which files they may read and write.
-    pub file: PathRules,
-    /// `network.*`: which hosts they may reach, and the limits of outbound
-    /// HTTP.
-    pub network: NetworkRules,
-    /// `terminal.*`: which commands they may run, and how commands run.
-    pub terminal: TerminalRules,
-    /// `env.*`: host environment variables tools may receive.
-    pub env: EnvRules,
-    /// Limits of each call.
-    pub limits: Limits,
-    /// What the tool and parameter layers say of single tools, by name.
-    pub tools: BTreeMap<String, Arc<ToolRules>>,
-    /// The configuration this profile was made from ([`crate::config::Config::generation`];
-    /// 0: none): a call made under a configuration since replaced is
-    /// refused when it starts, and when an approval it waited for comes.
-    pub generation: u64,
+macro_rules! profile {
+    (sections: [$($(#[$sm:meta])* $skey:ident: $scap:path [$($g:ident)?]),* $(,)?],
+     others: [$($rest:tt)*] $(,)?) => {
+        /// Every rule of a profile, with file grants resolved against a
+        /// workspace: what every capability shares, and one field per
+        /// capability with a table, named by its key (`file`, `network`,
+        /// `terminal`, `env`), in the list's order.
+        #[derive(Debug, Clone)]
+        pub struct Profile {
+            /// The profile's name in the config.
+            pub name: String,
+            /// The directory relative file grants were resolved against.
+            pub workspace: PathBuf,
+            /// Which permissions tools may have.
+            pub permissions: PermissionRules,
+            $(
+                $(#[$sm])*
+                #[doc = concat!("`", stringify!($skey), ".*`: the rules of its table.")]
+                pub $skey: <$scap as Section>::Rules,
+            )*
+            /// Limits of each call.
+            pub limits: Limits,
+            /// What the tool and parameter layers say of single tools, by name.
+            pub tools: BTreeMap<String, Arc<ToolRules>>,
+            /// The configuration this profile was made from
+            /// ([`crate::config::Config::generation`]; 0: none): a call made
+            /// under a configuration since replaced is refused when it
+            /// starts, and when an approval it waited for comes.
+            pub generation: u64,
+        }
+
+        impl Profile {
+            /// A profile that allows nothing: no permissions, no files, no
+            /// hosts.
+            pub fn deny_all(name: impl Into<String>, workspace: impl Into<PathBuf>) -> Self {
+                let none: [&str; 0] = [];
+                Self {
+                    name: name.into(),
+                    workspace: workspace.into(),
+                    permissions: PermissionRules::parse(&none, &none, &none)
+                        .expect("empty rules are valid"),
+                    $($(#[$sm])* $skey: <$scap as Section>::deny_all(),)*
+                    limits: Limits::default(),
+                    tools: BTreeMap::new(),
+                    generation: 0,
+                }
+            }
+        }
+
+        /// The rules of each capability with a table, for a section that
+        /// reads another's while it resolves (at config time only).
+        impl Resolved for Profile {
+            fn rules(&self, section: TypeId) -> Option<&dyn Any> {
+                $($(#[$sm])* if section == TypeId::of::<$scap>() {
+                    return Some(&self.$skey);
+                })*
+                None
+            }
+        }
+    };
 }
+foreach_capability!(profile);
 
 /// What a profile says of one tool, beyond its permission rules.
 #[derive(Debug, Clone)]
@@ -68,24 +98,6 @@ pub struct ToolRules {
 }
 
 impl Profile {
-    /// A profile that allows nothing: no permissions, no files, no hosts.
-    pub fn deny_all(name: impl Into<String>, workspace: impl Into<PathBuf>) -> Self {
-        let none: [&str; 0] = [];
-        Self {
-            name: name.into(),
-            workspace: workspace.into(),
-            permissions: PermissionRules::parse(&none, &none, &none)
-                .expect("empty rules are valid"),
-            file: FileAccess::deny_all(),
-            network: Network::deny_all(),
-            terminal: Terminal::deny_all(),
-            env: Environment::deny_all(),
-            limits: Limits::default(),
-            tools: BTreeMap::new(),
-            generation: 0,
-        }
-    }
-
     /// The profile as it applies to `tool`: with the tool layer's
     /// permission rules on top, if it has any.
     pub fn for_tool(self: &Arc<Self>, tool: &str) -> Arc<Profile> {
@@ -158,23 +170,5 @@ impl Profile {
     /// The workspace.
     pub fn workspace(&self) -> &Path {
         &self.workspace
-    }
-}
-
-/// The rules of each capability with a table, for a section that reads
-/// another's while it resolves (at config time only).
-impl Resolved for Profile {
-    fn rules(&self, section: TypeId) -> Option<&dyn Any> {
-        if section == TypeId::of::<FileAccess>() {
-            Some(&self.file)
-        } else if section == TypeId::of::<Network>() {
-            Some(&self.network)
-        } else if section == TypeId::of::<Terminal>() {
-            Some(&self.terminal)
-        } else if section == TypeId::of::<Environment>() {
-            Some(&self.env)
-        } else {
-            None
-        }
     }
 }

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use crate::policy::OwnPaths;
 
 /// A capability's table of a profile.
-pub(crate) trait Section: 'static {
+pub trait Section: 'static {
     /// Its key: `[profiles.P.<KEY>]`, `[global.<KEY>]`, the prefix of its
     /// permissions, and its field of [`Profile`](super::Profile).
     const KEY: &'static str;
@@ -38,17 +38,17 @@ pub(crate) trait Section: 'static {
 /// [`Section::Global`] of a capability without a `[global.<key>]` table.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct NoGlobal {}
+pub struct NoGlobal {}
 
 /// The rules resolved so far, by capability: implemented by the profile.
 /// Asked while a configuration is resolved, never per call.
-pub(crate) trait Resolved {
+pub trait Resolved {
     /// The rules of the capability whose type id is `section`.
     fn rules(&self, section: TypeId) -> Option<&dyn Any>;
 }
 
 /// What a section resolves against.
-pub(crate) struct Resolve<'a> {
+pub struct Resolve<'a> {
     /// The profile's name.
     pub(crate) profile: &'a str,
     /// Its workspace, which relative grants are taken in.

@@ -164,45 +164,6 @@ async fn a_capability_refuses_without_its_permission() {
 }
 
 #[test]
-fn the_host_capabilities_have_distinct_names_and_the_permissions_the_docs_list() {
-    let mut names: Vec<_> = CAPABILITIES.iter().map(|c| c.info.name).collect();
-    names.sort();
-    names.dedup();
-    assert_eq!(names.len(), CAPABILITIES.len(), "{names:?}");
-    let permissions: Vec<_> = CAPABILITIES
-        .iter()
-        .flat_map(|c| c.info.permissions)
-        .copied()
-        .collect();
-    assert_eq!(
-        permissions,
-        [
-            "file:read",
-            "file:write",
-            "env:read",
-            "network:fetch",
-            "terminal:execute"
-        ]
-    );
-    let docs = include_str!("../../../docs/config.md");
-    for linked in CAPABILITIES {
-        for permission in linked.info.permissions {
-            assert!(
-                docs.contains(permission.as_str()),
-                "docs/config.md does not name {permission}"
-            );
-        }
-        if let Some(section) = linked.info.section {
-            assert!(
-                docs.contains(&format!("### `{section}`"))
-                    || docs.contains(&format!("`{section}`")),
-                "docs/config.md does not describe the {section} section"
-            );
-        }
-    }
-}
-
-#[test]
 fn a_capability_is_described_by_the_permissions_declared() {
     let file = CAPABILITIES
         .iter()

@@ -6,10 +6,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::capability::env::EnvConfig;
-use crate::capability::file::{FileConfig, GlobalFileConfig};
-use crate::capability::network::NetworkConfig;
-use crate::capability::terminal::{GlobalTerminalConfig, TerminalConfig};
+use crate::capability::list::foreach_capability;
+use crate::capability::section::Section;
 use crate::policy::{ByteSize, Span};
 use crate::toolsets::CompositeToolset;
 
@@ -117,60 +115,79 @@ pub struct TenantApprovalsConfig {
     pub secret_env: Option<String>,
 }
 
-/// `[profiles.NAME]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileConfig {
-    /// Permission patterns tools may have (`file:*`, `network:fetch`, `*`).
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Permission patterns tools may not have; deny wins over allow.
-    #[serde(default)]
-    pub deny: Vec<String>,
-    /// Permission patterns whose calls a human must approve first.
-    #[serde(default)]
-    pub approval_required: Vec<String>,
-    /// Files.
-    #[serde(default)]
-    pub file: FileConfig,
-    /// Outbound HTTP.
-    #[serde(default)]
-    pub network: NetworkConfig,
-    /// Shell commands.
-    #[serde(default)]
-    pub terminal: TerminalConfig,
-    /// Host environment variables.
-    #[serde(default)]
-    pub env: EnvConfig,
-    /// Per-call limits.
-    #[serde(default)]
-    pub limits: LimitsConfig,
-    /// The tool and parameter layers: rules for single tools, by name.
-    #[serde(default)]
-    pub tools: BTreeMap<String, ToolConfig>,
+macro_rules! profile_config {
+    (sections: [$($(#[$sm:meta])* $skey:ident: $scap:path [$($g:ident)?]),* $(,)?],
+     others: [$($rest:tt)*] $(,)?) => {
+        /// `[profiles.NAME]` as written: the permission patterns, one table
+        /// per capability with one (in the list's order), the limits and
+        /// the tool layer. The field order is the order of `expected one of
+        /// ...` in messages.
+        #[derive(Debug, Clone, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct ProfileConfig {
+            /// Permission patterns tools may have (`file:*`, `network:fetch`, `*`).
+            #[serde(default)]
+            pub allow: Vec<String>,
+            /// Permission patterns tools may not have; deny wins over allow.
+            #[serde(default)]
+            pub deny: Vec<String>,
+            /// Permission patterns whose calls a human must approve first.
+            #[serde(default)]
+            pub approval_required: Vec<String>,
+            $(
+                $(#[$sm])*
+                #[doc = concat!("`", stringify!($skey), ".*`, as written.")]
+                #[serde(default)]
+                pub $skey: <$scap as Section>::Written,
+            )*
+            /// Per-call limits.
+            #[serde(default)]
+            pub limits: LimitsConfig,
+            /// The tool and parameter layers: rules for single tools, by name.
+            #[serde(default)]
+            pub tools: BTreeMap<String, ToolConfig>,
+        }
+
+        global_config!(@ [] $($(#[$sm])* $skey: $scap [$($g)?],)*);
+    };
 }
 
-/// `[global]`: the layer under every profile. It can only take away: deny
-/// patterns, approvals, file deny globs, denied commands, and tool rules.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GlobalConfig {
-    /// Permission patterns no profile may grant.
-    #[serde(default)]
-    pub deny: Vec<String>,
-    /// Permission patterns every profile asks approval for.
-    #[serde(default)]
-    pub approval_required: Vec<String>,
-    /// `file.deny` globs of every profile.
-    #[serde(default)]
-    pub file: GlobalFileConfig,
-    /// `terminal.deny_commands` of every profile.
-    #[serde(default)]
-    pub terminal: GlobalTerminalConfig,
-    /// Rules for single tools under every profile.
-    #[serde(default)]
-    pub tools: BTreeMap<String, ToolConfig>,
+/// `GlobalConfig`, with a field for each capability marked `[global]` in
+/// the list (a muncher: `macro_rules!` cannot filter a repetition).
+macro_rules! global_config {
+    (@ [$($fields:tt)*]) => {
+        /// `[global]`: the layer under every profile. It can only take away:
+        /// deny patterns, approvals, file deny globs, denied commands, and
+        /// tool rules.
+        #[derive(Debug, Clone, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct GlobalConfig {
+            /// Permission patterns no profile may grant.
+            #[serde(default)]
+            pub deny: Vec<String>,
+            /// Permission patterns every profile asks approval for.
+            #[serde(default)]
+            pub approval_required: Vec<String>,
+            $($fields)*
+            /// Rules for single tools under every profile.
+            #[serde(default)]
+            pub tools: BTreeMap<String, ToolConfig>,
+        }
+    };
+    (@ [$($fields:tt)*] $(#[$m:meta])* $key:ident: $cap:path [global], $($rest:tt)*) => {
+        global_config!(@ [
+            $($fields)*
+            $(#[$m])*
+            #[doc = concat!("`[global.", stringify!($key), "]`: on top of every profile's.")]
+            #[serde(default)]
+            pub $key: <$cap as Section>::Global,
+        ] $($rest)*);
+    };
+    (@ [$($fields:tt)*] $(#[$m:meta])* $key:ident: $cap:path [], $($rest:tt)*) => {
+        global_config!(@ [$($fields)*] $($rest)*);
+    };
 }
+foreach_capability!(profile_config);
 
 /// `[profiles.P.tools.T]` or `[global.tools.T]`: one tool's rules.
 #[derive(Debug, Clone, Default, Deserialize)]

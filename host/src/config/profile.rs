@@ -6,11 +6,8 @@ use std::sync::Arc;
 
 use super::file::{GlobalConfig, ProfileConfig};
 use crate::capability::Profile;
-use crate::capability::env::Environment;
-use crate::capability::file::FileAccess;
-use crate::capability::network::Network;
-use crate::capability::section::{NoGlobal, Resolve, Section};
-use crate::capability::terminal::Terminal;
+use crate::capability::list::foreach_capability;
+use crate::capability::section::{Resolve, Section};
 use crate::policy::MAX_MEMORY;
 use crate::policy::{Limits, OwnPaths, PermissionRules};
 
@@ -47,14 +44,7 @@ pub(super) fn resolve_profile(
         profile.permissions = profile.permissions.layered(&global_rules);
     }
 
-    // Each capability's table, in the TOML's order (the terminal reads the
-    // network's rules), with its global layer.
-    let no_global = NoGlobal::default();
-    profile.file = resolve::<FileAccess>(&profile, own, &written.file, &global.file, problems);
-    profile.network = resolve::<Network>(&profile, own, &written.network, &no_global, problems);
-    profile.terminal =
-        resolve::<Terminal>(&profile, own, &written.terminal, &global.terminal, problems);
-    profile.env = resolve::<Environment>(&profile, own, &written.env, &no_global, problems);
+    resolve_sections(&mut profile, written, global, own, problems);
 
     let limits = &written.limits;
     let defaults = Limits::default();
@@ -109,6 +99,47 @@ fn key_of_permission(name: &str, written: &ProfileConfig, pattern: &str) -> Stri
     }
     format!("profiles.{name}")
 }
+
+macro_rules! resolve_sections {
+    (sections: [$($(#[$sm:meta])* $skey:ident: $scap:path [$($g:ident)?]),* $(,)?],
+     others: [$($rest:tt)*] $(,)?) => {
+        /// Resolves each capability's table of `written` into `profile`, in
+        /// the list's order (a section reads only those before it), with
+        /// its `[global]` layer.
+        fn resolve_sections(
+            profile: &mut Profile,
+            written: &ProfileConfig,
+            global: &GlobalConfig,
+            own: &Arc<OwnPaths>,
+            problems: &mut Vec<(String, String)>,
+        ) {
+            $(
+                $(#[$sm])*
+                {
+                    profile.$skey = resolve::<$scap>(
+                        profile,
+                        own,
+                        &written.$skey,
+                        global_layer!([$($g)?] global, $skey, $scap),
+                        problems,
+                    );
+                }
+            )*
+        }
+    };
+}
+
+/// A section's `[global.<key>]` as written, or the empty one of a section
+/// without it.
+macro_rules! global_layer {
+    ([global] $global:ident, $key:ident, $cap:path) => {
+        &$global.$key
+    };
+    ([] $global:ident, $key:ident, $cap:path) => {
+        &<<$cap as Section>::Global as Default>::default()
+    };
+}
+foreach_capability!(resolve_sections);
 
 /// Resolves section `S` of `profile` (whose earlier sections are resolved)
 /// from what is written and its global layer.

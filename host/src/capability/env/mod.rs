@@ -4,5 +4,5 @@
 
 mod imports;
 mod section;
-pub(crate) use section::{ENV_READ, Environment};
-pub use section::{EnvConfig, EnvRules};
+pub(crate) use section::ENV_READ;
+pub use section::{EnvConfig, EnvRules, Environment};

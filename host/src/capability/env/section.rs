@@ -12,7 +12,7 @@ use crate::policy::wildcard;
 pub(crate) const ENV_READ: Permission = Permission::new("env:read");
 
 /// Environment variables, set in the guest's WASI environment.
-pub(crate) struct Environment;
+pub struct Environment;
 
 /// `env.*` of a profile.
 #[derive(Debug, Clone, Default, Deserialize)]

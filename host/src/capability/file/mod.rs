@@ -16,8 +16,8 @@ pub mod rules;
 mod section;
 mod state;
 pub use rules::{Access, PathRefusal, PathRuleError, PathRules};
-pub(crate) use section::{FILE_READ, FILE_WRITE, FileAccess};
-pub use section::{FileConfig, GlobalFileConfig};
+pub(crate) use section::{FILE_READ, FILE_WRITE};
+pub use section::{FileAccess, FileConfig, GlobalFileConfig};
 
 use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};

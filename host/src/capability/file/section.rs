@@ -18,7 +18,7 @@ pub(crate) const FILE_READ: Permission = Permission::new("file:read");
 pub(crate) const FILE_WRITE: Permission = Permission::new("file:write");
 
 /// Files: the profile's granted directories through `wasi:filesystem`.
-pub(crate) struct FileAccess;
+pub struct FileAccess;
 
 /// `file.*` of a profile.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -11,5 +11,5 @@ mod request;
 pub mod rules;
 mod section;
 pub use rules::{HostPattern, HostPatternError, HostRules, NetworkRefusal, SpecialRange};
-pub(crate) use section::{NETWORK_FETCH, Network};
-pub use section::{NetworkConfig, NetworkRules};
+pub(crate) use section::NETWORK_FETCH;
+pub use section::{Network, NetworkConfig, NetworkRules};

@@ -17,7 +17,7 @@ pub(crate) const NETWORK_FETCH: Permission = Permission::new("network:fetch");
 
 /// Outbound HTTP requests to the profile's allowed hosts (the WIT interface
 /// `http`, `"http"` in audit records).
-pub(crate) struct Network;
+pub struct Network;
 
 /// `network.*` of a profile.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -44,8 +44,8 @@ pub use rules::{
     TerminalLandlock, TerminalNetwork, TerminalRules, TerminalSandbox,
 };
 
-pub use section::{GlobalTerminalConfig, TerminalConfig};
-pub(crate) use section::{TERMINAL_EXECUTE, Terminal};
+pub(crate) use section::TERMINAL_EXECUTE;
+pub use section::{GlobalTerminalConfig, Terminal, TerminalConfig};
 pub(crate) use terminals::check_container_engine;
 pub use terminals::{MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Terminals};
 

@@ -21,7 +21,7 @@ use crate::policy::{ByteSize, Span};
 pub(crate) const TERMINAL_EXECUTE: Permission = Permission::new("terminal:execute");
 
 /// Command lines, run in the kernel sandbox built from the profile.
-pub(crate) struct Terminal;
+pub struct Terminal;
 
 /// `terminal.*` of a profile.
 #[derive(Debug, Clone, Default, Deserialize)]
