@@ -22,6 +22,8 @@ macro_rules! foreach_capability {
                 network: crate::capability::network::Network [],
                 terminal: crate::capability::terminal::Terminal [global],
                 env: crate::capability::env::Environment [],
+                #[cfg(test)]
+                tally: crate::capability::tally::Tally [],
             ],
             others: [
                 log: crate::capability::log::Log,

@@ -17,6 +17,8 @@ pub(crate) mod profile;
 pub(crate) mod progress;
 pub(crate) mod sandbox;
 pub mod section;
+#[cfg(test)]
+pub mod tally;
 pub mod terminal;
 
 #[cfg(test)]
