@@ -1,7 +1,9 @@
 //! A capability's table of a permission profile, with no wasmtime in
 //! sight: what is written under `[profiles.P.<key>]` (and, for some,
 //! `[global.<key>]`), what it resolves to, and its checks, each problem at
-//! its key. Implemented in each capability's `section.rs`.
+//! its key. Implemented in each capability's `section.rs`. Public because
+//! the profile's and the config's fields name its associated types; only
+//! the host's own capabilities implement it.
 
 use std::any::{Any, TypeId};
 use std::fmt;
