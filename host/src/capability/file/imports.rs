@@ -14,10 +14,10 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
-use crate::capability::file::{
-    FILE_READ, FILE_WRITE, FileAccess, FileState, PolicedFs, PolicedFsData, descriptor_metadata,
-    descriptor_path, policed_fs, wants_write,
+use crate::capability::file::policed::{
+    PolicedFs, PolicedFsData, descriptor_metadata, descriptor_path, policed_fs, wants_write,
 };
+use crate::capability::file::{FILE_READ, FILE_WRITE, FileAccess, FileState};
 use crate::capability::file::{PathRefusal, rules as paths};
 use crate::capability::grants::Grants;
 use crate::capability::sandbox::{Capability, CapabilityInfo, Sandbox};
@@ -433,7 +433,7 @@ impl HostDescriptor for PolicedFs<'_> {
         let parent = link.parent().unwrap_or(Path::new("/"));
         let pointee_written = parent.join(&src_path);
         let pointee = paths::normalize(&pointee_written);
-        let pointee_real = super::real_path(&pointee_written, true);
+        let pointee_real = super::policed::real_path(&pointee_written, true);
         self.check_path(&pointee, pointee_real.as_deref(), Access::Read, "symlink")?;
         let pinned = self.pin(&fd, &link, "symlink")?;
         let done = self

@@ -13,6 +13,10 @@ use crate::capability::file::{PathRefusal, PathRules, rules as paths};
 use crate::capability::grants::Grants;
 use crate::policy::Access;
 
+/// Most entries of the grants looked at to find what denied names reach
+/// under other names.
+const MAX_REACHED_ENTRIES: usize = 200_000;
+
 /// Preopens the profile's grants at their own host paths (write grants
 /// read-write when the tool may write, everything else read-only), and the
 /// workspace once more as `.`, so relative paths resolve in it (wasi-libc
@@ -158,7 +162,7 @@ impl FileState {
     pub(crate) fn reached(&mut self) -> Option<&Result<paths::Identities, paths::Unsearched>> {
         if self.reached.is_none() {
             let rules = &self.profile.as_ref()?.file;
-            self.reached = Some(rules.reached_by_denied(super::MAX_REACHED_ENTRIES));
+            self.reached = Some(rules.reached_by_denied(MAX_REACHED_ENTRIES));
         }
         self.reached.as_ref()
     }
