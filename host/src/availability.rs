@@ -3,7 +3,7 @@
 //! requires must be set on the host and passed by the profile.
 
 use crate::capability::Profile;
-use crate::contract::permission::ENV_READ;
+use crate::capability::env::ENV_READ;
 use crate::contract::spec::ToolSpec;
 use crate::policy::PermissionDecision;
 
@@ -23,7 +23,7 @@ pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {
         return Ok(());
     }
     if !matches!(
-        profile.permissions.decide(ENV_READ),
+        profile.permissions.decide(ENV_READ.as_str()),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     ) {
         return Err(format!(
@@ -33,7 +33,7 @@ pub(crate) fn check(spec: &ToolSpec, profile: &Profile) -> Result<(), String> {
         ));
     }
     for name in &spec.requires_env {
-        if !profile.allows_env(name) {
+        if !profile.env.allows(name) {
             return Err(format!(
                 "it requires the environment variable {name}, which profile {:?} does not pass \
                  to tools (add it to env.allow)",

@@ -244,7 +244,7 @@ fn describe_capabilities(text: &mut String, runtime: &Runtime, version: &PluginV
         let permissions: Vec<&str> = info
             .permissions
             .iter()
-            .copied()
+            .map(|permission| permission.as_str())
             .filter(|permission| declared.iter().any(|p| p.matches(permission)))
             .collect();
         if permissions.is_empty() {

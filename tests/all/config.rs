@@ -25,19 +25,19 @@ fn the_embedded_configuration_is_valid_and_read_only() {
     let cwd = std::env::current_dir().unwrap();
     assert!(
         profile
-            .paths
+            .file
             .check(&cwd.join("README.md"), toolhost::policy::Access::Read)
             .is_ok()
     );
     assert!(
         profile
-            .paths
+            .file
             .check(&cwd.join("x"), toolhost::policy::Access::Write)
             .is_err()
     );
     assert!(
         profile
-            .paths
+            .file
             .check(&cwd.join(".env"), toolhost::policy::Access::Read)
             .is_err()
     );
@@ -176,4 +176,95 @@ fn a_broken_config_stops_the_cli_with_the_problems() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("profiles.default.allow"), "{stderr}");
+}
+
+/// The whole error of `text`, the temporary workspace written `<dir>`.
+fn error_text(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    match Config::parse(text, ConfigSource::File("toolhost.toml".into()), dir.path()) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e
+            .to_string()
+            .replace(&dir.path().display().to_string(), "<dir>"),
+    }
+}
+
+#[test]
+fn a_problem_in_every_section_is_reported_in_order_with_its_key_and_words() {
+    let text = error_text(
+        r#"
+        default_profile = "p"
+        [global]
+        file.deny = ["**/.env"]
+        terminal.deny_commands = ["shutdown *"]
+        [profiles.p]
+        allow = ["file:read", "terminal:execute"]
+        deny = ["file:read"]
+        file.read = ["src"]
+        file.deny = ["src", "[oops"]
+        network.allow_hosts = ["exa mple.com"]
+        terminal.backend = "ssh"
+        terminal.wrapper = [""]
+        terminal.allow_commands = ["ls *"]
+        terminal.deny_commands = ["ls *"]
+        env.allow = ["BAD-NAME"]
+        limits.concurrency = 0
+        "#,
+    );
+    let expected = [
+        "toolhost.toml: 10 problems",
+        r#"  - profiles.p.deny: "file:read" is both allowed and denied (overlapping rules); keep one"#,
+        r#"  - profiles.p.file.read[0]: "src" is both granted and denied (overlapping rules)"#,
+        r#"  - profiles.p.file: file.deny pattern "<dir>/[oops" is not a valid glob: unclosed character class; missing ']'"#,
+        r#"  - profiles.p.network.allow_hosts: network.allow_hosts entry "exa mple.com" contains ' ', which is not allowed in a host name"#,
+        r#"  - profiles.p.terminal.deny_commands: "ls *" is both allowed and denied (overlapping rules)"#,
+        "  - profiles.p.terminal.wrapper: the first entry is the wrapper's program and may not be empty",
+        r#"  - profiles.p.terminal.ssh: terminal.backend = "ssh" needs a terminal.ssh table (host, user, key_file, host_key)"#,
+        r#"  - profiles.p.terminal.wrapper: a wrapper runs on this machine; it does not go with terminal.backend = "ssh""#,
+        r#"  - profiles.p.env.allow[0]: "BAD-NAME" is not a variable name or a pattern like "GITHUB_*""#,
+        "  - profiles.p.limits.concurrency: must be at least 1",
+    ];
+    assert_eq!(text, expected.join("\n"));
+}
+
+#[test]
+fn a_misspelt_key_is_named_with_every_key_its_table_takes() {
+    let profile = error_text("[profiles.p]\nallow = []\nfiles = {}\n");
+    assert_eq!(
+        profile,
+        "toolhost.toml: 1 problem\n  - profiles.p.files: unknown field `files`, expected one of \
+         `allow`, `deny`, `approval_required`, `file`, `network`, `terminal`, `env`, `limits`, \
+         `tools` (line 3)"
+    );
+    let global = error_text("[global]\nenv = {}\n");
+    assert_eq!(
+        global,
+        "toolhost.toml: 1 problem\n  - global.env: unknown field `env`, expected one of `deny`, \
+         `approval_required`, `file`, `terminal`, `tools` (line 2)"
+    );
+}
+
+#[test]
+fn commands_get_the_proxy_by_default_only_where_the_profile_allows_a_host() {
+    use toolhost::capability::terminal::TerminalNetwork;
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+        default_profile = "none"
+        [profiles.hosts]
+        network.allow_hosts = ["example.com"]
+        [profiles.none]
+        [profiles.chosen]
+        network.allow_hosts = ["example.com"]
+        terminal.network = "none"
+    "#;
+    let config =
+        Config::parse(text, ConfigSource::File("toolhost.toml".into()), dir.path()).unwrap();
+    for (profile, network) in [
+        ("hosts", TerminalNetwork::Proxy),
+        ("none", TerminalNetwork::None),
+        ("chosen", TerminalNetwork::None),
+    ] {
+        let profile = config.profile(profile, None).unwrap();
+        assert_eq!(profile.terminal.network, network, "{}", profile.name);
+    }
 }

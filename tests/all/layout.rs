@@ -1,7 +1,9 @@
 //! The layout of `host/src`: no file, and no top-level module, imports one
 //! that imports it back, directly or around a circle, so the modules read as
 //! floors; `Host` is implemented under `host/` only; no file is longer than
-//! 600 lines; the README's module map names every top-level module.
+//! 600 lines; the README's module map names every top-level module; a
+//! capability's folder imports another's only when its `section.rs` names it
+//! in `NEEDS`, and its rules name no wasmtime.
 //!
 //! A file's imports are the paths it names (`crate::a::b`, `super::x`,
 //! `self::y`, a child module `z::`), each taken to the file of its longest
@@ -447,5 +449,220 @@ fn host_is_implemented_in_one_home() {
     assert!(
         elsewhere.is_empty(),
         "`impl Host` outside host/: {elsewhere:?}"
+    );
+}
+
+/// The capability folders under `capability/`, each with the capabilities
+/// it declares it depends on (`const NEEDS` of its `Section` impl).
+fn capabilities() -> BTreeMap<String, Vec<String>> {
+    let root = host_src().join("capability");
+    let mut found = BTreeMap::new();
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        if !entry.path().is_dir() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let section = std::fs::read_to_string(entry.path().join("section.rs")).unwrap_or_default();
+        let needs = section
+            .find("const NEEDS")
+            .map(|at| {
+                let list = &section[at..];
+                let list = &list[list.find("= &[").unwrap() + 4..list.find("];").unwrap()];
+                list.split(',')
+                    .map(|n| n.trim().trim_matches('"').to_string())
+                    .filter(|n| !n.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.insert(name, needs);
+    }
+    found
+}
+
+/// What breaks the capabilities' boundaries in `modules`, whose capability
+/// folders and their `NEEDS` are `capabilities`: a file of a folder that
+/// imports another folder's not named in its `NEEDS`, and a file of
+/// `rules` or `section.rs` that names wasmtime.
+fn boundary_breaks(modules: &Modules, capabilities: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    let edges = imports(modules);
+    let folder = |module: &[String]| match module {
+        [top, name, ..] if top == "capability" && capabilities.contains_key(name) => {
+            Some(name.clone())
+        }
+        _ => None,
+    };
+    let mut wrong = Vec::new();
+    for (module, targets) in &edges {
+        let Some(from) = folder(module) else { continue };
+        let rules = matches!(module.get(2).map(String::as_str), Some("rules" | "section"));
+        let names_wasmtime = modules[module]
+            .1
+            .split(|c: char| !is_ident(c))
+            .any(|w| w == "wasmtime" || w == "wasmtime_wasi");
+        if rules && names_wasmtime {
+            wrong.push(format!("{}: rules name wasmtime", module.join("/")));
+        }
+        for target in targets {
+            if let Some(to) = folder(target)
+                && to != from
+                && !capabilities[&from].contains(&to)
+            {
+                wrong.push(format!(
+                    "{} imports {} without NEEDS",
+                    module.join("/"),
+                    target.join("/")
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn a_capability_imports_another_only_through_a_declared_dependency() {
+    let capabilities = capabilities();
+    for (name, needs) in &capabilities {
+        for need in needs {
+            assert!(
+                capabilities.contains_key(need),
+                "{name} needs {need:?}, which is no capability"
+            );
+        }
+    }
+    let wrong = boundary_breaks(&modules(&host_src()), &capabilities);
+    assert_eq!(wrong, KNOWN_BOUNDARY_BREAKS, "{wrong:#?}");
+}
+
+/// Imports across capability folders not (yet) declared, each to be
+/// removed, never added to: the file tools ask the terminal's sandbox plan
+/// what it keeps from commands, so that neither writes what the other
+/// keeps (a dependency of `file` on `terminal`, which itself needs `file`;
+/// its home is below both).
+const KNOWN_BOUNDARY_BREAKS: &[&str] =
+    &["capability/file/state imports capability/terminal/confine/kept without NEEDS"];
+
+#[test]
+fn a_capability_breaking_its_boundaries_is_found() {
+    let mut modules = Modules::new();
+    let file = |source: &str| (reexports(source), strip(source));
+    let path = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    // a's rules name wasmtime and import b, which a does not need; c needs
+    // b and imports it; b's imports name wasmtime, as imports do.
+    modules.insert(
+        path(&["capability", "a", "rules"]),
+        file("use wasmtime::component::Linker;\nuse crate::capability::b::rules::Thing;\n"),
+    );
+    modules.insert(
+        path(&["capability", "a", "section"]),
+        file("pub struct A;\n"),
+    );
+    modules.insert(
+        path(&["capability", "b", "rules"]),
+        file("pub struct Thing;\n"),
+    );
+    modules.insert(
+        path(&["capability", "b", "imports"]),
+        file("use wasmtime::component::Linker;\n"),
+    );
+    modules.insert(
+        path(&["capability", "c", "section"]),
+        file("use crate::capability::b::rules::Thing;\n"),
+    );
+    let capabilities = BTreeMap::from([
+        ("a".to_string(), vec![]),
+        ("b".to_string(), vec![]),
+        ("c".to_string(), vec!["b".to_string()]),
+    ]);
+    assert_eq!(
+        boundary_breaks(&modules, &capabilities),
+        [
+            "capability/a/rules: rules name wasmtime",
+            "capability/a/rules imports capability/b/rules without NEEDS",
+        ]
+    );
+}
+
+#[test]
+fn the_capabilities_have_distinct_names_and_the_permissions_the_docs_list() {
+    let runtime = toolhost::runtime::Runtime::shared().unwrap();
+    let infos: Vec<_> = runtime.capability_infos().collect();
+    let mut names: Vec<_> = infos.iter().map(|c| c.name).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), infos.len(), "{names:?}");
+    let permissions: Vec<&str> = infos
+        .iter()
+        .flat_map(|c| c.permissions)
+        .map(|p| p.as_str())
+        .collect();
+    // In the list's order (the TOML's): file, network, terminal, env.
+    assert_eq!(
+        permissions,
+        [
+            "file:read",
+            "file:write",
+            "network:fetch",
+            "terminal:execute",
+            "env:read"
+        ]
+    );
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/config.md"))
+            .unwrap();
+    for info in &infos {
+        for permission in info.permissions {
+            assert!(
+                docs.contains(permission.as_str()),
+                "docs/config.md does not name {permission}"
+            );
+        }
+        if let Some(section) = info.section {
+            assert!(
+                docs.contains(&format!("### `{section}`"))
+                    || docs.contains(&format!("`{section}`")),
+                "docs/config.md does not describe the {section} section"
+            );
+        }
+    }
+}
+
+#[test]
+fn nothing_outside_the_test_capability_names_it_but_its_list_entry_and_mod_line() {
+    let root = host_src();
+    let mut named = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let relative = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if path.is_dir() {
+                if relative != "capability/tally" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).unwrap_or_default();
+            for line in source.lines() {
+                let mut words = line.split(|c: char| !is_ident(c));
+                if words.any(|w| w.eq_ignore_ascii_case("tally")) {
+                    named.push(format!("{relative}: {}", line.trim()));
+                }
+            }
+        }
+    }
+    named.sort();
+    // Its entry in the list, and its `mod` line beside the other folders'
+    // (rustfmt formats no module declared inside a macro, so the list does
+    // not declare the folders).
+    assert_eq!(
+        named,
+        [
+            "capability/list.rs: tally: crate::capability::tally::Tally [],",
+            "capability/mod.rs: pub mod tally;",
+        ]
     );
 }

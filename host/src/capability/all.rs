@@ -1,14 +1,17 @@
-//! Every capability, in the order it is linked (WASI before them).
+//! Every capability, in the list's order (WASI before them): generated
+//! from `list`.
 
+use super::list::foreach_capability;
 use super::sandbox::Linked;
-use super::{env, file, log, network, progress, terminal};
 
-/// Every capability, in the order it is linked (WASI before them).
-pub(crate) static CAPABILITIES: &[Linked] = &[
-    Linked::of::<file::FileAccess>(),
-    Linked::of::<env::Environment>(),
-    Linked::of::<network::Fetch>(),
-    Linked::of::<terminal::Terminal>(),
-    Linked::of::<log::Log>(),
-    Linked::of::<progress::Reports>(),
-];
+macro_rules! linked {
+    (sections: [$($(#[$sm:meta])* $skey:ident: $scap:path [$($g:ident)?]),* $(,)?],
+     others: [$($(#[$om:meta])* $okey:ident: $ocap:path),* $(,)?] $(,)?) => {
+        /// Every capability, in the list's order (WASI before them).
+        pub(crate) static CAPABILITIES: &[Linked] = &[
+            $($(#[$sm])* Linked::of::<$scap>(),)*
+            $($(#[$om])* Linked::of::<$ocap>(),)*
+        ];
+    };
+}
+foreach_capability!(linked);

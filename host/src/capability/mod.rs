@@ -1,19 +1,24 @@
 //! The capabilities guests may be given, one folder each: `file`,
 //! `network`, `terminal`, `env`, `log`, `progress`. A folder holds the
 //! capability's rules (no wasmtime), its imports and its sandbox parts.
-//! Around them, what they plug into: the permission profile (`profile`), a
-//! call's grants (`grants`), and a guest store's data with the
-//! `Capability` trait (`sandbox`). Listed once, in `all`.
+//! Around them, what they plug into: a capability's table of a profile
+//! (`section`), the permission profile (`profile`), a call's grants
+//! (`grants`), and a guest store's data with the `Capability` trait
+//! (`sandbox`). Listed once, in `list`.
 
 mod all;
-mod env;
+pub mod env;
 pub mod file;
 pub(crate) mod grants;
+pub(crate) mod list;
 pub(crate) mod log;
 pub mod network;
 pub(crate) mod profile;
 pub(crate) mod progress;
 pub(crate) mod sandbox;
+pub mod section;
+#[cfg(test)]
+pub mod tally;
 pub mod terminal;
 
 #[cfg(test)]

@@ -1,50 +1,79 @@
 //! A permission profile, resolved against a workspace: every rule a call is
 //! checked against, and the limits it runs under.
 
+use std::any::{Any, TypeId};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::file::rules::PathRules;
-use super::network::limits::NetworkLimits;
-use super::network::rules::HostRules;
-use super::terminal::rules::commands::CommandRules;
-use super::terminal::rules::settings::TerminalSettings;
+use super::list::foreach_capability;
+use super::section::{Resolved, Section};
 use crate::policy::layers::ArgumentRule;
 use crate::policy::limits::Limits;
 use crate::policy::permissions::{Narrowing, PermissionRules};
-use crate::policy::wildcard;
 
-/// Every rule of a profile, with file grants resolved against a workspace.
-#[derive(Debug, Clone)]
-pub struct Profile {
-    /// The profile's name in the config.
-    pub name: String,
-    /// The directory relative file grants were resolved against.
-    pub workspace: PathBuf,
-    /// Which permissions tools may have.
-    pub permissions: PermissionRules,
-    /// Which files they may read and write.
-    pub paths: PathRules,
-    /// Which hosts they may reach.
-    pub hosts: HostRules,
-    /// Which commands they may run.
-    pub commands: CommandRules,
-    /// How commands run.
-    pub terminal: TerminalSettings,
-    /// Limits of outbound HTTP.
-    pub network: NetworkLimits,
-    /// Host environment variables (names, `*` wildcards) tools may receive.
-    pub env: Vec<String>,
-    /// Limits of each call.
-    pub limits: Limits,
-    /// What the tool and parameter layers say of single tools, by name.
-    pub tools: BTreeMap<String, Arc<ToolRules>>,
-    /// The configuration this profile was made from ([`crate::config::Config::generation`];
-    /// 0: none): a call made under a configuration since replaced is
-    /// refused when it starts, and when an approval it waited for comes.
-    pub generation: u64,
+macro_rules! profile {
+    (sections: [$($(#[$sm:meta])* $skey:ident: $scap:path [$($g:ident)?]),* $(,)?],
+     others: [$($rest:tt)*] $(,)?) => {
+        /// Every rule of a profile, with file grants resolved against a
+        /// workspace: what every capability shares, and one field per
+        /// capability with a table, named by its key (`file`, `network`,
+        /// `terminal`, `env`), in the list's order.
+        #[derive(Debug, Clone)]
+        pub struct Profile {
+            /// The profile's name in the config.
+            pub name: String,
+            /// The directory relative file grants were resolved against.
+            pub workspace: PathBuf,
+            /// Which permissions tools may have.
+            pub permissions: PermissionRules,
+            $(
+                $(#[$sm])*
+                #[doc = concat!("`", stringify!($skey), ".*`: the rules of its table.")]
+                pub $skey: <$scap as Section>::Rules,
+            )*
+            /// Limits of each call.
+            pub limits: Limits,
+            /// What the tool and parameter layers say of single tools, by name.
+            pub tools: BTreeMap<String, Arc<ToolRules>>,
+            /// The configuration this profile was made from
+            /// ([`crate::config::Config::generation`]; 0: none): a call made
+            /// under a configuration since replaced is refused when it
+            /// starts, and when an approval it waited for comes.
+            pub generation: u64,
+        }
+
+        impl Profile {
+            /// A profile that allows nothing: no permissions, no files, no
+            /// hosts.
+            pub fn deny_all(name: impl Into<String>, workspace: impl Into<PathBuf>) -> Self {
+                let none: [&str; 0] = [];
+                Self {
+                    name: name.into(),
+                    workspace: workspace.into(),
+                    permissions: PermissionRules::parse(&none, &none, &none)
+                        .expect("empty rules are valid"),
+                    $($(#[$sm])* $skey: <$scap as Section>::deny_all(),)*
+                    limits: Limits::default(),
+                    tools: BTreeMap::new(),
+                    generation: 0,
+                }
+            }
+        }
+
+        /// The rules of each capability with a table, for a section that
+        /// reads another's while it resolves (at config time only).
+        impl Resolved for Profile {
+            fn rules(&self, section: TypeId) -> Option<&dyn Any> {
+                $($(#[$sm])* if section == TypeId::of::<$scap>() {
+                    return Some(&self.$skey);
+                })*
+                None
+            }
+        }
+    };
 }
+foreach_capability!(profile);
 
 /// What a profile says of one tool, beyond its permission rules.
 #[derive(Debug, Clone)]
@@ -69,27 +98,6 @@ pub struct ToolRules {
 }
 
 impl Profile {
-    /// A profile that allows nothing: no permissions, no files, no hosts.
-    pub fn deny_all(name: impl Into<String>, workspace: impl Into<PathBuf>) -> Self {
-        let none: [&str; 0] = [];
-        Self {
-            name: name.into(),
-            workspace: workspace.into(),
-            permissions: PermissionRules::parse(&none, &none, &none)
-                .expect("empty rules are valid"),
-            paths: PathRules::new(Vec::<PathBuf>::new(), Vec::<PathBuf>::new(), none)
-                .expect("empty rules are valid"),
-            hosts: HostRules::parse(&none).expect("empty rules are valid"),
-            commands: CommandRules::parse(&none, &none).expect("empty rules are valid"),
-            terminal: TerminalSettings::default(),
-            network: NetworkLimits::default(),
-            env: Vec::new(),
-            limits: Limits::default(),
-            tools: BTreeMap::new(),
-            generation: 0,
-        }
-    }
-
     /// The profile as it applies to `tool`: with the tool layer's
     /// permission rules on top, if it has any.
     pub fn for_tool(self: &Arc<Self>, tool: &str) -> Arc<Profile> {
@@ -157,13 +165,6 @@ impl Profile {
             })
             .collect();
         narrowed
-    }
-
-    /// Whether the profile lets tools receive the host variable `name`.
-    pub fn allows_env(&self, name: &str) -> bool {
-        self.env
-            .iter()
-            .any(|pattern| wildcard::matches(pattern, name))
     }
 
     /// The workspace.

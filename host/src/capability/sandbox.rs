@@ -15,7 +15,7 @@ use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::grants::Grants;
-use crate::contract::CapabilityUse;
+use crate::contract::{CapabilityUse, Permission};
 use crate::policy::Limits;
 use crate::store::capture::Capture;
 use crate::store::memory::MemoryLimiter;
@@ -57,7 +57,7 @@ pub struct CapabilityInfo {
     pub name: &'static str,
     /// The permissions that grant it (a tool declares one and the profile
     /// allows it); empty for what every tool has (log, progress).
-    pub permissions: &'static [&'static str],
+    pub permissions: &'static [Permission],
     /// The profile section that shapes it (`file`, `network`, `terminal`).
     pub section: Option<&'static str>,
     /// What it lets a tool do, in one line.
@@ -77,7 +77,7 @@ impl CapabilityInfo {
             .permissions
             .iter()
             .zip(self.each)
-            .filter(|(permission, _)| declared.contains(permission))
+            .filter(|(permission, _)| declared.contains(&permission.as_str()))
             .map(|(_, what)| *what)
             .collect();
         parts.join("; ")
@@ -192,7 +192,7 @@ impl<C: Capability> Room<'_, C> {
         C::INFO
             .permissions
             .iter()
-            .any(|permission| self.call.grants.allows(permission))
+            .any(|permission| self.call.grants.allows(permission.as_str()))
     }
 }
 

@@ -122,7 +122,7 @@ fn describe(out: &mut String, profile: &Profile, tenant: Option<&str>) {
     );
     let grants = |access: Access| -> Vec<String> {
         profile
-            .paths
+            .file
             .grants()
             .filter(|(_, a)| *a == access)
             .map(|(dir, _)| dir.display().to_string())
@@ -130,9 +130,10 @@ fn describe(out: &mut String, profile: &Profile, tenant: Option<&str>) {
     };
     list(out, "file.read", &grants(Access::Read));
     list(out, "file.write", &grants(Access::Write));
-    let deny: Vec<String> = profile.paths.deny_patterns().map(String::from).collect();
+    let deny: Vec<String> = profile.file.deny_patterns().map(String::from).collect();
     list(out, "file.deny", &deny);
     let hosts: Vec<String> = profile
+        .network
         .hosts
         .allow_hosts
         .iter()
@@ -145,12 +146,12 @@ fn describe(out: &mut String, profile: &Profile, tenant: Option<&str>) {
     list(
         out,
         "terminal.allow_commands",
-        &commands(&profile.commands.allow),
+        &commands(&profile.terminal.commands.allow),
     );
     list(
         out,
         "terminal.deny_commands",
-        &commands(&profile.commands.deny),
+        &commands(&profile.terminal.commands.deny),
     );
     let terminal = &profile.terminal;
     let _ = writeln!(
@@ -168,7 +169,7 @@ fn describe(out: &mut String, profile: &Profile, tenant: Option<&str>) {
         .map(|p| p.display().to_string())
         .collect();
     list(out, "terminal.read", &read);
-    list(out, "env.allow", &profile.env);
+    list(out, "env.allow", &profile.env.allow);
     let limits = &profile.limits;
     let _ = writeln!(
         out,

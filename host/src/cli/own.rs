@@ -39,11 +39,7 @@ pub(super) fn report(config: &Config) -> String {
                 .keys()
                 .filter(|name| {
                     config.profile(name, None).is_ok_and(|profile| {
-                        !profile
-                            .paths
-                            .own()
-                            .iter()
-                            .any(|kept| kept.path == path.path)
+                        !profile.file.own().iter().any(|kept| kept.path == path.path)
                     })
                 })
                 .map(String::as_str)

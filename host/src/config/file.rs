@@ -1,11 +1,13 @@
-//! `toolhost.toml` as written: the serde types of each section.
+//! `toolhost.toml` as written: the serde types of each section (each
+//! capability's own table is in its folder, `capability/<name>/section.rs`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::capability::terminal::{DangerousMode, TerminalNetwork, TerminalSandbox};
+use crate::capability::list::foreach_capability;
+use crate::capability::section::Section;
 use crate::policy::{ByteSize, Span};
 use crate::toolsets::CompositeToolset;
 
@@ -113,78 +115,79 @@ pub struct TenantApprovalsConfig {
     pub secret_env: Option<String>,
 }
 
-/// `[profiles.NAME]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileConfig {
-    /// Permission patterns tools may have (`file:*`, `network:fetch`, `*`).
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Permission patterns tools may not have; deny wins over allow.
-    #[serde(default)]
-    pub deny: Vec<String>,
-    /// Permission patterns whose calls a human must approve first.
-    #[serde(default)]
-    pub approval_required: Vec<String>,
-    /// Files.
-    #[serde(default)]
-    pub file: FileConfig,
-    /// Outbound HTTP.
-    #[serde(default)]
-    pub network: NetworkConfig,
-    /// Shell commands.
-    #[serde(default)]
-    pub terminal: TerminalConfig,
-    /// Host environment variables.
-    #[serde(default)]
-    pub env: EnvConfig,
-    /// Per-call limits.
-    #[serde(default)]
-    pub limits: LimitsConfig,
-    /// The tool and parameter layers: rules for single tools, by name.
-    #[serde(default)]
-    pub tools: BTreeMap<String, ToolConfig>,
+macro_rules! profile_config {
+    (sections: [$($(#[$sm:meta])* $skey:ident: $scap:path [$($g:ident)?]),* $(,)?],
+     others: [$($rest:tt)*] $(,)?) => {
+        /// `[profiles.NAME]` as written: the permission patterns, one table
+        /// per capability with one (in the list's order), the limits and
+        /// the tool layer. The field order is the order of `expected one of
+        /// ...` in messages.
+        #[derive(Debug, Clone, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct ProfileConfig {
+            /// Permission patterns tools may have (`file:*`, `network:fetch`, `*`).
+            #[serde(default)]
+            pub allow: Vec<String>,
+            /// Permission patterns tools may not have; deny wins over allow.
+            #[serde(default)]
+            pub deny: Vec<String>,
+            /// Permission patterns whose calls a human must approve first.
+            #[serde(default)]
+            pub approval_required: Vec<String>,
+            $(
+                $(#[$sm])*
+                #[doc = concat!("`", stringify!($skey), ".*`, as written.")]
+                #[serde(default)]
+                pub $skey: <$scap as Section>::Written,
+            )*
+            /// Per-call limits.
+            #[serde(default)]
+            pub limits: LimitsConfig,
+            /// The tool and parameter layers: rules for single tools, by name.
+            #[serde(default)]
+            pub tools: BTreeMap<String, ToolConfig>,
+        }
+
+        global_config!(@ [] $($(#[$sm])* $skey: $scap [$($g)?],)*);
+    };
 }
 
-/// `[global]`: the layer under every profile. It can only take away: deny
-/// patterns, approvals, file deny globs, denied commands, and tool rules.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GlobalConfig {
-    /// Permission patterns no profile may grant.
-    #[serde(default)]
-    pub deny: Vec<String>,
-    /// Permission patterns every profile asks approval for.
-    #[serde(default)]
-    pub approval_required: Vec<String>,
-    /// `file.deny` globs of every profile.
-    #[serde(default)]
-    pub file: GlobalFileConfig,
-    /// `terminal.deny_commands` of every profile.
-    #[serde(default)]
-    pub terminal: GlobalTerminalConfig,
-    /// Rules for single tools under every profile.
-    #[serde(default)]
-    pub tools: BTreeMap<String, ToolConfig>,
+/// `GlobalConfig`, with a field for each capability marked `[global]` in
+/// the list (a muncher: `macro_rules!` cannot filter a repetition).
+macro_rules! global_config {
+    (@ [$($fields:tt)*]) => {
+        /// `[global]`: the layer under every profile. It can only take away:
+        /// deny patterns, approvals, file deny globs, denied commands, and
+        /// tool rules.
+        #[derive(Debug, Clone, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct GlobalConfig {
+            /// Permission patterns no profile may grant.
+            #[serde(default)]
+            pub deny: Vec<String>,
+            /// Permission patterns every profile asks approval for.
+            #[serde(default)]
+            pub approval_required: Vec<String>,
+            $($fields)*
+            /// Rules for single tools under every profile.
+            #[serde(default)]
+            pub tools: BTreeMap<String, ToolConfig>,
+        }
+    };
+    (@ [$($fields:tt)*] $(#[$m:meta])* $key:ident: $cap:path [global], $($rest:tt)*) => {
+        global_config!(@ [
+            $($fields)*
+            $(#[$m])*
+            #[doc = concat!("`[global.", stringify!($key), "]`: on top of every profile's.")]
+            #[serde(default)]
+            pub $key: <$cap as Section>::Global,
+        ] $($rest)*);
+    };
+    (@ [$($fields:tt)*] $(#[$m:meta])* $key:ident: $cap:path [], $($rest:tt)*) => {
+        global_config!(@ [$($fields)*] $($rest)*);
+    };
 }
-
-/// `[global.file]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GlobalFileConfig {
-    /// Globs refused inside every profile's grants.
-    #[serde(default)]
-    pub deny: Vec<String>,
-}
-
-/// `[global.terminal]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GlobalTerminalConfig {
-    /// Commands every profile refuses.
-    #[serde(default)]
-    pub deny_commands: Vec<String>,
-}
+foreach_capability!(profile_config);
 
 /// `[profiles.P.tools.T]` or `[global.tools.T]`: one tool's rules.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -206,114 +209,6 @@ pub struct ToolConfig {
     /// `glob`, `regex`, `enum`, `min`/`max`.
     #[serde(default)]
     pub arguments: BTreeMap<String, serde_json::Value>,
-}
-
-/// `file.*` of a profile.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    /// Directories readable (relative to the workspace).
-    #[serde(default)]
-    pub read: Vec<String>,
-    /// Directories readable and writable.
-    #[serde(default)]
-    pub write: Vec<String>,
-    /// Globs refused inside the grants (`**/.env`, `secrets/**`).
-    #[serde(default)]
-    pub deny: Vec<String>,
-}
-
-/// `network.*` of a profile.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NetworkConfig {
-    /// Hosts tools may reach: names, `*.suffix`, `*`, addresses, CIDRs, with
-    /// optional `:port`. Private and loopback addresses need an explicit
-    /// address entry.
-    #[serde(default)]
-    pub allow_hosts: Vec<String>,
-    /// Longest request (default 30s).
-    #[serde(default)]
-    pub timeout: Option<Span>,
-    /// Largest response body (default 10MiB).
-    #[serde(default)]
-    pub max_response: Option<ByteSize>,
-    /// Most redirects followed (default 5).
-    #[serde(default)]
-    pub max_redirects: Option<usize>,
-}
-
-/// `terminal.*` of a profile.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TerminalConfig {
-    /// When not empty, every command must match one of these patterns.
-    #[serde(default)]
-    pub allow_commands: Vec<String>,
-    /// Commands refused (`rm -rf /*`).
-    #[serde(default)]
-    pub deny_commands: Vec<String>,
-    /// What to do with dangerous commands: `deny` (default), `approve`, `allow`.
-    #[serde(default)]
-    pub dangerous: Option<DangerousMode>,
-    /// Longest a command may run (default 60s).
-    #[serde(default)]
-    pub timeout: Option<Span>,
-    /// Most output kept per stream (default 256KiB).
-    #[serde(default)]
-    pub max_output: Option<ByteSize>,
-    /// Host environment variables passed to commands.
-    #[serde(default)]
-    pub env: Vec<String>,
-    /// An argument list every command runs after (a wrapper such as
-    /// `["apptainer", "exec", "image.sif"]`).
-    #[serde(default)]
-    pub wrapper: Vec<String>,
-    /// Where commands run: `local` (default), `ssh` or `container`.
-    #[serde(default)]
-    pub backend: Option<crate::capability::terminal::TerminalBackend>,
-    /// The remote host of the `ssh` backend.
-    #[serde(default)]
-    pub ssh: Option<crate::capability::terminal::SshSettings>,
-    /// The image and engine of the `container` backend.
-    #[serde(default)]
-    pub container: Option<crate::capability::terminal::ContainerSettings>,
-    /// What confines commands: `kernel` (default) or `none`.
-    #[serde(default)]
-    pub sandbox: Option<TerminalSandbox>,
-    /// Landlock in the kernel sandbox: `auto` (default, where the kernel
-    /// has it) or `off`.
-    #[serde(default)]
-    pub landlock: Option<crate::capability::terminal::TerminalLandlock>,
-    /// What network commands get: `none`, `proxy` (the allowed hosts through
-    /// the host's proxy) or `host`; by default `proxy` when the profile
-    /// allows any host, else `none`.
-    #[serde(default)]
-    pub network: Option<TerminalNetwork>,
-    /// Directories commands may read besides the file grants.
-    #[serde(default)]
-    pub read: Vec<PathBuf>,
-    /// Most processes of one command at once (default 256).
-    #[serde(default)]
-    pub max_processes: Option<u64>,
-    /// Most address space of each process (default 4GiB).
-    #[serde(default)]
-    pub memory: Option<ByteSize>,
-    /// Largest file a command may write (default 1GiB).
-    #[serde(default)]
-    pub max_file_size: Option<ByteSize>,
-    /// Size of the private /tmp (default 256MiB).
-    #[serde(default)]
-    pub tmp_size: Option<ByteSize>,
-}
-
-/// `env.*` of a profile.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EnvConfig {
-    /// Host variables (names, `*` wildcards) that tools requiring them receive.
-    #[serde(default)]
-    pub allow: Vec<String>,
 }
 
 /// `limits` of a profile.

@@ -19,6 +19,10 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use crate::approval::ConfigSource;
+pub use crate::capability::env::EnvConfig;
+pub use crate::capability::file::{FileConfig, GlobalFileConfig};
+pub use crate::capability::network::NetworkConfig;
+pub use crate::capability::terminal::{GlobalTerminalConfig, TerminalConfig};
 pub use crate::policy::{ByteSize, Span, parse_duration, parse_size};
 pub use caps::{TenantCaps, TenantCapsConfig};
 pub use defaults::{
@@ -26,9 +30,8 @@ pub use defaults::{
     default_cache_dir,
 };
 pub use file::{
-    ApprovalsConfig, ConfigFile, EnvConfig, FileConfig, GlobalConfig, GlobalFileConfig,
-    GlobalTerminalConfig, LimitsConfig, NetworkConfig, ProfileConfig, TenantApprovalsConfig,
-    TenantConfig, TerminalConfig, ToolConfig,
+    ApprovalsConfig, ConfigFile, GlobalConfig, LimitsConfig, ProfileConfig, TenantApprovalsConfig,
+    TenantConfig, ToolConfig,
 };
 pub(crate) use parse::parse_toml;
 pub use results::ResultsConfig;

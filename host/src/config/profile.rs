@@ -1,16 +1,13 @@
 //! A profile as written, resolved against a workspace into the policy's
 //! [`Profile`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::file::{GlobalConfig, ProfileConfig};
 use crate::capability::Profile;
-use crate::capability::file::{PathRules, rules as paths};
-use crate::capability::network::{HostRules, NetworkLimits};
-use crate::capability::terminal::{
-    CommandRules, TerminalBackend, TerminalNetwork, TerminalSettings,
-};
+use crate::capability::list::foreach_capability;
+use crate::capability::section::{Resolve, Section};
 use crate::policy::MAX_MEMORY;
 use crate::policy::{Limits, OwnPaths, PermissionRules};
 
@@ -47,229 +44,7 @@ pub(super) fn resolve_profile(
         profile.permissions = profile.permissions.layered(&global_rules);
     }
 
-    let resolve = |entries: &[String]| -> Vec<PathBuf> {
-        entries
-            .iter()
-            .map(|entry| {
-                let trimmed = entry.strip_suffix("/**").unwrap_or(entry);
-                let trimmed = if trimmed.is_empty() { "/" } else { trimmed };
-                paths::normalize(&workspace.join(trimmed))
-            })
-            .collect()
-    };
-    let deny: Vec<String> = written
-        .file
-        .deny
-        .iter()
-        .chain(&global.file.deny)
-        .map(|pattern| {
-            if pattern.starts_with('/') || pattern.starts_with("**") {
-                pattern.clone()
-            } else {
-                let joined = workspace.join(pattern.trim_start_matches("./"));
-                joined.to_string_lossy().into_owned()
-            }
-        })
-        .collect();
-    for (field, entries) in [
-        ("file.read", &written.file.read),
-        ("file.write", &written.file.write),
-    ] {
-        for (i, entry) in entries.iter().enumerate() {
-            if written.file.deny.contains(entry) {
-                problems.push((
-                    format!("profiles.{name}.{field}[{i}]"),
-                    format!("{entry:?} is both granted and denied (overlapping rules)"),
-                ));
-            }
-        }
-    }
-    match PathRules::new(
-        resolve(&written.file.read),
-        resolve(&written.file.write),
-        &deny,
-    ) {
-        Ok(rules) => profile.paths = rules.with_own(own),
-        Err(e) => problems.push((key("file"), e.to_string())),
-    }
-
-    match HostRules::parse(&written.network.allow_hosts) {
-        Ok(rules) => profile.hosts = rules,
-        Err(e) => problems.push((key("network.allow_hosts"), e.to_string())),
-    }
-    let defaults = NetworkLimits::default();
-    profile.network = NetworkLimits {
-        url_rules: Vec::new(),
-        timeout: written
-            .network
-            .timeout
-            .map(|s| s.0)
-            .unwrap_or(defaults.timeout),
-        max_response: written
-            .network
-            .max_response
-            .map(|s| s.0)
-            .unwrap_or(defaults.max_response),
-        max_redirects: written
-            .network
-            .max_redirects
-            .unwrap_or(defaults.max_redirects),
-    };
-
-    let terminal = &written.terminal;
-    let deny_commands: Vec<String> = terminal
-        .deny_commands
-        .iter()
-        .chain(&global.terminal.deny_commands)
-        .cloned()
-        .collect();
-    match CommandRules::parse(&terminal.allow_commands, &deny_commands) {
-        Ok(rules) => profile.commands = rules,
-        Err(e) => problems.push((key("terminal"), e.to_string())),
-    }
-    for command in &terminal.allow_commands {
-        if terminal.deny_commands.contains(command) {
-            problems.push((
-                key("terminal.deny_commands"),
-                format!("{command:?} is both allowed and denied (overlapping rules)"),
-            ));
-        }
-    }
-    if terminal
-        .wrapper
-        .first()
-        .is_some_and(|program| program.trim().is_empty())
-    {
-        problems.push((
-            key("terminal.wrapper"),
-            "the first entry is the wrapper's program and may not be empty".into(),
-        ));
-    }
-    match (terminal.backend, &terminal.ssh) {
-        (Some(TerminalBackend::Ssh), None) => problems.push((
-            key("terminal.ssh"),
-            "terminal.backend = \"ssh\" needs a terminal.ssh table (host, user, key_file, \
-             host_key)"
-                .into(),
-        )),
-        (Some(TerminalBackend::Ssh), Some(ssh)) => {
-            if let Err(e) = russh::keys::PublicKey::from_openssh(ssh.host_key.trim()) {
-                problems.push((
-                    key("terminal.ssh.host_key"),
-                    format!(
-                        "{:?} is not an OpenSSH public key (\"ssh-ed25519 AAAA...\"): {e}",
-                        ssh.host_key
-                    ),
-                ));
-            }
-        }
-        (_, Some(_)) => problems.push((
-            key("terminal.ssh"),
-            "is used only with terminal.backend = \"ssh\"".into(),
-        )),
-        _ => {}
-    }
-    match (terminal.backend, &terminal.container) {
-        (Some(TerminalBackend::Container), None) => problems.push((
-            key("terminal.container"),
-            "terminal.backend = \"container\" needs a terminal.container table (image, and \
-             optionally socket and user)"
-                .into(),
-        )),
-        (Some(TerminalBackend::Container), Some(container)) => {
-            if container.image.trim().is_empty() {
-                problems.push((key("terminal.container.image"), "names no image".into()));
-            }
-            let user = container.user.as_deref();
-            if user.is_some_and(|user| !valid_user(user)) {
-                problems.push((
-                    key("terminal.container.user"),
-                    format!(
-                        "{:?} is not \"uid\" or \"uid:gid\" (numbers)",
-                        user.unwrap_or_default()
-                    ),
-                ));
-            } else if user.is_some_and(|user| user.split(':').any(|id| id.parse::<u32>() == Ok(0)))
-            {
-                problems.push((
-                    key("terminal.container.user"),
-                    format!(
-                        "{:?} runs commands as root or in root's group, and the files they make \
-                         in the grants would be root's; name an unprivileged uid and gid",
-                        user.unwrap_or_default()
-                    ),
-                ));
-            }
-        }
-        (_, Some(_)) => problems.push((
-            key("terminal.container"),
-            "is used only with terminal.backend = \"container\"".into(),
-        )),
-        _ => {}
-    }
-    let remote = match terminal.backend {
-        Some(TerminalBackend::Ssh) => Some("ssh"),
-        Some(TerminalBackend::Container) => Some("container"),
-        _ => None,
-    };
-    if let (Some(backend), false) = (remote, terminal.wrapper.is_empty()) {
-        problems.push((
-            key("terminal.wrapper"),
-            format!(
-                "a wrapper runs on this machine; it does not go with terminal.backend = \
-                 \"{backend}\""
-            ),
-        ));
-    }
-    let defaults = TerminalSettings::default();
-    profile.terminal = TerminalSettings {
-        dangerous: terminal.dangerous.unwrap_or(defaults.dangerous),
-        timeout: terminal.timeout.map(|s| s.0).unwrap_or(defaults.timeout),
-        max_output: terminal
-            .max_output
-            .map(|s| s.0 as usize)
-            .unwrap_or(defaults.max_output),
-        env: terminal.env.clone(),
-        wrapper: terminal.wrapper.clone(),
-        backend: terminal.backend.unwrap_or_default(),
-        ssh: terminal.ssh.clone(),
-        container: terminal.container.clone(),
-        sandbox: terminal.sandbox.unwrap_or(defaults.sandbox),
-        landlock: terminal.landlock != Some(crate::capability::terminal::TerminalLandlock::Off),
-        sandbox_id: defaults.sandbox_id,
-        network: terminal
-            .network
-            .unwrap_or(if profile.hosts.allow_hosts.is_empty() {
-                TerminalNetwork::None
-            } else {
-                TerminalNetwork::Proxy
-            }),
-        read: terminal
-            .read
-            .iter()
-            .map(|dir| paths::normalize(&workspace.join(dir)))
-            .collect(),
-        max_processes: terminal.max_processes.unwrap_or(defaults.max_processes),
-        memory: terminal.memory.map_or(defaults.memory, |s| s.0),
-        max_file_size: terminal
-            .max_file_size
-            .map_or(defaults.max_file_size, |s| s.0),
-        tmp_size: terminal.tmp_size.map_or(defaults.tmp_size, |s| s.0),
-    };
-
-    for (i, pattern) in written.env.allow.iter().enumerate() {
-        if pattern.is_empty()
-            || !pattern
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'*')
-        {
-            problems.push((
-                format!("profiles.{name}.env.allow[{i}]"),
-                format!("{pattern:?} is not a variable name or a pattern like \"GITHUB_*\""),
-            ));
-        }
-    }
-    profile.env = written.env.allow.clone();
+    resolve_sections(&mut profile, written, global, own, problems);
 
     let limits = &written.limits;
     let defaults = Limits::default();
@@ -325,11 +100,56 @@ fn key_of_permission(name: &str, written: &ProfileConfig, pattern: &str) -> Stri
     format!("profiles.{name}")
 }
 
-/// `uid` or `uid:gid`, in numbers.
-fn valid_user(user: &str) -> bool {
-    let number = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
-    match user.split_once(':') {
-        Some((uid, gid)) => number(uid) && number(gid),
-        None => number(user),
-    }
+macro_rules! resolve_sections {
+    (sections: [$($(#[$sm:meta])* $skey:ident: $scap:path [$($g:ident)?]),* $(,)?],
+     others: [$($rest:tt)*] $(,)?) => {
+        /// Resolves each capability's table of `written` into `profile`, in
+        /// the list's order (a section reads only those before it), with
+        /// its `[global]` layer.
+        fn resolve_sections(
+            profile: &mut Profile,
+            written: &ProfileConfig,
+            global: &GlobalConfig,
+            own: &Arc<OwnPaths>,
+            problems: &mut Vec<(String, String)>,
+        ) {
+            $(
+                $(#[$sm])*
+                {
+                    profile.$skey = resolve::<$scap>(
+                        profile,
+                        own,
+                        &written.$skey,
+                        global_layer!([$($g)?] global, $skey, $scap),
+                        problems,
+                    );
+                }
+            )*
+        }
+    };
+}
+
+/// A section's `[global.<key>]` as written, or the empty one of a section
+/// without it.
+macro_rules! global_layer {
+    ([global] $global:ident, $key:ident, $cap:path) => {
+        &$global.$key
+    };
+    ([] $global:ident, $key:ident, $cap:path) => {
+        &<<$cap as Section>::Global as Default>::default()
+    };
+}
+foreach_capability!(resolve_sections);
+
+/// Resolves section `S` of `profile` (whose earlier sections are resolved)
+/// from what is written and its global layer.
+fn resolve<S: Section>(
+    profile: &Profile,
+    own: &Arc<OwnPaths>,
+    written: &S::Written,
+    global: &S::Global,
+    problems: &mut Vec<(String, String)>,
+) -> S::Rules {
+    let mut cx = Resolve::new::<S>(&profile.name, &profile.workspace, own, profile, problems);
+    S::resolve(written, global, &mut cx)
 }

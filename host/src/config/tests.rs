@@ -127,7 +127,7 @@ fn a_profile_resolves_against_the_workspace_it_is_asked_for() {
     assert_eq!(tenant.workspace(), Path::new("/tenant"));
     assert!(
         tenant
-            .paths
+            .file
             .grants()
             .any(|(dir, _)| dir == Path::new("/tenant/docs"))
     );

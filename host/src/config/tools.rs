@@ -71,7 +71,7 @@ pub(super) fn resolve_tools(
             .collect();
         let confined = confinement(&arguments, profile.workspace()).map(|confinement| {
             let mut confined = applied.clone();
-            confined.paths = applied.paths.confined(confinement);
+            confined.file = applied.file.confined(confinement);
             Arc::new(confined)
         });
         let rules = ToolRules {

@@ -1,15 +1,15 @@
 //! The contract between host and plugins, and the vocabulary every other
 //! module speaks: the generated WIT bindings, the contract's version, a tool
 //! as the host knows it ([`ToolSpec`]), a plugin version's identity
-//! ([`ContentHash`]) and a capability use ([`CapabilityUse`]). It imports
-//! nothing else of toolhost.
+//! ([`ContentHash`]), a permission's name ([`Permission`]) and a capability
+//! use ([`CapabilityUse`]). It imports nothing else of toolhost.
 
 pub(crate) mod adapter;
 pub(crate) mod bindings;
 pub mod content;
 mod hash;
 pub mod icons;
-pub(crate) mod permission;
+mod permission;
 mod shown;
 pub(crate) mod spec;
 mod uses;
@@ -17,6 +17,7 @@ mod uses;
 pub use adapter::{GuestOutput, RELEASED_CONTRACTS};
 pub use content::{CallOutput, Content, MimeTypes};
 pub use hash::ContentHash;
+pub use permission::Permission;
 pub use spec::ToolSpec;
 pub use uses::CapabilityUse;
 

@@ -444,8 +444,8 @@ impl Host {
 fn declares_files(spec: &ToolSpec) -> bool {
     spec.permissions.iter().any(|declared| {
         crate::policy::PermissionPattern::parse(declared).is_ok_and(|p| {
-            p.matches(crate::contract::permission::FILE_READ)
-                || p.matches(crate::contract::permission::FILE_WRITE)
+            p.matches(crate::capability::file::FILE_READ.as_str())
+                || p.matches(crate::capability::file::FILE_WRITE.as_str())
         })
     })
 }

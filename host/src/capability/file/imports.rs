@@ -1,9 +1,11 @@
-//! The `wasi:filesystem` imports of the policed view: each path-taking call
+//! The file capability's imports: `impl Capability` for [`FileAccess`], and
+//! the `wasi:filesystem` imports of the policed view, each path-taking call
 //! checked by [`PolicedFs`] before wasmtime-wasi performs it.
 
 use std::path::Path;
 
-use wasmtime::component::Resource;
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::filesystem::Descriptor;
 use wasmtime_wasi::p2::FsResult;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
@@ -12,9 +14,50 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
+use crate::capability::file::policed::{
+    PolicedFs, PolicedFsData, descriptor_metadata, descriptor_path, policed_fs, wants_write,
+};
+use crate::capability::file::{FILE_READ, FILE_WRITE, FileAccess, FileState};
 use crate::capability::file::{PathRefusal, rules as paths};
-use crate::capability::file::{PolicedFs, descriptor_metadata, descriptor_path, wants_write};
+use crate::capability::grants::Grants;
+use crate::capability::sandbox::{Capability, CapabilityInfo, Sandbox};
 use crate::policy::Access;
+
+impl Capability for FileAccess {
+    const INFO: CapabilityInfo = CapabilityInfo {
+        name: "file",
+        permissions: &[FILE_READ, FILE_WRITE],
+        section: Some("file"),
+        description: "read (file:read) and write (file:write) in the directories the profile's \
+                      file.read and file.write grant, except what file.deny matches",
+        each: &[
+            "read in the directories the profile's file.read and file.write grant, except what \
+             file.deny matches",
+            "write in the directories the profile's file.write grants, except what file.deny \
+             matches",
+        ],
+    };
+    const REPLACES_WASI: bool = true;
+    type State = FileState;
+
+    fn state(grants: &Grants, wasi: &mut WasiCtxBuilder) -> FileState {
+        FileState::new(grants, wasi)
+    }
+
+    /// A reused instance (a stateful plugin's) looks again at what denied
+    /// names reach: a link or hard link made since its last call counts.
+    fn begin_call(state: &mut FileState) {
+        state.forget_reached();
+    }
+
+    /// Adds the policed `wasi:filesystem/{types,preopens}`, replacing
+    /// wasmtime-wasi's.
+    fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
+        types::add_to_linker::<Sandbox, PolicedFsData>(linker, policed_fs)?;
+        preopens::add_to_linker::<Sandbox, PolicedFsData>(linker, policed_fs)?;
+        Ok(())
+    }
+}
 
 impl preopens::Host for PolicedFs<'_> {
     fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
@@ -390,7 +433,7 @@ impl HostDescriptor for PolicedFs<'_> {
         let parent = link.parent().unwrap_or(Path::new("/"));
         let pointee_written = parent.join(&src_path);
         let pointee = paths::normalize(&pointee_written);
-        let pointee_real = super::real_path(&pointee_written, true);
+        let pointee_real = super::policed::real_path(&pointee_written, true);
         self.check_path(&pointee, pointee_real.as_deref(), Access::Read, "symlink")?;
         let pinned = self.pin(&fd, &link, "symlink")?;
         let done = self

@@ -17,7 +17,7 @@ use wasmtime_wasi::filesystem::{Descriptor, Dir, File};
 use wasmtime_wasi::p2::bindings::filesystem::types::{DescriptorFlags, ErrorCode, OpenFlags};
 use wasmtime_wasi::{FsPerms, OpenMode};
 
-use super::PolicedFs;
+use super::policed::PolicedFs;
 
 /// A checked directory, held open as a descriptor of the call's table for
 /// the one operation, and the name of the entry in it.

@@ -14,7 +14,8 @@ use wasmtime_wasi::OpenMode;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File};
 use wasmtime_wasi::p2::bindings::filesystem::types::{DescriptorFlags, ErrorCode, OpenFlags};
 
-use super::{PolicedFs, descriptor_path, rules as paths};
+use super::policed::{PolicedFs, descriptor_path};
+use super::rules as paths;
 use crate::policy::Access;
 
 /// What a plain path led to: its descriptor, opened by its kernel-resolved

@@ -13,6 +13,10 @@ use crate::capability::file::{PathRefusal, PathRules, rules as paths};
 use crate::capability::grants::Grants;
 use crate::policy::Access;
 
+/// Most entries of the grants looked at to find what denied names reach
+/// under other names.
+const MAX_REACHED_ENTRIES: usize = 200_000;
+
 /// Preopens the profile's grants at their own host paths (write grants
 /// read-write when the tool may write, everything else read-only), and the
 /// workspace once more as `.`, so relative paths resolve in it (wasi-libc
@@ -23,7 +27,7 @@ use crate::policy::Access;
 fn preopen(wasi: &mut WasiCtxBuilder, profile: &Profile, write: bool) -> Vec<PathBuf> {
     let mut opened = Vec::new();
     let mut writes_in_workspace = false;
-    for (dir, access) in profile.paths.grants() {
+    for (dir, access) in profile.file.grants() {
         let writable = write && access == Access::Write;
         let guest_path = dir.to_string_lossy();
         if let Err(e) = wasi.preopened_dir(dir, guest_path.as_ref(), perms(writable)) {
@@ -79,8 +83,8 @@ impl FileState {
     /// The state of a store whose calls have `grants`: the granted
     /// directories preopened when the call may read or write files.
     pub(super) fn new(grants: &Grants, wasi: &mut WasiCtxBuilder) -> Self {
-        let read = grants.allows(crate::contract::permission::FILE_READ);
-        let write = grants.allows(crate::contract::permission::FILE_WRITE);
+        let read = grants.allows(super::FILE_READ.as_str());
+        let write = grants.allows(super::FILE_WRITE.as_str());
         let mut files = Self::default();
         if read || write {
             files.profile = Some(grants.profile.clone());
@@ -157,8 +161,8 @@ impl FileState {
     /// [`PathRules::reached_by_denied`]), looked for once per call.
     pub(crate) fn reached(&mut self) -> Option<&Result<paths::Identities, paths::Unsearched>> {
         if self.reached.is_none() {
-            let rules = &self.profile.as_ref()?.paths;
-            self.reached = Some(rules.reached_by_denied(super::MAX_REACHED_ENTRIES));
+            let rules = &self.profile.as_ref()?.file;
+            self.reached = Some(rules.reached_by_denied(MAX_REACHED_ENTRIES));
         }
         self.reached.as_ref()
     }
@@ -173,7 +177,7 @@ impl FileState {
 
     /// The profile's path rules, if files are granted at all.
     pub(crate) fn rules(&self) -> Option<&PathRules> {
-        self.profile.as_ref().map(|p| &p.paths)
+        self.profile.as_ref().map(|p| &p.file)
     }
 
     /// Whether a listing should leave `path` out: it is denied, or not
@@ -188,7 +192,7 @@ impl FileState {
     fn check(&self, profile: &Profile, path: &Path, access: Access) -> Result<(), PathRefusal> {
         let mut memo = self.deny_memo.lock().unwrap_or_else(|e| e.into_inner());
         profile
-            .paths
+            .file
             .check_remembering(path, access, Some(&mut memo))
     }
 }

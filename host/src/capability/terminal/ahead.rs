@@ -267,7 +267,7 @@ async fn build_once(
         let gate = session_gate
             .cloned()
             .unwrap_or_else(|| Gate::for_profile(profile));
-        let proxy = Proxy::start(profile.hosts.clone(), gate).map_err(|e| {
+        let proxy = Proxy::start(profile.network.hosts.clone(), gate).map_err(|e| {
             Attempt::Failed(format!(
                 "could not start the network proxy of the command: {e}"
             ))

@@ -96,7 +96,7 @@ fn prepared(
         None => environment(&session.profile, &cwd.home),
     };
     if backend.proxy().is_some() {
-        proxy_env(&mut env, &session.profile.hosts);
+        proxy_env(&mut env, &session.profile.network.hosts);
     }
     let carried = if requested_cwd { None } else { state.dir };
     let args = vec![

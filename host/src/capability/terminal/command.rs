@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::PERMISSION;
+use super::TERMINAL_EXECUTE;
 use super::Terminal;
 use super::process_group::{self, Captured};
 use super::proxy::network_refusal;
@@ -105,14 +105,14 @@ fn writable_dirs(profile: &Profile) -> Vec<PathBuf> {
     let may_write = matches!(
         profile
             .permissions
-            .decide(crate::contract::permission::FILE_WRITE),
+            .decide(crate::capability::file::FILE_WRITE.as_str()),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
     if !may_write {
         return Vec::new();
     }
     profile
-        .paths
+        .file
         .grants()
         .filter(|(_, access)| *access == Access::Write)
         .filter_map(|(dir, _)| dir.canonicalize().ok())
@@ -185,6 +185,7 @@ pub(super) async fn authorize(
         ));
     }
     profile
+        .terminal
         .commands
         .check(line)
         .map_err(|refusal| format!("profile {:?}: {refusal}", profile.name))?;
@@ -286,25 +287,25 @@ pub(super) async fn authorize(
 /// Why a call without the terminal grant may not run commands: the tool did
 /// not declare the permission, or the profile does not allow it.
 pub(super) fn not_granted(identity: &Identity, profile: &Profile) -> String {
-    let refusal = match profile.permissions.decide(PERMISSION) {
+    let refusal = match profile.permissions.decide(TERMINAL_EXECUTE.as_str()) {
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. } => {
             return format!(
-                "tool {:?} of plugin {:?} did not declare permission {PERMISSION:?}; \
-                     a tool may only use what it declares, so add {PERMISSION:?} to its \
+                "tool {:?} of plugin {:?} did not declare permission {TERMINAL_EXECUTE:?}; \
+                     a tool may only use what it declares, so add {TERMINAL_EXECUTE:?} to its \
                      permissions",
                 identity.tool.as_deref().unwrap_or("-"),
                 identity.plugin
             );
         }
         PermissionDecision::Denied { pattern } => PermissionRefusal::Denied {
-            permission: PERMISSION.to_string(),
+            permission: TERMINAL_EXECUTE.to_string(),
             pattern,
         },
         PermissionDecision::NotGranted => PermissionRefusal::NotGranted {
-            permission: PERMISSION.to_string(),
+            permission: TERMINAL_EXECUTE.to_string(),
         },
         PermissionDecision::Narrowed { rule } => PermissionRefusal::Narrowed {
-            permission: PERMISSION.to_string(),
+            permission: TERMINAL_EXECUTE.to_string(),
             rule,
         },
     };
@@ -360,9 +361,9 @@ fn workspace_above_grants(profile: &Profile) -> Option<PathBuf> {
         return None;
     }
     let workspace = paths::normalize(profile.workspace());
-    if profile.paths.check(&workspace, Access::Read).is_ok()
+    if profile.file.check(&workspace, Access::Read).is_ok()
         || !profile
-            .paths
+            .file
             .grants()
             .any(|(dir, _)| dir.starts_with(&workspace))
     {
@@ -376,14 +377,14 @@ fn workspace_above_grants(profile: &Profile) -> Option<PathBuf> {
 /// The workspace if the profile grants it, else the first granted directory.
 pub(super) fn default_dir(profile: &Profile) -> Result<PathBuf, String> {
     let workspace = paths::normalize(profile.workspace());
-    if profile.paths.check(&workspace, Access::Read).is_ok() {
+    if profile.file.check(&workspace, Access::Read).is_ok() {
         return Ok(workspace);
     }
     profile
-        .paths
+        .file
         .grants()
         .map(|(dir, _)| dir)
-        .find(|dir| profile.paths.check(dir, Access::Read).is_ok())
+        .find(|dir| profile.file.check(dir, Access::Read).is_ok())
         .map(Path::to_path_buf)
         .ok_or_else(|| {
             format!(
@@ -397,13 +398,13 @@ pub(super) fn default_dir(profile: &Profile) -> Result<PathBuf, String> {
 /// Checks `dir` as written and with symlinks resolved; returns the latter.
 pub(super) fn resolve_dir(profile: &Profile, dir: &Path) -> Result<PathBuf, String> {
     profile
-        .paths
+        .file
         .check(dir, Access::Read)
         .map_err(|refusal| format!("working directory: {refusal}"))?;
     let real = std::fs::canonicalize(dir)
         .map_err(|e| format!("working directory {:?} cannot be used: {e}", dir))?;
     if real != dir {
-        profile.paths.check(&real, Access::Read).map_err(|refusal| {
+        profile.file.check(&real, Access::Read).map_err(|refusal| {
             format!(
                 "working directory {dir:?} leads to {real:?} through a symbolic link, and {refusal}"
             )

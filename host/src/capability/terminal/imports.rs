@@ -1,6 +1,6 @@
-//! The terminal's imports: `run` (alone in a sandbox of its own, built
-//! ahead when it can be, or in the caller's session), and the background
-//! processes of the session.
+//! The terminal's imports: `impl Capability` for [`Terminal`], `run` (alone
+//! in a sandbox of its own, built ahead when it can be, or in the caller's
+//! session), and the background processes of the session.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,14 +8,43 @@ use std::time::Duration;
 use super::command::{Start, admit, environment, output, proxy_env, quote, shell_path};
 use super::process_group::{Finished, ShellCommand};
 use super::proxy::Proxy;
+use super::terminals::TerminalSession;
 use crate::capability::Profile;
-use crate::capability::sandbox::Room;
+use crate::capability::grants::Grants;
+use crate::capability::sandbox::{Capability, CapabilityInfo, InRoom, Room, Sandbox};
 use crate::capability::terminal::confine;
-use crate::capability::terminal::{Terminal, ahead, background};
+use crate::capability::terminal::{TERMINAL_EXECUTE, Terminal, ahead, background};
 use crate::capability::terminal::{TerminalBackend, TerminalSandbox};
 use crate::contract::bindings::toolhost::plugin::terminal::{
     self as wit, Command, Host, Output, TerminalError,
 };
+
+impl Capability for Terminal {
+    const INFO: CapabilityInfo = CapabilityInfo {
+        name: "terminal",
+        permissions: &[TERMINAL_EXECUTE],
+        section: Some("terminal"),
+        description: "command lines the profile's terminal rules allow, in a kernel sandbox \
+                      that sees only the profile's file grants",
+        each: &[],
+    };
+    /// The call's own terminal session, for a call without one: made at its
+    /// first background process, ended with the call.
+    type State = Option<Arc<TerminalSession>>;
+
+    fn state(_: &Grants, _: &mut wasmtime_wasi::WasiCtxBuilder) -> Self::State {
+        None
+    }
+
+    fn add_to_linker(linker: &mut wasmtime::component::Linker<Sandbox>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)?;
+        // The same functions under contract 0.1's name.
+        crate::contract::adapter::v0_1::add_terminal_to_linker::<_, InRoom<Self>>(
+            linker,
+            Sandbox::room::<Self>,
+        )
+    }
+}
 
 impl Host for Room<'_, Terminal> {
     async fn run(&mut self, command: Command) -> wasmtime::Result<Result<Output, TerminalError>> {
@@ -92,7 +121,7 @@ impl Host for Room<'_, Terminal> {
             None => (None, None, (None, None), None, None),
         };
         if proxy.is_some() {
-            proxy_env(&mut env, &grants.profile.hosts);
+            proxy_env(&mut env, &grants.profile.network.hosts);
         }
         let shell_path = shell_path();
         let shell = ShellCommand {

@@ -35,23 +35,19 @@ mod imports;
 pub(crate) mod process_group;
 pub(crate) mod proxy;
 pub mod rules;
+mod section;
 mod spare;
 pub(crate) mod terminals;
 pub use rules::{
     CommandPattern, CommandPatternError, CommandRefusal, CommandRules, ContainerSettings,
     DEFAULT_SANDBOX_IDS, Danger, DangerCategory, DangerousMode, SshSettings, TerminalBackend,
-    TerminalLandlock, TerminalNetwork, TerminalSandbox, TerminalSettings,
+    TerminalLandlock, TerminalNetwork, TerminalRules, TerminalSandbox,
 };
 
+pub(crate) use section::TERMINAL_EXECUTE;
+pub use section::{GlobalTerminalConfig, Terminal, TerminalConfig};
 pub(crate) use terminals::check_container_engine;
 pub use terminals::{MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Terminals};
-
-use std::sync::Arc;
-
-use crate::capability::grants::Grants;
-use crate::capability::sandbox::{Capability, CapabilityInfo, InRoom, Sandbox};
-use crate::contract::bindings::toolhost::plugin::terminal as wit;
-use terminals::TerminalSession;
 
 /// Ends every command still running and removes every terminal container,
 /// for a process about to exit without dropping the calls that run them
@@ -62,37 +58,4 @@ pub(crate) fn kill_commands() {
     // What a command left at a kept name as it was killed is set aside
     // before toolhost exits (a later start must not read it).
     confine::guard::settle_at_exit(std::time::Duration::from_secs(2));
-}
-
-/// The permission a tool must declare to use this import.
-pub(crate) const PERMISSION: &str = "terminal:execute";
-
-/// Command lines, run in the kernel sandbox built from the profile.
-pub(crate) struct Terminal;
-
-impl Capability for Terminal {
-    const INFO: CapabilityInfo = CapabilityInfo {
-        name: "terminal",
-        permissions: &[PERMISSION],
-        section: Some("terminal"),
-        description: "command lines the profile's terminal rules allow, in a kernel sandbox \
-                      that sees only the profile's file grants",
-        each: &[],
-    };
-    /// The call's own terminal session, for a call without one: made at its
-    /// first background process, ended with the call.
-    type State = Option<Arc<TerminalSession>>;
-
-    fn state(_: &Grants, _: &mut wasmtime_wasi::WasiCtxBuilder) -> Self::State {
-        None
-    }
-
-    fn add_to_linker(linker: &mut wasmtime::component::Linker<Sandbox>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<_, InRoom<Self>>(linker, Sandbox::room::<Self>)?;
-        // The same functions under contract 0.1's name.
-        crate::contract::adapter::v0_1::add_terminal_to_linker::<_, InRoom<Self>>(
-            linker,
-            Sandbox::room::<Self>,
-        )
-    }
 }

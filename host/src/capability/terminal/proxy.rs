@@ -32,10 +32,10 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::capability::Profile;
 use crate::capability::network::HostRules;
+use crate::capability::network::NETWORK_FETCH;
 use crate::capability::network::connect::{Destination, Unreachable};
 use crate::capability::terminal::confine::PROXY_CONNECTIONS;
 use crate::contract::CapabilityUse;
-use crate::contract::permission::NETWORK_FETCH;
 use crate::policy::{PermissionDecision, PermissionRefusal};
 
 /// The socket's file name in the proxy's private directory.
@@ -60,7 +60,7 @@ const MAX_RECORDED: usize = 64;
 /// if they may not: its effective permissions do not allow `network:fetch`.
 pub(crate) fn network_refusal(profile: &Profile) -> Option<String> {
     let permission = NETWORK_FETCH.to_string();
-    let refusal = match profile.permissions.decide(NETWORK_FETCH) {
+    let refusal = match profile.permissions.decide(NETWORK_FETCH.as_str()) {
         PermissionDecision::Allowed => return None,
         PermissionDecision::NeedsApproval { pattern } => {
             return Some(format!(

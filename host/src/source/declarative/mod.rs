@@ -29,9 +29,10 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::capability::env::ENV_READ;
+use crate::capability::network::NETWORK_FETCH;
 use crate::config::parse_toml;
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
-use crate::contract::permission::{ENV_READ, NETWORK_FETCH};
 use crate::contract::spec::is_valid_tool_name;
 use checks::{
     auth_env, auth_json, check_auth, check_headers, check_timeout, check_url, parameter_schema,
@@ -284,9 +285,9 @@ fn validate(plugin: &str, file: &File) -> Result<Declared, Vec<String>> {
                 .or_else(|| file.toolset.clone())
                 .unwrap_or_else(|| plugin.to_string()),
             permissions: if requires_env.is_empty() {
-                vec![NETWORK_FETCH.into()]
+                vec![NETWORK_FETCH.to_string()]
             } else {
-                vec![NETWORK_FETCH.into(), ENV_READ.into()]
+                vec![NETWORK_FETCH.to_string(), ENV_READ.to_string()]
             },
             requires_env,
             emoji: tool.emoji.clone(),

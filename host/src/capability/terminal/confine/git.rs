@@ -80,7 +80,7 @@ impl Walk<'_> {
         };
         let named = self
             .profile
-            .paths
+            .file
             .grants()
             .any(|(dir, access)| access == Access::Write && dir.starts_with(&git_dir));
         if named {
@@ -288,7 +288,7 @@ impl Walk<'_> {
     /// a writable grant, and no deny rule may cover it.
     pub(super) fn root_of(&self, path: &Path) -> Option<&Path> {
         self.writable_grant(path)
-            .filter(|_| self.profile.paths.is_denied(path).is_none())
+            .filter(|_| self.profile.file.is_denied(path).is_none())
     }
 
     /// The writable grant nearest above `path` (lexically), if the nearest

@@ -28,7 +28,7 @@ pub(crate) fn kept_from_commands(profile: &Profile) -> Result<Vec<PathBuf>, Stri
         .read
         .iter()
         .map(PathBuf::as_path)
-        .chain(profile.paths.grants().map(|(dir, _)| dir))
+        .chain(profile.file.grants().map(|(dir, _)| dir))
         .filter_map(|dir| dir.canonicalize().ok())
         .collect();
     let inside = |path: &Path| {
@@ -40,13 +40,7 @@ pub(crate) fn kept_from_commands(profile: &Profile) -> Result<Vec<PathBuf>, Stri
         .iter()
         .filter(|mount| mount.kind == MountKind::ReadOnly)
         .filter(|mount| inside(&mount.path) && !granted.contains(&mount.path))
-        .filter(|mount| {
-            !profile
-                .paths
-                .own()
-                .iter()
-                .any(|own| own.covers(&mount.path))
-        })
+        .filter(|mount| !profile.file.own().iter().any(|own| own.covers(&mount.path)))
         .map(|mount| mount.path.clone())
         .collect();
     kept.extend(

@@ -149,7 +149,7 @@ pub async fn probe() -> KernelSupport {
     let namespaces = async {
         let (spec, run) = probe_spec();
         let group = pids::PidsGroup::for_command(spec.limits.processes, false)?;
-        let tenant = crate::capability::terminal::TerminalSettings::default().sandbox_id;
+        let tenant = crate::capability::terminal::TerminalRules::default().sandbox_id;
         let share = cpu::CpuGroup::for_tenant(tenant);
         let spec = Spec {
             pids: group.as_ref().map(pids::PidsGroup::procs),
@@ -221,7 +221,7 @@ fn probe_spec() -> (Spec, Run) {
         pids: None,
         cpu: None,
         session: false,
-        identity: host_id(crate::capability::terminal::TerminalSettings::default().sandbox_id),
+        identity: host_id(crate::capability::terminal::TerminalRules::default().sandbox_id),
         landlock: true,
     };
     (spec, run)

@@ -108,7 +108,7 @@ pub(super) fn add_grants(
     let may_write = matches!(
         profile
             .permissions
-            .decide(crate::contract::permission::FILE_WRITE),
+            .decide(crate::capability::file::FILE_WRITE.as_str()),
         PermissionDecision::Allowed | PermissionDecision::NeedsApproval { .. }
     );
     let mut read = Vec::new();
@@ -123,8 +123,8 @@ pub(super) fn add_grants(
 
     // The grants, at their real paths, unless a deny rule covers them.
     let mut grants = Vec::new();
-    for (dir, access) in profile.paths.grants() {
-        if profile.paths.is_denied(dir).is_some() {
+    for (dir, access) in profile.file.grants() {
+        if profile.file.is_denied(dir).is_some() {
             continue;
         }
         let Ok(real) = dir.canonicalize() else {
@@ -133,7 +133,7 @@ pub(super) fn add_grants(
         let Ok(meta) = real.symlink_metadata() else {
             continue;
         };
-        if !meta.is_dir() || profile.paths.is_denied(&real).is_some() {
+        if !meta.is_dir() || profile.file.is_denied(&real).is_some() {
             continue;
         }
         let writable = may_write && access == Access::Write;
@@ -172,7 +172,7 @@ pub(super) fn add_grants(
     }
     let shown: Vec<PathBuf> = walk.roots.iter().chain(&walk.read).cloned().collect();
     walk.linked
-        .extend(super::own::linked(profile.paths.own(), &shown));
+        .extend(super::own::linked(profile.file.own(), &shown));
     walk.other_names()?;
     if let Some(why) = walk.refused.take() {
         return Err(why);
@@ -184,7 +184,7 @@ pub(super) fn add_grants(
     {
         return Err(why);
     }
-    for pattern in profile.paths.deny_patterns() {
+    for pattern in profile.file.deny_patterns() {
         // A deny rule naming one path outside the walked grants (a file in
         // `terminal.read`, say) is masked too.
         let path = Path::new(pattern);
@@ -196,7 +196,7 @@ pub(super) fn add_grants(
         }
     }
     match purpose {
-        Purpose::Commands => super::own::protect(profile.paths.own(), mounts, watch),
+        Purpose::Commands => super::own::protect(profile.file.own(), mounts, watch),
         Purpose::FileTools => Ok(()),
     }
 }

@@ -124,7 +124,7 @@ impl Walk<'_> {
             let written_path = written.join(&name);
             // The directory walked is allowed (else it is masked whole, not
             // walked), so only the entry itself needs matching.
-            let rules = &self.profile.paths;
+            let rules = &self.profile.file;
             let denied = rules.denies_entry(&real_path).is_some()
                 || (written_path != real_path && rules.denies_entry(&written_path).is_some());
             if denied {
@@ -238,7 +238,7 @@ impl Walk<'_> {
             let Ok(meta) = next.symlink_metadata() else {
                 return;
             };
-            let masked = |path: &Path| self.profile.paths.is_denied(path).is_some();
+            let masked = |path: &Path| self.profile.file.is_denied(path).is_some();
             if meta.file_type().is_symlink() {
                 hops += 1;
                 let Ok(text) = std::fs::read_link(&next) else {
@@ -332,7 +332,7 @@ impl Walk<'_> {
     /// of the rule's reach.
     fn denied_anywhere(&self, name: &std::ffi::OsStr) -> bool {
         let elsewhere = Path::new("/\u{1}toolhost-elsewhere").join(name);
-        self.profile.paths.denies_entry(&elsewhere).is_some()
+        self.profile.file.denies_entry(&elsewhere).is_some()
     }
 
     /// Notes that `dir` holds `entries`, keeping the largest few.
@@ -577,8 +577,7 @@ mod tests {
         }
         let mut profile = Profile::deny_all("p", &root);
         let none: [&str; 0] = [];
-        profile.paths =
-            crate::capability::file::PathRules::new(none, [&root], ["**/.env"]).unwrap();
+        profile.file = crate::capability::file::PathRules::new(none, [&root], ["**/.env"]).unwrap();
         let refused = super::super::plan::plan(&profile, None).err().unwrap();
         let junk = root.join("junk").display().to_string();
         assert!(refused.contains(&junk), "{refused}");

@@ -259,7 +259,7 @@ impl Watch {
         if (name == "HEAD" || name == "config") && real.file_name() != Some(".git".as_ref()) {
             return Some(("a file that marks a git directory appeared or went", false));
         }
-        let rules = &profile.paths;
+        let rules = &profile.file;
         if rules.denies_entry(&real.join(name)).is_some()
             || rules.denies_entry(&written.join(name)).is_some()
         {
@@ -294,7 +294,7 @@ impl Change {
 
 /// What each of the profile's granted paths resolves to now.
 fn roots(profile: &Profile) -> Vec<Root> {
-    let grants = profile.paths.grants().map(|(dir, _)| dir);
+    let grants = profile.file.grants().map(|(dir, _)| dir);
     let read = profile.terminal.read.iter().map(PathBuf::as_path);
     grants
         .chain(read)

@@ -12,5 +12,5 @@ pub use commands::{CommandPattern, CommandPatternError, CommandRefusal, CommandR
 pub use dangerous::{Danger, DangerCategory};
 pub use settings::{
     ContainerSettings, DEFAULT_SANDBOX_IDS, DangerousMode, SshSettings, TerminalBackend,
-    TerminalLandlock, TerminalNetwork, TerminalSandbox, TerminalSettings,
+    TerminalLandlock, TerminalNetwork, TerminalRules, TerminalSandbox,
 };

@@ -1,11 +1,14 @@
-//! How terminal commands run under a profile: the sandbox, the backend
-//! (kernel sandbox, host, ssh, container), their network, ids and what the
-//! dangerous-command detector does.
+//! The terminal rules of a profile ([`TerminalRules`]): which commands, and
+//! how they run: the sandbox, the backend (kernel sandbox, host, ssh,
+//! container), their network, ids and what the dangerous-command detector
+//! does.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use super::commands::CommandRules;
 
 /// What to do with a command the dangerous-command detector flags.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -116,9 +119,11 @@ pub enum TerminalLandlock {
 /// that `useradd` hands out as subordinate ids and below 2^31.
 pub const DEFAULT_SANDBOX_IDS: (u32, u32) = (1_879_048_192, 1_879_113_727);
 
-/// How terminal commands run.
+/// The terminal rules of a profile: which commands, and how they run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TerminalSettings {
+pub struct TerminalRules {
+    /// Which commands tools may run.
+    pub commands: CommandRules,
     /// What confines commands.
     pub sandbox: TerminalSandbox,
     /// Landlock as a second layer of the kernel sandbox, where the kernel
@@ -162,12 +167,13 @@ pub struct TerminalSettings {
     pub container: Option<ContainerSettings>,
 }
 
-impl Default for TerminalSettings {
-    /// The kernel sandbox with no network, 256 processes, 4 GiB of
+impl Default for TerminalRules {
+    /// No command patterns; the kernel sandbox with no network, 256 processes, 4 GiB of
     /// address space per process, files up to 1 GiB, a 256 MiB `/tmp`;
     /// deny dangerous commands, 60 s, 256 KiB of output, no environment.
     fn default() -> Self {
         Self {
+            commands: CommandRules::default(),
             sandbox: TerminalSandbox::Kernel,
             landlock: true,
             sandbox_id: DEFAULT_SANDBOX_IDS.0,

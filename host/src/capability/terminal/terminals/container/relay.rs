@@ -53,7 +53,7 @@ impl Relay {
             .map_err(|e| fail(e.to_string()))?;
         let listener =
             tokio::net::TcpListener::from_std(listener).map_err(|e| fail(e.to_string()))?;
-        let proxy = Proxy::start(profile.hosts.clone(), gate)
+        let proxy = Proxy::start(profile.network.hosts.clone(), gate)
             .map_err(|e| format!("could not start the network proxy of the session: {e}"))?;
         let target = proxy.socket();
         let task = tokio::spawn(async move {
