@@ -324,13 +324,18 @@ async fn anchored_denies_hold(ws: Workspace, profile: &str, container: bool) {
 /// A directory with a workspace `ws` and a `toolhost.toml` whose default
 /// profile is [`DENIES`], for [`cli`].
 fn cli_workspace() -> tempfile::TempDir {
+    // One compile cache for every workspace of this process: a fresh one
+    // compiles the bundled plugins again at each first call.
+    static CACHE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     std::fs::write(
         dir.path().join("toolhost.toml"),
         format!(
-            "cache_dir = \"cache\"\nworkspace = \"ws\"\ndefault_profile = \"agent\"\n\
-             [profiles.agent]\n{DENIES}"
+            "cache_dir = {:?}\nworkspace = \"ws\"\ndefault_profile = \"agent\"\n\
+             [profiles.agent]\n{DENIES}",
+            cache.path().display().to_string()
         ),
     )
     .unwrap();
