@@ -534,12 +534,8 @@ fn a_capability_imports_another_only_through_a_declared_dependency() {
 }
 
 /// Imports across capability folders not (yet) declared, each to be
-/// removed, never added to: the file tools ask the terminal's sandbox plan
-/// what it keeps from commands, so that neither writes what the other
-/// keeps (a dependency of `file` on `terminal`, which itself needs `file`;
-/// its home is below both).
-const KNOWN_BOUNDARY_BREAKS: &[&str] =
-    &["capability/file/state imports capability/terminal/confine/kept without NEEDS"];
+/// removed, never added to.
+const KNOWN_BOUNDARY_BREAKS: &[&str] = &[];
 
 #[test]
 fn a_capability_breaking_its_boundaries_is_found() {

@@ -29,7 +29,7 @@ mod tests;
 pub(crate) use all::CAPABILITIES;
 pub use grants::{ApprovalScope, Grants, InForce, SessionRef};
 pub use log::{LogSink, with_log_sink};
-pub use profile::{Profile, ToolRules};
+pub use profile::{KeptBy, Profile, ToolRules};
 pub use progress::{Progress, ProgressSink, with_progress_sink};
 pub use sandbox::Sandbox;
 pub use terminal::{MAX_PROCESSES, MAX_TERMINAL_SESSIONS, Terminals};

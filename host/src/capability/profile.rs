@@ -36,6 +36,13 @@ macro_rules! profile {
             pub limits: Limits,
             /// What the tool and parameter layers say of single tools, by name.
             pub tools: BTreeMap<String, Arc<ToolRules>>,
+            /// What its commands may not change inside the writable
+            /// grants, as the terminal's sandbox plan keeps it (repository
+            /// metadata, where a kept link leads): the file tools write
+            /// none of it either. Set where the profile is made from a
+            /// configuration, which knows every capability; `None` (a
+            /// profile made otherwise) keeps nothing more.
+            pub kept_by: Option<KeptBy>,
             /// The configuration this profile was made from
             /// ([`crate::config::Config::generation`]; 0: none): a call made
             /// under a configuration since replaced is refused when it
@@ -56,6 +63,7 @@ macro_rules! profile {
                     $($(#[$sm])* $skey: <$scap as Section>::deny_all(),)*
                     limits: Limits::default(),
                     tools: BTreeMap::new(),
+                    kept_by: None,
                     generation: 0,
                 }
             }
@@ -74,6 +82,11 @@ macro_rules! profile {
     };
 }
 foreach_capability!(profile);
+
+/// [`Profile::kept_by`]: what commands of a profile may not change inside
+/// its writable grants (blocking: it walks the grants; `Err` is the
+/// refusal a command would get).
+pub type KeptBy = fn(&Profile) -> Result<Vec<PathBuf>, String>;
 
 /// What a profile says of one tool, beyond its permission rules.
 #[derive(Debug, Clone)]

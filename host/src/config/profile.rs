@@ -45,6 +45,10 @@ pub(super) fn resolve_profile(
     }
 
     resolve_sections(&mut profile, written, global, own, problems);
+    // One decision for both doors: the file tools ask the terminal's plan
+    // what it keeps (the file capability may not import the terminal,
+    // which needs it).
+    profile.kept_by = Some(crate::capability::terminal::confine::kept::kept_from_commands);
 
     let limits = &written.limits;
     let defaults = Limits::default();

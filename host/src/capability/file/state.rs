@@ -124,9 +124,9 @@ impl FileState {
     /// either: it is (or lies in) what the terminal's plan of the profile
     /// keeps, such as where a link of a repository's metadata leads.
     fn kept_refusal(&self, profile: &Profile, path: &Path) -> Option<PathRefusal> {
-        let kept = self.kept.get_or_init(|| {
-            crate::capability::terminal::confine::kept::kept_from_commands(profile)
-        });
+        let kept = self
+            .kept
+            .get_or_init(|| profile.kept_by.map_or(Ok(Vec::new()), |kept| kept(profile)));
         match kept {
             Ok(kept) => {
                 let at = kept.partition_point(|kept| kept.as_path() < path);
