@@ -7,6 +7,8 @@ mod guests;
 
 use std::fmt::Write as _;
 
+use sha2::{Digest as _, Sha256};
+
 fn main() {
     let guests = guests::build("plugins");
     let mut code = String::from(
@@ -18,9 +20,13 @@ fn main() {
             wrapper = Some(guest.wasm.display().to_string());
             continue;
         }
+        // The hash that names this version (`ContentHash`), computed here
+        // so that a start reads none of the embedded bytes.
+        let bytes = std::fs::read(&guest.wasm).expect("reading a built plugin");
+        let hash: [u8; 32] = Sha256::digest(&bytes).into();
         writeln!(
             code,
-            "    BundledPlugin {{ name: {:?}, wasm: include_bytes!({:?}) }},",
+            "    BundledPlugin {{ name: {:?}, wasm: include_bytes!({:?}), hash: {hash:?} }},",
             guest.name,
             guest.wasm.display().to_string()
         )

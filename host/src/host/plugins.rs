@@ -52,7 +52,7 @@ impl Host {
             && let Some(plugin) = crate::bundled::PLUGINS.iter().find(|p| p.name == name)
         {
             let cache = self.inner.cache.clone();
-            return PluginVersion::deferred(name, source, plugin.wasm, captured, cache);
+            return PluginVersion::bundled(plugin, captured, cache);
         }
         self.load(name, source).await
     }

@@ -5,7 +5,7 @@
 //! method whose params do not fit is invalid params (`-32602`), where rmcp
 //! would answer method not found. Both stdio and `/mcp` use these checks.
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, JsonRpcRequest};
 use serde_json::{Value, json};
 
 /// JSON-RPC's error codes used here.
@@ -79,22 +79,34 @@ impl Refusal {
 /// is ignored (notifications are never answered).
 pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refusal> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if let Err(e) = values::within(bytes, MAX_VALUES) {
-        return Err(match e {
-            values::Counted::Over => Refusal::new(
-                Value::Null,
-                INVALID_REQUEST,
-                format!(
-                    "Invalid Request: the message holds more than {MAX_VALUES} JSON values \
+    let top = match values::within(bytes, MAX_VALUES) {
+        Ok(top) => top,
+        Err(e) => {
+            return Err(match e {
+                values::Counted::Over => Refusal::new(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: the message holds more than {MAX_VALUES} JSON values \
                      (numbers, strings, ...; each array or object counts as {}); send fewer",
-                    values::CONTAINER
+                        values::CONTAINER
+                    ),
                 ),
-            ),
-            values::Counted::Invalid(e) => {
-                Refusal::new(Value::Null, PARSE_ERROR, format!("Parse error: {e}"))
-            }
-        });
+                values::Counted::Invalid(e) => {
+                    Refusal::new(Value::Null, PARSE_ERROR, format!("Parse error: {e}"))
+                }
+            });
+        }
+    };
+    if let Some(request) = direct(&top, bytes) {
+        return Ok(Some(request));
     }
+    decode_general(bytes)
+}
+
+/// Reads a message the general way: rmcp's reading, which tries each kind
+/// of message and then each of its requests in turn (untagged enums).
+fn decode_general(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refusal> {
     match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
         Ok(JsonRpcMessage::Request(request)) => match &request.request {
             ClientRequest::CustomRequest(custom)
@@ -132,6 +144,41 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
             classify(&value, &typed)
         }
     }
+}
+
+/// The requests most messages are (`tools/call`, `ping`, `tools/list`),
+/// read straight into their type, as rmcp reads them once it has found
+/// their kind: its general reading buffers the message and tries each kind
+/// of message and each of the 22 requests before `tools/call` in turn,
+/// building an error for each that does not fit. `None` for any other
+/// message, or one that does not read this way: the general way then
+/// decides as it always did. A property test holds the two to the same
+/// answers.
+fn direct(top: &values::Top, bytes: &[u8]) -> Option<ClientJsonRpcMessage> {
+    use rmcp::model::{CallToolRequest, ListToolsRequest, PingRequest};
+    if !top.id || top.answer {
+        return None;
+    }
+    let request = match top.method.as_deref()? {
+        "tools/call" => read::<CallToolRequest>(bytes, ClientRequest::CallToolRequest)?,
+        "ping" => read::<PingRequest>(bytes, ClientRequest::PingRequest)?,
+        "tools/list" => read::<ListToolsRequest>(bytes, ClientRequest::ListToolsRequest)?,
+        _ => return None,
+    };
+    Some(JsonRpcMessage::Request(request))
+}
+
+/// Reads `bytes` as a request of kind `R`.
+fn read<'a, R: serde::Deserialize<'a>>(
+    bytes: &'a [u8],
+    kind: fn(R) -> ClientRequest,
+) -> Option<JsonRpcRequest<ClientRequest>> {
+    let read = serde_json::from_slice::<JsonRpcRequest<R>>(bytes).ok()?;
+    Some(JsonRpcRequest {
+        jsonrpc: read.jsonrpc,
+        id: read.id,
+        request: kind(read.request),
+    })
 }
 
 /// The tasks a `subscriptions/listen` request asks status notices of: the
@@ -179,104 +226,7 @@ impl ListenTasks {
 /// the tree while the request runs.
 pub(crate) const MAX_VALUES: usize = 65_536;
 
-mod values {
-    //! Counts the values of a JSON text without building them.
-    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-
-    pub(super) enum Counted {
-        Over,
-        Invalid(serde_json::Error),
-    }
-
-    /// Whether `bytes` hold at most `max` JSON values.
-    pub(super) fn within(bytes: &[u8], max: usize) -> Result<(), Counted> {
-        let mut left = max;
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        match (Count(&mut left))
-            .deserialize(&mut de)
-            .and_then(|()| de.end())
-        {
-            Ok(()) => Ok(()),
-            Err(_) if left == 0 => Err(Counted::Over),
-            Err(e) => Err(Counted::Invalid(e)),
-        }
-    }
-
-    struct Count<'a>(&'a mut usize);
-
-    /// What an array or an object counts, in values: built, each costs
-    /// about as much as that many scalars (a map or a vector of its own).
-    pub(super) const CONTAINER: usize = 16;
-
-    impl Count<'_> {
-        /// Counts the rest of what an array or object costs.
-        fn container<E: serde::de::Error>(&mut self) -> Result<(), E> {
-            match self.0.checked_sub(CONTAINER - 1) {
-                Some(left) => {
-                    *self.0 = left;
-                    Ok(())
-                }
-                None => {
-                    *self.0 = 0;
-                    Err(E::custom("too many values"))
-                }
-            }
-        }
-    }
-
-    impl<'de> DeserializeSeed<'de> for Count<'_> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
-            if *self.0 == 0 {
-                return Err(serde::de::Error::custom("too many values"));
-            }
-            *self.0 -= 1;
-            de.deserialize_any(self)
-        }
-    }
-
-    impl<'de> Visitor<'de> for Count<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("JSON")
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_str<E>(self, _: &str) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_unit<E>(self) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
-            self.container()?;
-            while seq.next_element_seed(Count(&mut *self.0))?.is_some() {}
-            Ok(())
-        }
-        fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-            self.container()?;
-            // Each key is a string kept with its value: it counts too.
-            while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
-                match self.0.checked_sub(1) {
-                    Some(left) => *self.0 = left,
-                    None => return Err(serde::de::Error::custom("too many values")),
-                }
-                map.next_value_seed(Count(&mut *self.0))?;
-            }
-            Ok(())
-        }
-    }
-}
+mod values;
 
 fn id_json(id: &rmcp::model::RequestId) -> Value {
     match id {
@@ -393,6 +343,128 @@ mod tests {
         assert_eq!(
             json!(initialize.params.capabilities.experimental),
             json!({"toolhost": {"narrow": {"deny": ["file:write"]}}})
+        );
+    }
+
+    /// A JSON value of any shape, a few levels deep.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "[a-z\\\\\"\u{e9}\u{1F600}_]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-z_]{1,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// The messages read straight into their type read as the general way
+    /// reads them, whatever their ids, params, `_meta` and extra fields;
+    /// and those the general way refuses are refused the same.
+    #[test]
+    fn the_requests_read_directly_read_as_the_general_way_reads_them() {
+        use proptest::prelude::*;
+        let method = prop_oneof![
+            Just("tools/call"),
+            Just("ping"),
+            Just("tools/list"),
+            Just("initialize"),
+        ];
+        let id = prop_oneof![
+            any::<i64>().prop_map(Value::from),
+            "[a-z0-9]{0,6}".prop_map(Value::from),
+            Just(Value::Null),
+        ];
+        let params = prop_oneof![
+            Just(None),
+            any_json().prop_map(Some),
+            (
+                "[a-z_]{0,8}",
+                proptest::option::of(any_json()),
+                proptest::option::of(any_json()),
+                proptest::option::of(any_json()),
+            )
+                .prop_map(|(name, arguments, meta, extra)| {
+                    let mut params = json!({"name": name});
+                    if let Some(arguments) = arguments {
+                        params["arguments"] = arguments;
+                    }
+                    if let Some(meta) = meta {
+                        params["_meta"] = meta;
+                    }
+                    if let Some(extra) = extra {
+                        params["extra"] = extra;
+                    }
+                    Some(params)
+                }),
+        ];
+        let extra = proptest::option::of(("[a-z]{1,6}", any_json()));
+        let mut runner =
+            proptest::test_runner::TestRunner::new(proptest::test_runner::Config::with_cases(2000));
+        let direct_reads = std::cell::Cell::new(0);
+        runner
+            .run(
+                &(method, id, params, extra, proptest::bool::weighted(0.9)),
+                |(method, id, params, extra, has_id)| {
+                    let mut message = json!({"jsonrpc": "2.0", "method": method});
+                    if has_id {
+                        message["id"] = id;
+                    }
+                    if let Some(params) = params {
+                        message["params"] = params;
+                    }
+                    if let Some((key, value)) = extra {
+                        message[key] = value;
+                    }
+                    let text = message.to_string();
+                    let shown =
+                        |decoded: &Result<Option<ClientJsonRpcMessage>, Refusal>| match decoded {
+                            Ok(message) => serde_json::to_value(message).unwrap(),
+                            Err(refusal) => refusal.to_json(),
+                        };
+                    let top = values::within(text.as_bytes(), MAX_VALUES)
+                        .unwrap_or_else(|_| panic!("counted: {text}"));
+                    if direct(&top, text.as_bytes()).is_some() {
+                        direct_reads.set(direct_reads.get() + 1);
+                    }
+                    prop_assert_eq!(
+                        shown(&decode(text.as_bytes())),
+                        shown(&decode_general(text.as_bytes())),
+                        "{}",
+                        text
+                    );
+                    Ok(())
+                },
+            )
+            .unwrap();
+        // Most of them took the direct way: the comparison compared it.
+        let direct_reads = direct_reads.get();
+        assert!(direct_reads > 300, "{direct_reads} read directly");
+    }
+
+    #[test]
+    fn the_top_level_is_read_in_the_counting_pass() {
+        let top = |text: &str| values::within(text.as_bytes(), MAX_VALUES).ok().unwrap();
+        let read = top(r#"{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"method":"x"}}"#);
+        assert_eq!(read.method.as_deref(), Some("tools/call"));
+        assert!(read.id && !read.answer);
+        let answer = top(r#"{"id":1,"jsonrpc":"2.0","result":{}}"#);
+        assert!(answer.answer && answer.method.is_none());
+        let long = format!(r#"{{"method":"{}"}}"#, "m".repeat(65));
+        assert_eq!(top(&long).method, None);
+        assert_eq!(top(r#"{"method":["tools/call"]}"#).method, None);
+        assert_eq!(
+            top(r#"[{"method":"tools/call","id":1}]"#),
+            values::Top::default()
         );
     }
 

@@ -11,6 +11,7 @@ use wasmtime::component::{Instance, InstancePre};
 use super::bindings::exports::toolhost::plugin::{lifecycle, rich_tool, tool};
 use super::bindings::toolhost::plugin::types::{ToolIcons, ToolOutput as WitToolOutput};
 use super::bindings::{GuestToolError, LifecycleIndices, Manifest, RichIndices, ToolIndices};
+use super::{CONTRACT_SERIES, CONTRACT_VERSION, TOOL_INTERFACE};
 
 /// The contract versions this host loads, by series: every released version
 /// of each (a series is a major version, or a minor one below 1.0), newest
@@ -42,8 +43,44 @@ impl Series {
     pub(crate) fn tool_interface(self) -> &'static str {
         match self {
             Self::V0_1 => "toolhost:plugin/tool@0.1.0",
-            Self::V0_2 => super::TOOL_INTERFACE,
+            Self::V0_2 => TOOL_INTERFACE,
         }
+    }
+}
+
+/// The optional lifecycle interface, without its version.
+pub(crate) const LIFECYCLE_INTERFACE: &str = "toolhost:plugin/lifecycle@";
+
+/// The optional interface of content results and icons (0.2.2), without its
+/// version.
+pub(crate) const RICH_INTERFACE: &str = "toolhost:plugin/rich-tool@";
+
+/// The contract version of the `tool` interface a component exports, and
+/// its series: every released version loads (see
+/// [`RELEASED_CONTRACTS`]); anything else is refused with
+/// the versions this host loads named.
+pub(crate) fn contract_version(exports: &[String]) -> Result<(String, Series), String> {
+    const PREFIX: &str = "toolhost:plugin/tool@";
+    let Some(version) = exports.iter().find_map(|e| e.strip_prefix(PREFIX)) else {
+        let found = if exports.is_empty() {
+            "nothing".to_string()
+        } else {
+            exports.join(", ")
+        };
+        return Err(format!(
+            "does not export {TOOL_INTERFACE}, so it is not a toolhost plugin \
+             (it exports {found}); build it against the toolhost WIT, for example with toolhost-sdk"
+        ));
+    };
+    match Series::of(version) {
+        Some(series) => Ok((version.to_string(), series)),
+        None => Err(format!(
+            "was built against contract toolhost:plugin@{version}, which this host does not \
+             know: it speaks toolhost:plugin@{CONTRACT_VERSION} and loads every released version \
+             ({}, that is {CONTRACT_SERIES}); run a toolhost that speaks {version}, or rebuild \
+             the plugin against {CONTRACT_VERSION}",
+            RELEASED_CONTRACTS.join(", ")
+        )),
     }
 }
 
@@ -266,5 +303,34 @@ impl LifecycleGuest {
             Self::V0_1(guest) => guest.call_teardown(store).await,
             Self::V0_2(guest) => guest.call_teardown(store).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contract_versions() {
+        let exports = |v: &str| vec![format!("toolhost:plugin/tool@{v}")];
+        let loads = |v: &str| contract_version(&exports(v)).unwrap();
+        assert_eq!(loads("0.1.0"), ("0.1.0".to_string(), Series::V0_1));
+        assert_eq!(loads("0.2.0"), ("0.2.0".to_string(), Series::V0_2));
+        assert_eq!(loads("0.2.7"), ("0.2.7".to_string(), Series::V0_2));
+        for unknown in ["0.3.0", "1.0.0", "0.0.9"] {
+            let refused = contract_version(&exports(unknown)).unwrap_err();
+            assert!(
+                refused.contains(&format!(
+                    "toolhost:plugin@{unknown}, which this host does not know"
+                )),
+                "{refused}"
+            );
+            assert!(refused.contains("0.1.x and 0.2.x"), "{refused}");
+        }
+        assert!(
+            contract_version(&[])
+                .unwrap_err()
+                .contains("exports nothing")
+        );
     }
 }

@@ -139,6 +139,30 @@ impl PluginVersion {
         captured: &CapturedPlugin,
         cache: Option<ArtifactCache>,
     ) -> Result<PluginVersion, LoadError> {
+        let hash = ContentHash::of(bytes);
+        Self::deferred_hashed(name, source, bytes, hash, captured, cache)
+    }
+
+    /// The bundled `plugin`, listed from `captured` like
+    /// [`PluginVersion::deferred`], named by the hash computed when it was
+    /// embedded: a start reads none of its bytes until its first call.
+    pub(crate) fn bundled(
+        plugin: &'static crate::bundled::BundledPlugin,
+        captured: &CapturedPlugin,
+        cache: Option<ArtifactCache>,
+    ) -> Result<PluginVersion, LoadError> {
+        let (source, hash) = (PluginSource::Bundled, ContentHash(plugin.hash));
+        Self::deferred_hashed(plugin.name, source, plugin.wasm, hash, captured, cache)
+    }
+
+    fn deferred_hashed(
+        name: &str,
+        source: PluginSource,
+        bytes: &'static [u8],
+        hash: ContentHash,
+        captured: &CapturedPlugin,
+        cache: Option<ArtifactCache>,
+    ) -> Result<PluginVersion, LoadError> {
         let plugin: Arc<str> = name.into();
         let runtime = Runtime::shared()
             .map_err(|e| LoadError::new(name, &source, format!("no runtime: {e:#}")))?;
@@ -150,7 +174,7 @@ impl PluginVersion {
         Ok(PluginVersion {
             name: plugin,
             source,
-            hash: ContentHash::of(bytes),
+            hash,
             size: bytes.len(),
             code: tokio::sync::OnceCell::new(),
             upgraded: Arc::default(),

@@ -3,16 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::contract::adapter::Series;
 use crate::contract::spec::{self, ToolSpec};
-use crate::contract::{CONTRACT_SERIES, CONTRACT_VERSION, RELEASED_CONTRACTS, TOOL_INTERFACE};
-
-/// The optional lifecycle interface, without its version.
-pub(super) const LIFECYCLE_INTERFACE: &str = "toolhost:plugin/lifecycle@";
-
-/// The optional interface of content results and icons (0.2.2), without its
-/// version.
-pub(super) const RICH_INTERFACE: &str = "toolhost:plugin/rich-tool@";
 
 /// Checks the first bytes: a component, not a core module or something else.
 pub(super) fn sniff(bytes: &[u8]) -> Result<(), String> {
@@ -36,35 +27,6 @@ pub(super) fn sniff(bytes: &[u8]) -> Result<(), String> {
         _ => Err(format!(
             "has an unknown WebAssembly version/layer {:02x?}",
             &bytes[4..8]
-        )),
-    }
-}
-
-/// The contract version of the `tool` interface a component exports, and
-/// its series: every released version loads (see
-/// [`crate::contract::RELEASED_CONTRACTS`]); anything else is refused with
-/// the versions this host loads named.
-pub(super) fn contract_version(exports: &[String]) -> Result<(String, Series), String> {
-    const PREFIX: &str = "toolhost:plugin/tool@";
-    let Some(version) = exports.iter().find_map(|e| e.strip_prefix(PREFIX)) else {
-        let found = if exports.is_empty() {
-            "nothing".to_string()
-        } else {
-            exports.join(", ")
-        };
-        return Err(format!(
-            "does not export {TOOL_INTERFACE}, so it is not a toolhost plugin \
-             (it exports {found}); build it against the toolhost WIT, for example with toolhost-sdk"
-        ));
-    };
-    match Series::of(version) {
-        Some(series) => Ok((version.to_string(), series)),
-        None => Err(format!(
-            "was built against contract toolhost:plugin@{version}, which this host does not \
-             know: it speaks toolhost:plugin@{CONTRACT_VERSION} and loads every released version \
-             ({}, that is {CONTRACT_SERIES}); run a toolhost that speaks {version}, or rebuild \
-             the plugin against {CONTRACT_VERSION}",
-            RELEASED_CONTRACTS.join(", ")
         )),
     }
 }
@@ -148,30 +110,6 @@ mod tests {
                 .contains("core WebAssembly module")
         );
         assert!(sniff(b"\0asm\x0d\0\x01\0").is_ok());
-    }
-
-    #[test]
-    fn contract_versions() {
-        let exports = |v: &str| vec![format!("toolhost:plugin/tool@{v}")];
-        let loads = |v: &str| contract_version(&exports(v)).unwrap();
-        assert_eq!(loads("0.1.0"), ("0.1.0".to_string(), Series::V0_1));
-        assert_eq!(loads("0.2.0"), ("0.2.0".to_string(), Series::V0_2));
-        assert_eq!(loads("0.2.7"), ("0.2.7".to_string(), Series::V0_2));
-        for unknown in ["0.3.0", "1.0.0", "0.0.9"] {
-            let refused = contract_version(&exports(unknown)).unwrap_err();
-            assert!(
-                refused.contains(&format!(
-                    "toolhost:plugin@{unknown}, which this host does not know"
-                )),
-                "{refused}"
-            );
-            assert!(refused.contains("0.1.x and 0.2.x"), "{refused}");
-        }
-        assert!(
-            contract_version(&[])
-                .unwrap_err()
-                .contains("exports nothing")
-        );
     }
 
     #[test]

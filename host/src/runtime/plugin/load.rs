@@ -11,7 +11,9 @@ use super::version::{Linked, PluginVersion};
 use crate::capability::grants::Grants;
 use crate::capability::sandbox::{Identity, Sandbox};
 use crate::contract::ContentHash;
-use crate::contract::adapter::{Described, LifecycleExports, ToolExports};
+use crate::contract::adapter::{
+    Described, LIFECYCLE_INTERFACE, LifecycleExports, RICH_INTERFACE, ToolExports, contract_version,
+};
 use crate::contract::spec::ToolSpec;
 use crate::policy::Limits;
 use crate::runtime::cache::{ArtifactCache, Compiled};
