@@ -109,13 +109,13 @@ def measure(binary):
         warm = start(binary, work)
         try:
             calls(warm, 1)
-            # The optimised code is compiled in the background and cached.
-            before, deadline = -1, time.monotonic() + 60
-            while time.monotonic() < deadline:
+            # The optimised code is compiled in the background and cached:
+            # wait until the cache has not grown for 3 s.
+            before, steady, deadline = -1, 0, time.monotonic() + 120
+            while time.monotonic() < deadline and steady < 6:
                 time.sleep(0.5)
                 now = cached_bytes(work)
-                if now == before and now > 0:
-                    break
+                steady = steady + 1 if now == before and now > 0 else 0
                 before = now
         finally:
             warm.kill()

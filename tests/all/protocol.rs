@@ -238,6 +238,37 @@ fn invalid_requests_carry_their_id_when_it_can_be_read() {
     assert_eq!(error_of(&answer).1, -32600);
 }
 
+/// serde_json's raw-value token as a key makes the JSON reader build the
+/// JSON text in its string in place of the object: a value the bytes do not
+/// spell (and a tree the value count never saw). Refused, as the first key
+/// or not, and the server goes on.
+#[test]
+fn keys_the_json_reader_reserves_are_invalid_requests() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    let smuggled = json!({"$serde_json::private::RawValue": "\"smuggled\""});
+    server.send(&call(4, "echo", json!({"text": smuggled})));
+    let answer = server.answer();
+    assert_eq!(error_of(&answer), (Value::Null, -32600), "{answer}");
+    assert!(answer.to_string().contains("rename the key"), "{answer}");
+    server.send_raw(
+        br#"{"jsonrpc":"2.0","id":{"$serde_json::private::RawValue":"5"},"method":"ping"}"#,
+    );
+    assert_eq!(error_of(&server.answer()), (Value::Null, -32600));
+    server.send(&call(
+        6,
+        "echo",
+        json!({"text": "$serde_json::private::RawValue"}),
+    ));
+    let answer = server.answer();
+    assert!(
+        answer["result"]
+            .to_string()
+            .contains("serde_json::private::RawValue"),
+        "{answer}"
+    );
+}
+
 #[test]
 fn params_that_do_not_fit_are_invalid_params() {
     let (_dir, root) = workspace(CONFIG);

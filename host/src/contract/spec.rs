@@ -45,66 +45,25 @@ pub struct ToolSpec {
     pub plugin: Arc<str>,
     /// `parameters`, compiled once per tool version.
     #[serde(skip)]
-    validator: Arc<Compiled>,
+    validator: Arc<jsonschema::Validator>,
     /// `output_schema`, compiled once per tool version.
     #[serde(skip)]
-    output_validator: Option<Arc<Compiled>>,
-}
-
-/// When a spec's schemas are compiled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Compile {
-    /// Now: a schema that does not compile is a problem of the spec.
-    Now,
-    /// At first use: for specs captured when toolhost was built, whose
-    /// schemas were compiled then (a start then compiles none).
-    AtFirstUse,
-}
-
-/// A schema compiled once: when its spec was validated, or at first use.
-#[derive(Debug, Default)]
-struct Compiled(std::sync::OnceLock<Result<jsonschema::Validator, String>>);
-
-impl Compiled {
-    fn now(validator: jsonschema::Validator) -> Self {
-        Self(std::sync::OnceLock::from(Ok(validator)))
-    }
-
-    /// Every way `value` breaks `schema` (this one's source).
-    fn violations(&self, schema: &Value, value: &Value) -> Result<(), Vec<String>> {
-        match self
-            .0
-            .get_or_init(|| compile(schema).map_err(|e| e.to_string()))
-        {
-            Ok(validator) => violations(validator, value),
-            Err(e) => Err(vec![format!("the schema does not compile: {e}")]),
-        }
-    }
-}
-
-/// Compiles a tool's schema. Patterns run on the regex crate, whose
-/// matching time is linear: a backtracking pattern cannot stall validation,
-/// which runs outside the call's deadline.
-fn compile(schema: &Value) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
-    jsonschema::options()
-        .should_validate_formats(false)
-        .with_pattern_options(jsonschema::PatternOptions::regex())
-        .build(schema)
+    output_validator: Option<Arc<jsonschema::Validator>>,
 }
 
 impl ToolSpec {
     /// Checks `arguments` against the parameter schema, listing every
     /// violation with its JSON pointer.
     pub fn validate_arguments(&self, arguments: &Value) -> Result<(), Vec<String>> {
-        self.validator.violations(&self.parameters, arguments)
+        violations(&self.validator, arguments)
     }
 
     /// Checks a result against the output schema, if the tool declares one,
     /// listing every violation with its JSON pointer.
     pub fn validate_output(&self, output: &Value) -> Result<(), Vec<String>> {
-        match (&self.output_validator, &self.output_schema) {
-            (Some(validator), Some(schema)) => validator.violations(schema, output),
-            _ => Ok(()),
+        match &self.output_validator {
+            Some(validator) => violations(validator, output),
+            None => Ok(()),
         }
     }
 }
@@ -167,13 +126,8 @@ pub(crate) const MAX_TOOL_NAME: usize = 64;
 /// Largest title of one tool, in bytes.
 pub(crate) const MAX_TITLE_BYTES: usize = 128;
 
-/// Validates a spec from a plugin's `describe`, returning every problem found;
-/// its schemas compiled `when`.
-pub(crate) fn validate(
-    plugin: &Arc<str>,
-    when: Compile,
-    raw: WitToolSpec,
-) -> Result<ToolSpec, Vec<String>> {
+/// Validates a spec from a plugin's `describe`, returning every problem found.
+pub(crate) fn validate(plugin: &Arc<str>, raw: WitToolSpec) -> Result<ToolSpec, Vec<String>> {
     let mut problems = Vec::new();
     let shown_name = shown(&raw.name);
     if !is_valid_tool_name(&raw.name) {
@@ -194,21 +148,16 @@ pub(crate) fn validate(
             MAX_DESCRIPTION_BYTES
         ));
     }
-    let (parameters, validator) = match object_schema(
-        &shown_name,
-        "parameters",
-        &raw.parameters,
-        when,
-        &mut problems,
-    ) {
-        Some((schema, validator)) => (schema, Some(validator)),
-        None => (Value::Null, None),
-    };
+    let (parameters, validator) =
+        match object_schema(&shown_name, "parameters", &raw.parameters, &mut problems) {
+            Some((schema, validator)) => (schema, Some(validator)),
+            None => (Value::Null, None),
+        };
     let mut output_schema = None;
     let mut output_validator = None;
     if let Some(text) = &raw.output_schema
         && let Some((schema, validator)) =
-            object_schema(&shown_name, "output-schema", text, when, &mut problems)
+            object_schema(&shown_name, "output-schema", text, &mut problems)
     {
         output_schema = Some(schema);
         output_validator = Some(validator);
@@ -273,9 +222,8 @@ fn object_schema(
     tool: &str,
     what: &str,
     text: &str,
-    when: Compile,
     problems: &mut Vec<String>,
-) -> Option<(Value, Arc<Compiled>)> {
+) -> Option<(Value, Arc<jsonschema::Validator>)> {
     if text.len() > MAX_SCHEMA_BYTES {
         problems.push(format!(
             "tool {tool:?}: {what} is a schema of {} bytes, more than the {} a tool's \
@@ -296,11 +244,15 @@ fn object_schema(
         problems.push(format!("tool {tool:?}: {what} {problem}"));
         return None;
     }
-    if when == Compile::AtFirstUse {
-        return Some((schema, Arc::default()));
-    }
-    match compile(&schema) {
-        Ok(compiled) => Some((schema, Arc::new(Compiled::now(compiled)))),
+    // Patterns run on the regex crate, whose matching time is linear: a
+    // backtracking pattern cannot stall validation, which runs outside the
+    // call's deadline.
+    match jsonschema::options()
+        .should_validate_formats(false)
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(&schema)
+    {
+        Ok(compiled) => Some((schema, Arc::new(compiled))),
         Err(e) => {
             problems.push(format!(
                 "tool {tool:?}: {what} is not a valid JSON Schema: {e}"
@@ -391,41 +343,9 @@ mod tests {
     #[test]
     fn accepts_a_good_spec() {
         let plugin: Arc<str> = "p".into();
-        let spec = validate(
-            &plugin,
-            Compile::Now,
-            raw("echo_2-x", r#"{"type":"object"}"#),
-        )
-        .unwrap();
+        let spec = validate(&plugin, raw("echo_2-x", r#"{"type":"object"}"#)).unwrap();
         assert_eq!(spec.name, "echo_2-x");
         assert_eq!(&*spec.plugin, "p");
-    }
-
-    /// A captured spec's schemas are compiled at their first use, and
-    /// check then as they would have at load; one that does not compile
-    /// refuses every value, saying why.
-    #[test]
-    fn schemas_compiled_at_first_use_check_as_those_compiled_now() {
-        let plugin: Arc<str> = "p".into();
-        let schema = r#"{"type":"object","properties":{"n":{"type":"integer","pattern":"^a"}},
-            "required":["n"]}"#;
-        for when in [Compile::Now, Compile::AtFirstUse] {
-            let spec = validate(&plugin, when, raw("t", schema)).unwrap();
-            assert!(
-                spec.validate_arguments(&serde_json::json!({"n": 1}))
-                    .is_ok()
-            );
-            let refused = spec.validate_arguments(&serde_json::json!({"n": "x"}));
-            assert!(refused.unwrap_err()[0].contains("/n"), "{when:?}");
-            assert!(spec.validate_arguments(&serde_json::json!({})).is_err());
-        }
-        // Compiled now, a bad pattern is a problem of the spec; at first
-        // use, every value is refused with it.
-        let bad = r#"{"type":"object","properties":{"n":{"pattern":"("}}}"#;
-        assert!(validate(&plugin, Compile::Now, raw("t", bad)).is_err());
-        let spec = validate(&plugin, Compile::AtFirstUse, raw("t", bad)).unwrap();
-        let refused = spec.validate_arguments(&serde_json::json!({})).unwrap_err();
-        assert!(refused[0].contains("does not compile"), "{refused:?}");
     }
 
     #[test]
@@ -434,7 +354,7 @@ mod tests {
         let mut bad = raw("bad name", r#"{"type":"string"}"#);
         bad.permissions.push("File Read".into());
         bad.destructive = true;
-        let problems = validate(&plugin, Compile::Now, bad).unwrap_err();
+        let problems = validate(&plugin, bad).unwrap_err();
         assert_eq!(problems.len(), 4, "{problems:#?}");
         assert!(problems[0].contains("tool name \"bad name\" is invalid"));
         assert!(problems[1].contains("must describe an object"));
@@ -447,14 +367,14 @@ mod tests {
         let plugin: Arc<str> = "p".into();
         // Look-around needs a backtracking engine: refused at load.
         let hostile = r#"{"type":"object","propertyNames":{"pattern":"^(?:(?=a)a+)+$"}}"#;
-        let problems = validate(&plugin, Compile::Now, raw("slow", hostile)).unwrap_err();
+        let problems = validate(&plugin, raw("slow", hostile)).unwrap_err();
         assert!(
             problems[0].contains("not a valid JSON Schema"),
             "{problems:?}"
         );
         // A nested quantifier is linear on the regex crate.
         let nested = r#"{"type":"object","propertyNames":{"pattern":"^(a+)+$"}}"#;
-        let spec = validate(&plugin, Compile::Now, raw("nested", nested)).unwrap();
+        let spec = validate(&plugin, raw("nested", nested)).unwrap();
         let mut arguments = serde_json::Map::new();
         for i in 0..200 {
             arguments.insert(format!("{}b{i}", "a".repeat(30)), Value::Null);
@@ -467,11 +387,11 @@ mod tests {
         let plugin: Arc<str> = "p".into();
         let padding = "x".repeat(MAX_SCHEMA_BYTES);
         let huge = format!(r#"{{"type":"object","description":"{padding}"}}"#);
-        let problems = validate(&plugin, Compile::Now, raw("huge", &huge)).unwrap_err();
+        let problems = validate(&plugin, raw("huge", &huge)).unwrap_err();
         assert!(problems[0].contains("more than the 65536"), "{problems:?}");
         let mut wordy = raw("wordy", r#"{"type":"object"}"#);
         wordy.description = "y".repeat(MAX_DESCRIPTION_BYTES + 1);
-        let problems = validate(&plugin, Compile::Now, wordy).unwrap_err();
+        let problems = validate(&plugin, wordy).unwrap_err();
         assert!(
             problems[0].contains("description of 8193 bytes"),
             "{problems:?}"
@@ -479,7 +399,7 @@ mod tests {
         // At the limits, a tool loads.
         let mut full = raw("full", r#"{"type":"object"}"#);
         full.description = "y".repeat(MAX_DESCRIPTION_BYTES);
-        assert!(validate(&plugin, Compile::Now, full).is_ok());
+        assert!(validate(&plugin, full).is_ok());
     }
 
     #[test]
@@ -499,7 +419,7 @@ mod tests {
         let plugin: Arc<str> = "p".into();
         let schema = r#"{"type":"object","properties":{"n":{"type":"integer"},
             "tags":{"type":"array","items":{"type":"string"}}},"required":["n"]}"#;
-        let spec = validate(&plugin, Compile::Now, raw("t", schema)).unwrap();
+        let spec = validate(&plugin, raw("t", schema)).unwrap();
         assert!(
             spec.validate_arguments(&serde_json::json!({"n": 1}))
                 .is_ok()
@@ -521,7 +441,6 @@ mod tests {
         let plugin: Arc<str> = "p".into();
         let problems = validate(
             &plugin,
-            Compile::Now,
             raw("t", r#"{"type":"object","properties":{"a":{"type":7}}}"#),
         )
         .unwrap_err();
@@ -534,7 +453,7 @@ mod tests {
     #[test]
     fn parameters_must_be_json() {
         let plugin: Arc<str> = "p".into();
-        let problems = validate(&plugin, Compile::Now, raw("t", "{not json")).unwrap_err();
+        let problems = validate(&plugin, raw("t", "{not json")).unwrap_err();
         assert!(problems[0].contains("parameters is not valid JSON"));
     }
 
@@ -546,7 +465,7 @@ mod tests {
         typed.output_schema = Some(
             r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#.into(),
         );
-        let spec = validate(&plugin, Compile::Now, typed).unwrap();
+        let spec = validate(&plugin, typed).unwrap();
         assert_eq!(spec.title.as_deref(), Some("Typed tool"));
         assert!(spec.validate_output(&serde_json::json!({"n": 1})).is_ok());
         let errors = spec
@@ -554,12 +473,7 @@ mod tests {
             .unwrap_err();
         assert!(errors[0].starts_with("/n: "), "{errors:?}");
         // Without an output schema, anything goes.
-        let untyped = validate(
-            &plugin,
-            Compile::Now,
-            raw("untyped", r#"{"type":"object"}"#),
-        )
-        .unwrap();
+        let untyped = validate(&plugin, raw("untyped", r#"{"type":"object"}"#)).unwrap();
         assert!(untyped.validate_output(&serde_json::json!([1])).is_ok());
     }
 
@@ -569,7 +483,7 @@ mod tests {
         let mut bad = raw("t", r#"{"type":"object"}"#);
         bad.output_schema = Some(r#"{"type":"array"}"#.into());
         bad.title = Some("two\nlines".into());
-        let problems = validate(&plugin, Compile::Now, bad).unwrap_err();
+        let problems = validate(&plugin, bad).unwrap_err();
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(
             problems[0].contains("output-schema must describe an object"),
@@ -582,7 +496,7 @@ mod tests {
         let mut blank = raw("t", r#"{"type":"object"}"#);
         blank.title = Some(" ".into());
         blank.output_schema = Some("{nope".into());
-        let problems = validate(&plugin, Compile::Now, blank).unwrap_err();
+        let problems = validate(&plugin, blank).unwrap_err();
         assert!(
             problems[0].contains("output-schema is not valid JSON"),
             "{problems:?}"

@@ -92,6 +92,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
                         values::CONTAINER
                     ),
                 ),
+                values::Counted::Reserved => Refusal::new(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: the message has a key beginning with {:?}, which the \
+                         JSON reader gives a meaning of its own (it would read the key's string \
+                         as JSON); rename the key",
+                        values::RESERVED
+                    ),
+                ),
                 values::Counted::Invalid(e) => {
                     Refusal::new(Value::Null, PARSE_ERROR, format!("Parse error: {e}"))
                 }
@@ -449,6 +459,37 @@ mod tests {
         // Most of them took the direct way: the comparison compared it.
         let direct_reads = direct_reads.get();
         assert!(direct_reads > 300, "{direct_reads} read directly");
+    }
+
+    /// serde_json builds an object whose first key is its raw-value token
+    /// from the JSON text in its string: uncounted by the cap, and another
+    /// value than the bytes spell. Such keys are refused at any depth, as
+    /// the first key or not, escaped or not.
+    #[test]
+    fn keys_the_json_reader_reserves_are_refused() {
+        let zeros = format!("[{}0]", "0,".repeat(MAX_VALUES));
+        for text in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ping",
+                "params": {"_meta": {"x": {"$serde_json::private::RawValue": zeros}}}})
+            .to_string(),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo",
+                "arguments": {"text": {"$serde_json::private::RawValue": "\"smuggled\""}}}})
+            .to_string(),
+            r#"{"jsonrpc":"2.0","id":{"$serde_json::private::RawValue":"5"},"method":"ping"}"#
+                .to_string(),
+            r#"{"$serde_json::private::RawValue":"{}","jsonrpc":"2.0","id":1,"method":"ping"}"#
+                .to_string(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,"\u0024serde_json::private::Number":"1"}}"#
+                .to_string(),
+        ] {
+            let r = refusal(text.as_bytes());
+            assert_eq!(r.code, INVALID_REQUEST, "{text}: {}", r.message);
+            assert!(r.message.contains("rename the key"), "{}", r.message);
+        }
+        // The name elsewhere (a value, part of a longer key) is any text.
+        let fine = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {
+            "x": "$serde_json::private::RawValue", "my$serde_json::private::RawValue": 1}}});
+        assert!(decode(fine.to_string().as_bytes()).unwrap().is_some());
     }
 
     #[test]

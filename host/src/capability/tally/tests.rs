@@ -14,7 +14,7 @@ use crate::capability::grants::Grants;
 use crate::capability::sandbox::{Identity, Sandbox};
 use crate::config::{Config, ConfigSource};
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
-use crate::contract::spec::{Compile, test_spec, validate};
+use crate::contract::spec::{test_spec, validate};
 use crate::policy::Limits;
 use crate::runtime::Runtime;
 use crate::runtime::instance::new_store;
@@ -57,7 +57,7 @@ async fn run_thrice(table: &str, declared: &[&str]) -> ((u32, u32, u32), Vec<(St
         permissions: declared.iter().map(|p| p.to_string()).collect(),
         ..test_spec("count")
     };
-    let tool = validate(&"tally".into(), Compile::Now, tool).unwrap();
+    let tool = validate(&"tally".into(), tool).unwrap();
     let grants = Grants::for_tools(profile, [&tool], None, "count");
     let identity = Identity {
         plugin: "tally".into(),

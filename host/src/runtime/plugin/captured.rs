@@ -17,7 +17,6 @@ use super::load::{described, link};
 use super::version::{Deferred, Linked, PluginVersion};
 use crate::contract::ContentHash;
 use crate::contract::bindings::toolhost::plugin::types::ToolSpec as WitToolSpec;
-use crate::contract::spec::Compile;
 use crate::error::{CallError, ErrorKind};
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
@@ -119,7 +118,7 @@ impl CapturedPlugin {
                 output_schema: tool.output_schema.map(|schema| schema.to_string()),
             });
         }
-        let (tools, problems) = validate_manifest(plugin, Compile::AtFirstUse, raw, Vec::new());
+        let (tools, problems) = validate_manifest(plugin, raw, Vec::new());
         if problems.is_empty() {
             Ok(tools)
         } else {

@@ -47,11 +47,9 @@ pub(super) fn describe_link_error(error: &wasmtime::Error, imports: &[String]) -
 /// Most tools one plugin may declare.
 pub(super) const MAX_TOOLS: usize = 128;
 
-/// Validates every spec, its schemas compiled `when`; a plugin with any
-/// invalid spec is rejected whole.
+/// Validates every spec; a plugin with any invalid spec is rejected whole.
 pub(super) fn validate_manifest(
     plugin: &Arc<str>,
-    when: spec::Compile,
     raw: Vec<crate::contract::bindings::toolhost::plugin::types::ToolSpec>,
     mut icons: Vec<crate::contract::bindings::toolhost::plugin::types::ToolIcons>,
 ) -> (Vec<Arc<ToolSpec>>, Vec<String>) {
@@ -68,7 +66,7 @@ pub(super) fn validate_manifest(
         return (tools, problems);
     }
     for spec in raw {
-        match spec::validate(plugin, when, spec) {
+        match spec::validate(plugin, spec) {
             Ok(spec) if tools.iter().any(|t| t.name == spec.name) => {
                 problems.push(format!("declares tool {:?} twice", spec.name));
             }
@@ -118,23 +116,15 @@ mod tests {
     fn a_plugin_declares_a_bounded_number_of_tools() {
         let raw = |i: usize| spec::test_spec(&format!("t{i}"));
         let plugin: Arc<str> = "p".into();
-        let (tools, problems) = validate_manifest(
-            &plugin,
-            spec::Compile::Now,
-            (0..MAX_TOOLS).map(raw).collect(),
-            Vec::new(),
-        );
+        let (tools, problems) =
+            validate_manifest(&plugin, (0..MAX_TOOLS).map(raw).collect(), Vec::new());
         assert_eq!(
             (tools.len(), problems.len()),
             (MAX_TOOLS, 0),
             "{problems:?}"
         );
-        let (tools, problems) = validate_manifest(
-            &plugin,
-            spec::Compile::Now,
-            (0..=MAX_TOOLS).map(raw).collect(),
-            Vec::new(),
-        );
+        let (tools, problems) =
+            validate_manifest(&plugin, (0..=MAX_TOOLS).map(raw).collect(), Vec::new());
         assert!(tools.is_empty());
         assert!(problems[0].contains("declares 129 tools"), "{problems:?}");
     }

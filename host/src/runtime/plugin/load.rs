@@ -14,7 +14,7 @@ use crate::contract::ContentHash;
 use crate::contract::adapter::{
     Described, LIFECYCLE_INTERFACE, LifecycleExports, RICH_INTERFACE, ToolExports, contract_version,
 };
-use crate::contract::spec::{Compile, ToolSpec};
+use crate::contract::spec::ToolSpec;
 use crate::policy::Limits;
 use crate::runtime::cache::{ArtifactCache, Compiled};
 use crate::runtime::engine::Runtime;
@@ -131,8 +131,7 @@ impl PluginVersion {
         let name: Arc<str> = name.into();
         let (tools, stateful, adapter) = match declared {
             Some(declared) => {
-                let (tools, problems) =
-                    validate_manifest(&name, Compile::Now, declared.specs, Vec::new());
+                let (tools, problems) = validate_manifest(&name, declared.specs, Vec::new());
                 if !problems.is_empty() {
                     return Err(LoadError {
                         plugin: name.to_string(),
@@ -237,7 +236,7 @@ pub(super) async fn described(
     )
     .await
     .map_err(|e| vec![format!("`describe` failed: {e}")])?;
-    let (tools, problems) = validate_manifest(name, Compile::Now, manifest.tools, icons);
+    let (tools, problems) = validate_manifest(name, manifest.tools, icons);
     if problems.is_empty() {
         Ok((tools, manifest.stateful))
     } else {

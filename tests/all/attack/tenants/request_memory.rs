@@ -148,9 +148,18 @@ async fn mcp_messages_of_many_tiny_values_are_refused_before_they_are_built() {
     );
     small.push_str(&"0,".repeat(100_000));
     small.push_str("0]}}}");
+    // The same values in the string of serde_json's raw-value token, which
+    // the JSON reader builds into a tree the count saw as one string.
+    let mut raw = String::from(
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 4"},"_meta":{"x":{"$serde_json::private::RawValue":"["#,
+    );
+    raw.push_str(&"0,".repeat(1_000_000));
+    raw.push_str("0]\"}}}}");
+    assert!(raw.len() < 4 << 20);
     for (version, session, method, body) in [
         ("2025-06-18", session.as_str(), "tools/call", &body),
         ("2026-07-28", "bogus", "tools/list", &small),
+        ("2025-06-18", session.as_str(), "tools/call", &raw),
     ] {
         let headers = [
             ("accept", "application/json, text/event-stream"),
