@@ -54,6 +54,20 @@ pub(super) fn parse_arguments(
                         format!("arguments of tool {:?} are not valid JSON: {e}", spec.name),
                     )
                 })?;
+                // The guest gets the text: the value checked must be the
+                // one it spells.
+                if crate::policy::reserved::has_reserved_key(&text) {
+                    return Err(CallError::new(
+                        ErrorKind::InvalidJson,
+                        format!(
+                            "arguments of tool {:?} have a key beginning with {:?}, which the \
+                             JSON reader gives a meaning of its own (it would read the key's \
+                             string as JSON); rename the key",
+                            spec.name,
+                            crate::policy::reserved::RESERVED
+                        ),
+                    ));
+                }
                 (value, text)
             }
         }

@@ -15,6 +15,7 @@ pub(crate) mod lexical;
 pub(crate) mod limits;
 pub mod own;
 pub mod permissions;
+pub(crate) mod reserved;
 pub mod units;
 pub(crate) mod wildcard;
 

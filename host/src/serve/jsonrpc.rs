@@ -99,7 +99,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
                         "Invalid Request: the message has a key beginning with {:?}, which the \
                          JSON reader gives a meaning of its own (it would read the key's string \
                          as JSON); rename the key",
-                        values::RESERVED
+                        crate::policy::reserved::RESERVED
                     ),
                 ),
                 values::Counted::Invalid(e) => {

@@ -92,6 +92,40 @@ async fn a_url_rule_lets_no_other_spelling_of_a_path_through() {
     assert_eq!(lines, ["GET /allowed/x HTTP/1.1"], "{lines:?}");
 }
 
+/// Arguments given as text reach the guest as that text, and are checked as
+/// the value the host's JSON reader makes of it. serde_json's raw-value
+/// token as a key made the two differ (the rule judged the string in the
+/// token's text, the guest got an object): such arguments are refused
+/// before any rule or tool sees them.
+#[tokio::test]
+async fn a_rule_judges_the_arguments_the_guest_gets() {
+    let (port, seen) = recording_server();
+    let server = url_rule_server(port).await;
+    let url = format!("\"http://127.0.0.2:{port}/allowed/x\"");
+    for arguments in [
+        json!({ "url": { "$serde_json::private::RawValue": url } }),
+        json!({ "url": "http://x/", "pad": { "\u{24}serde_json::private::Number": "1" } }),
+    ] {
+        let result = server.call(None, None, "http_request", arguments).await;
+        let error = error_of(&result).unwrap_or_else(|| panic!("{result}"));
+        assert!(
+            error.starts_with("invalid_json:") && error.contains("rename the key"),
+            "{error}"
+        );
+    }
+    assert!(seen.lock().unwrap().is_empty());
+    // The same text as a value is any text.
+    let fine = server
+        .call(
+            None,
+            None,
+            "http_request",
+            json!({ "url": format!("http://127.0.0.2:{port}/allowed/$serde_json::private::RawValue") }),
+        )
+        .await;
+    assert!(error_of(&fine).is_none(), "{fine}");
+}
+
 #[tokio::test]
 async fn a_path_rule_holds_for_the_resolved_path() {
     let config = r#"

@@ -3,48 +3,14 @@
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use crate::policy::reserved::{Plain, checked, is_reserved_error};
+
 pub(super) enum Counted {
     Over,
-    /// A key the JSON reader gives a meaning of its own (see [`RESERVED`]).
+    /// A key the JSON reader gives a meaning of its own
+    /// ([`crate::policy::reserved`]).
     Reserved,
     Invalid(serde_json::Error),
-}
-
-/// What keys the JSON reader reserves begin with. serde_json (with the
-/// `raw_value` feature the host uses) builds an object whose first key is
-/// `$serde_json::private::RawValue` from the JSON text in its string: a
-/// tree this pass would count as one string, and a value other than the one
-/// the bytes spell. A message with such a key, at any depth, is refused.
-pub(super) const RESERVED: &str = "$serde_json::private::";
-
-/// The error a reserved key gives (found again in [`within`]).
-const RESERVED_ERROR: &str = "a key the JSON reader reserves";
-
-/// Fails on a key the JSON reader reserves.
-fn checked<E: serde::de::Error>(key: &str) -> Result<(), E> {
-    match key.starts_with(RESERVED) {
-        true => Err(E::custom(RESERVED_ERROR)),
-        false => Ok(()),
-    }
-}
-
-/// Any key but a reserved one.
-struct Plain;
-
-impl<'de> serde::Deserialize<'de> for Plain {
-    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct Name;
-        impl Visitor<'_> for Name {
-            type Value = Plain;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Plain, E> {
-                checked(key).map(|()| Plain)
-            }
-        }
-        de.deserialize_str(Name)
-    }
 }
 
 /// What the top level of a message says of its kind, read in the pass
@@ -72,7 +38,7 @@ pub(super) fn within(bytes: &[u8], max: usize) -> Result<Top, Counted> {
     match root.deserialize(&mut de).and_then(|()| de.end()) {
         Ok(()) => Ok(top),
         Err(_) if left == 0 => Err(Counted::Over),
-        Err(e) if e.to_string().starts_with(RESERVED_ERROR) => Err(Counted::Reserved),
+        Err(e) if is_reserved_error(&e) => Err(Counted::Reserved),
         Err(e) => Err(Counted::Invalid(e)),
     }
 }
