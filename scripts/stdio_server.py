@@ -36,6 +36,31 @@ def answer(proc, id):
             return message
 
 
+def spawn(binary, work):
+    """`binary serve` on stdio in directory `work`, its cache under it."""
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"), HOME=work)
+    env.pop("TOOLHOST_CACHE_DIR", None)
+    return subprocess.Popen(
+        [os.path.abspath(binary), "serve"],
+        cwd=work,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def initialize(proc, client):
+    """`initialize` answered and the session initialized."""
+    send(proc, {
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": client, "version": "0"}},
+    })
+    answer(proc, 0)
+    send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
 @contextmanager
 def cold(binary, client):
     """A cold `binary serve`, initialized and listed: yields `(proc,
@@ -43,26 +68,11 @@ def cold(binary, client):
     (`started` is its monotonic time), `tools` the number listed. The
     server is killed on the way out."""
     with tempfile.TemporaryDirectory() as work:
-        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"), HOME=work)
-        env.pop("TOOLHOST_CACHE_DIR", None)
         started = time.monotonic()
-        proc = subprocess.Popen(
-            [os.path.abspath(binary), "serve"],
-            cwd=work,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = spawn(binary, work)
         try:
-            send(proc, {
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": client, "version": "0"}},
-            })
-            answer(proc, 0)
+            initialize(proc, client)
             initialized = time.monotonic() - started
-            send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
             send(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
             tools = len(answer(proc, 1)["result"]["tools"])
             listed = time.monotonic() - started

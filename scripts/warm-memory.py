@@ -22,33 +22,19 @@ import statistics
 import sys
 import tempfile
 import time
-import subprocess
 
-from stdio_server import answer, memory_mib, send
+from stdio_server import answer, initialize, memory_mib, send, spawn
 
 RUNS = int(os.environ.get("MEMORY_RUNS", "5"))
 CALLS = 100
 
 
 def start(binary, work):
-    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"), HOME=work)
-    env.pop("TOOLHOST_CACHE_DIR", None)
-    env.pop("RUST_BACKTRACE", None)
-    proc = subprocess.Popen(
-        [os.path.abspath(binary), "serve"],
-        cwd=work,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    send(proc, {
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "warm-memory", "version": "0"}},
-    })
-    answer(proc, 0)
-    send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    """A server in `work`, initialized and listed. Without
+    `RUST_BACKTRACE`: every error a guest sees would capture a backtrace."""
+    os.environ.pop("RUST_BACKTRACE", None)
+    proc = spawn(binary, work)
+    initialize(proc, "warm-memory")
     send(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     answer(proc, 1)
     return proc

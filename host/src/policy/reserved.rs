@@ -46,6 +46,39 @@ impl<'de> serde::Deserialize<'de> for Plain {
     }
 }
 
+/// The visitor methods of a walk that accepts every number, boolean and
+/// `null` as it is (`Value = ()`).
+macro_rules! accept_scalars {
+    () => {
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    };
+}
+pub(crate) use accept_scalars;
+
+/// The visitor method of a walk that accepts every string as it is.
+macro_rules! accept_strings {
+    () => {
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+    };
+}
+pub(crate) use accept_strings;
+
 /// Whether the JSON `text` has a reserved key anywhere (text that is not
 /// JSON has none: its reader says what is wrong with it).
 pub(crate) fn has_reserved_key(text: &str) -> bool {
@@ -76,24 +109,8 @@ impl<'de> Visitor<'de> for Walk {
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("JSON")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    crate::policy::reserved::accept_scalars!();
+    crate::policy::reserved::accept_strings!();
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while seq.next_element_seed(Walk)?.is_some() {}
         Ok(())
