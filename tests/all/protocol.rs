@@ -473,6 +473,31 @@ fn an_idle_server_does_not_wake_up_for_the_epoch() {
 }
 
 #[test]
+fn back_to_back_calls_do_not_each_wake_the_epoch_thread() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&call(1, "echo", json!({"text": "hi"})));
+    assert_eq!(server.answer()["id"], 1);
+    let pid = server.child.id();
+    let before = wakeups(pid, "toolhost-epoch");
+    let started = Instant::now();
+    const CALLS: u64 = 400;
+    for id in 2..2 + CALLS {
+        server.send(&call(id, "echo", json!({"text": "hi"})));
+        let answer = server.answer();
+        assert_eq!(answer["id"], id, "{answer}");
+    }
+    let ticks = started.elapsed().as_millis();
+    let woke = wakeups(pid, "toolhost-epoch") - before;
+    // It wakes for the first guest, then once a tick while guests keep
+    // starting: not once for each call's guest.
+    assert!(
+        u128::from(woke) <= 2 * ticks + 20,
+        "the epoch thread woke {woke} times in {CALLS} calls over {ticks} ms"
+    );
+}
+
+#[test]
 fn initialize_is_answered_while_the_plugins_compile() {
     // No compiled-code cache: every plugin compiles at start.
     let config = format!("cache_dir = \"off\"\n{CONFIG}");

@@ -3,7 +3,7 @@
 //! and sleeps while nothing runs.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use wasmtime::Engine;
@@ -12,21 +12,37 @@ use wasmtime::Engine;
 /// tick, which is what lets a call's timeout stop a spinning guest.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
-/// How many stores run guest code now, and the ticker threads to wake when
-/// the first one starts.
+/// How many stores run guest code now.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
+/// How many times guest code began to run where none ran.
+static BEGUN: AtomicU64 = AtomicU64::new(0);
+/// How many ticker threads sleep (or are about to): only a guest that starts
+/// while one does wakes them.
+static ASLEEP: AtomicUsize = AtomicUsize::new(0);
+/// The ticker threads to wake.
 static TICKERS: Mutex<Vec<std::thread::Thread>> = Mutex::new(Vec::new());
 
 /// Held by a store while it runs guest code: the epoch advances only while
 /// one is held anywhere, so an idle host never wakes up for it.
+///
+/// Entering is two atomic operations while the ticker is awake. Guests of
+/// back-to-back calls enter and leave many times a millisecond (at each
+/// call and each host import); the ticker stays awake until a whole tick
+/// passes with no guest code begun, so they do not each wake it.
 #[derive(Debug)]
 pub(crate) struct Running(());
 
 impl Running {
     pub(crate) fn enter() -> Self {
         if RUNNING.fetch_add(1, Ordering::SeqCst) == 0 {
-            for ticker in TICKERS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                ticker.unpark();
+            BEGUN.fetch_add(1, Ordering::Relaxed);
+            // Paired with a ticker's count in `ASLEEP` and its load of
+            // `RUNNING` (all sequentially consistent): either it sees this
+            // guest running, or this sees it asleep and wakes it.
+            if ASLEEP.load(Ordering::SeqCst) > 0 {
+                for ticker in TICKERS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                    ticker.unpark();
+                }
             }
         }
         Running(())
@@ -40,7 +56,7 @@ impl Drop for Running {
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] while guest code runs
-/// anywhere (see [`Running`]), and sleeps otherwise.
+/// anywhere (see [`Running`]), and sleeps once a tick has passed with none.
 pub(crate) fn start_epoch_ticker(engine: &Engine) {
     let engine = engine.weak();
     std::thread::Builder::new()
@@ -51,12 +67,17 @@ pub(crate) fn start_epoch_ticker(engine: &Engine) {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(std::thread::current());
+            let mut seen = BEGUN.load(Ordering::Relaxed);
             loop {
-                if RUNNING.load(Ordering::SeqCst) == 0 {
-                    // Woken by the first `Running::enter` (or spuriously).
-                    std::thread::park();
-                    continue;
+                if BEGUN.load(Ordering::Relaxed) == seen && RUNNING.load(Ordering::SeqCst) == 0 {
+                    ASLEEP.fetch_add(1, Ordering::SeqCst);
+                    if RUNNING.load(Ordering::SeqCst) == 0 {
+                        // Woken by the next guest to start (or spuriously).
+                        std::thread::park();
+                    }
+                    ASLEEP.fetch_sub(1, Ordering::SeqCst);
                 }
+                seen = BEGUN.load(Ordering::Relaxed);
                 // A whole tick first: a call that starts now is not made to
                 // yield at once, and one shorter than a tick never is.
                 std::thread::sleep(EPOCH_TICK);
