@@ -21,7 +21,11 @@
 //! which then dominates every round trip); `SERVE_BENCH_CLIENT_SPIN=1`
 //! makes the stdio client poll for each answer instead of sleeping in
 //! `read`, so the round trip no longer includes waking the client (the
-//! server's part of it). Without `--bench` (as
+//! server's part of it). `SERVE_BENCH_PEER` measures another MCP server
+//! on stdio in toolhost's place with the same client: a command line
+//! (`wassette serve --stdio --plugin-dir DIR`, serving a tool `echo`), or
+//! `floor` for the bench's own server that answers each line at once (the
+//! floor of a round trip). Without `--bench` (as
 //! `cargo test --benches` runs it) it does one short run of each case as a
 //! smoke test.
 
@@ -78,6 +82,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--list") {
         return;
+    }
+    if args.iter().any(|a| a == "--floor-server") {
+        return support::floor_server();
     }
     if args.iter().any(|a| a == "--spin-when-idle") {
         spin_when_idle();

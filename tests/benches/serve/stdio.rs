@@ -24,8 +24,15 @@ struct McpStdio {
 
 impl McpStdio {
     fn start() -> Self {
-        let mut server = Serving::start(&[]);
-        server.wait_for("serving MCP on stdio");
+        let peer = std::env::var("SERVE_BENCH_PEER").ok();
+        let mut server = match &peer {
+            Some(command) => Serving::start_peer(command),
+            None => {
+                let server = Serving::start(&[]);
+                server.wait_for("serving MCP on stdio");
+                server
+            }
+        };
         let input = server.child.stdin.take().unwrap();
         let output = BufReader::new(server.child.stdout.take().unwrap());
         let mut stdio = Self {
@@ -44,7 +51,8 @@ impl McpStdio {
                 "clientInfo": {"name": "serve-bench", "version": "0"},
             }),
         );
-        assert!(info["result"]["serverInfo"]["name"] == "toolhost", "{info}");
+        let name = info["result"]["serverInfo"]["name"].as_str();
+        assert!(peer.is_some() || name == Some("toolhost"), "{info}");
         stdio.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
         stdio
     }
@@ -123,11 +131,13 @@ pub(crate) fn stdio(settings: &Settings, wanted: &dyn Fn(&str) -> bool) {
         "tools/call",
         json!({"name": "echo", "arguments": {"text": "hi"}}),
     );
-    assert_eq!(
-        first["result"]["content"][0]["text"], r#"{"text":"hi"}"#,
+    // Another server (`SERVE_BENCH_PEER`) may answer with the text alone.
+    let text = first["result"]["content"][0]["text"].as_str();
+    assert!(
+        matches!(text, Some(r#"{"text":"hi"}"# | "hi")),
         "{first}"
     );
-    assert_eq!(first["result"]["isError"], false, "{first}");
+    assert_ne!(first["result"]["isError"], true, "{first}");
     let pid = stdio.server.pid();
     println!(
         "MCP over stdio (toolhost serve, pid {pid}; {} sequential requests per run, median of {} \

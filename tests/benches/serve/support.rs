@@ -96,14 +96,32 @@ pub(crate) struct Serving {
 
 impl Serving {
     pub(crate) fn start(args: &[&str]) -> Self {
+        let mut command = Command::new(toolhost());
+        command.arg("serve").args(args);
+        Self::spawn(&mut command)
+    }
+
+    /// Another MCP server on stdio, to measure beside toolhost: `command`
+    /// split at whitespace, or `floor` for [`floor_server`] (this bench
+    /// answering every request at once: the floor of a round trip).
+    pub(crate) fn start_peer(command: &str) -> Self {
+        let mut words = command.split_whitespace();
+        let mut command = match words.next() {
+            Some("floor") | None => {
+                let mut command = Command::new(std::env::current_exe().unwrap());
+                command.arg("--floor-server");
+                command
+            }
+            Some(program) => Command::new(program),
+        };
+        command.args(words);
+        Self::spawn(&mut command)
+    }
+
+    fn spawn(command: &mut Command) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("plugins")).unwrap();
-        let (child, stderr) = toolhost_tests::spawn_piped(
-            Command::new(toolhost())
-                .arg("serve")
-                .args(args)
-                .current_dir(dir.path()),
-        );
+        let (child, stderr) = toolhost_tests::spawn_piped(command.current_dir(dir.path()));
         Self {
             child,
             stderr,
@@ -134,5 +152,46 @@ impl Drop for Serving {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The floor of an MCP round trip on stdio: answers each request line at
+/// once with a fixed result (an `echo` of `hi` for `tools/call`), with no
+/// JSON parsing beyond finding the id, and polls stdin for the next line
+/// for as long as `toolhost serve` does (50 µs) before it sleeps in `read`.
+pub(crate) fn floor_server() {
+    use std::io::{BufRead as _, BufReader};
+    use std::os::fd::AsFd as _;
+    let stdin = std::io::stdin();
+    let fd = stdin.as_fd().try_clone_to_owned().unwrap();
+    let mut input = BufReader::new(std::fs::File::from(fd));
+    let mut output = std::io::stdout().lock();
+    let mut line = String::new();
+    loop {
+        if input.buffer().is_empty() {
+            toolhost::serve::mcp::poll_readable(stdin.as_fd(), Duration::from_micros(50));
+        }
+        line.clear();
+        if input.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let Some(at) = line.find("\"id\":") else {
+            continue;
+        };
+        let id: String = line[at + 5..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        let result = if line.contains("\"initialize\"") {
+            r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"floor","version":"0"}}"#
+        } else if line.contains("\"tools/call\"") {
+            r#"{"content":[{"type":"text","text":"{\"text\":\"hi\"}"}],"isError":false}"#
+        } else {
+            "{}"
+        };
+        let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n");
+        if output.write_all(answer.as_bytes()).is_err() || output.flush().is_err() {
+            return;
+        }
     }
 }
