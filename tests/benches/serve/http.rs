@@ -191,7 +191,12 @@ async fn http_case(
 }
 
 pub(crate) async fn http(settings: &Settings, wanted: &dyn Fn(&str) -> bool) {
-    let server = Serving::start(&["--http", "127.0.0.1:0"]);
+    // Another server in toolhost's place (`SERVE_BENCH_PEER`, a command
+    // line), which says where it listens as toolhost does.
+    let server = match std::env::var("SERVE_BENCH_PEER") {
+        Ok(command) => Serving::start_peer(&command),
+        Err(_) => Serving::start(&["--http", "127.0.0.1:0"]),
+    };
     let line = server.wait_for("serving on http://");
     let start = line.find("http://").unwrap() + "http://".len();
     let addr: SocketAddr = line[start..]
@@ -201,8 +206,9 @@ pub(crate) async fn http(settings: &Settings, wanted: &dyn Fn(&str) -> bool) {
         .parse()
         .unwrap();
     println!(
-        "HTTP API, POST /v1/tool_calls of echo (toolhost serve --http, pid {}; {} s per run, \
-         median of {} runs; {}):",
+        "HTTP API, POST /v1/tool_calls of echo ({}, pid {}; {} s per run, median of {} runs; \
+         {}):",
+        server.name(),
         server.pid(),
         settings.http_run.as_secs_f64(),
         settings.runs,

@@ -137,8 +137,8 @@ pub(crate) fn stdio(settings: &Settings, wanted: &dyn Fn(&str) -> bool) {
     assert_ne!(first["result"]["isError"], true, "{first}");
     let pid = stdio.server.pid();
     println!(
-        "MCP over stdio (toolhost serve, pid {pid}; {} sequential requests per run, median of {} \
-         runs; {}):",
+        "MCP over stdio ({}, pid {pid}; {} sequential requests per run, median of {} runs; {}):",
+        stdio.server.name(),
         settings.stdio_calls,
         settings.runs,
         machine()

@@ -143,6 +143,11 @@ impl Serving {
         panic!("no {needle:?} on stderr; got:\n{}", seen.join("\n"));
     }
 
+    /// What is measured: `toolhost serve`, or the peer's command line.
+    pub(crate) fn name(&self) -> String {
+        std::env::var("SERVE_BENCH_PEER").unwrap_or_else(|_| "toolhost serve".into())
+    }
+
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
