@@ -312,74 +312,6 @@ impl McpServer {
             Box::pin(server.run(caller.with_approvals(approvals), request, cx))
         }
     }
-
-    /// Answers `tools/call`.
-    async fn answer_call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.host.loaded().await;
-        let caller = self.caller(&context);
-        let mut cx = CallContext {
-            id: context.id.to_string(),
-            meta: context.meta.clone(),
-            peer: context.peer.clone(),
-            ct: context.ct.clone(),
-            held: None,
-        };
-        // A trace named by the HTTP header when `_meta` names none.
-        let parts = context.extensions.get::<axum::http::request::Parts>();
-        let header = parts.and_then(|p| Trace::of_headers(&p.headers));
-        if let (None, Some(trace)) = (cx.meta.get_traceparent(), header) {
-            cx.meta.set_traceparent(trace.to_string());
-            if let Some(state) = trace.state() {
-                cx.meta.set_tracestate(state);
-            }
-        }
-        // Over HTTP a result counts in answers_held until sent (or kept).
-        let held = parts.and_then(|parts| parts.extensions.get::<Held>().cloned());
-        cx.held = held.clone();
-        let stateless = handles::stateless(&context.meta);
-        // A client without sessions that declared tasks gets one for a call
-        // still running after `[tasks] after`: no log lines or progress (a
-        // task has no request stream), approvals through `tasks/update`.
-        if stateless && super::tasks::declared(&context.meta) {
-            cx.ct = CancellationToken::new();
-            cx.meta.remove("progressToken");
-            cx.meta.remove("io.modelcontextprotocol/logLevel");
-            let (timeout, tool) = (self.approval_timeout(), request.name.to_string());
-            let start = self.starter(caller.clone(), request, cx);
-            let (host, cancelled) = (&self.host, context.ct.clone());
-            return super::tasks::call(host, &caller, &tool, held, timeout, cancelled, start).await;
-        }
-        // A client without sessions that can answer questions is asked for
-        // approvals through `input_required`; the call runs on in a task of
-        // its own between the requests (its log lines and progress go to
-        // the first request's stream while it is open).
-        if stateless && super::ask::can_ask(&context.meta) {
-            cx.ct = CancellationToken::new();
-            let timeout = self.approval_timeout();
-            let start = self.starter(caller.clone(), request.clone(), cx);
-            let cancelled = context.ct.clone();
-            let response = super::ask::call(
-                &self.parked,
-                &self.host,
-                &caller,
-                &request,
-                timeout,
-                cancelled,
-                start,
-            )
-            .await?;
-            return Ok(match response {
-                CallToolResponse::Complete(result) => counted(held.as_ref(), result).into(),
-                asked => asked,
-            });
-        }
-        let result = self.clone().run(caller, request, cx).await?;
-        Ok(counted(held.as_ref(), result).into())
-    }
 }
 
 /// `result`, or an error result in its place when keeping it until it is
@@ -479,9 +411,66 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // A call's future is large (dispatch, tasks, approvals): boxed, it
-        // is a pointer that rmcp moves as it wraps and spawns the handler.
-        Box::pin(self.answer_call(request, context)).await
+        self.host.loaded().await;
+        let caller = self.caller(&context);
+        let mut cx = CallContext {
+            id: context.id.to_string(),
+            meta: context.meta.clone(),
+            peer: context.peer.clone(),
+            ct: context.ct.clone(),
+            held: None,
+        };
+        // A trace named by the HTTP header when `_meta` names none.
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let header = parts.and_then(|p| Trace::of_headers(&p.headers));
+        if let (None, Some(trace)) = (cx.meta.get_traceparent(), header) {
+            cx.meta.set_traceparent(trace.to_string());
+            if let Some(state) = trace.state() {
+                cx.meta.set_tracestate(state);
+            }
+        }
+        // Over HTTP a result counts in answers_held until sent (or kept).
+        let held = parts.and_then(|parts| parts.extensions.get::<Held>().cloned());
+        cx.held = held.clone();
+        let stateless = handles::stateless(&context.meta);
+        // A client without sessions that declared tasks gets one for a call
+        // still running after `[tasks] after`: no log lines or progress (a
+        // task has no request stream), approvals through `tasks/update`.
+        if stateless && super::tasks::declared(&context.meta) {
+            cx.ct = CancellationToken::new();
+            cx.meta.remove("progressToken");
+            cx.meta.remove("io.modelcontextprotocol/logLevel");
+            let (timeout, tool) = (self.approval_timeout(), request.name.to_string());
+            let start = self.starter(caller.clone(), request, cx);
+            let (host, cancelled) = (&self.host, context.ct.clone());
+            return super::tasks::call(host, &caller, &tool, held, timeout, cancelled, start).await;
+        }
+        // A client without sessions that can answer questions is asked for
+        // approvals through `input_required`; the call runs on in a task of
+        // its own between the requests (its log lines and progress go to
+        // the first request's stream while it is open).
+        if stateless && super::ask::can_ask(&context.meta) {
+            cx.ct = CancellationToken::new();
+            let timeout = self.approval_timeout();
+            let start = self.starter(caller.clone(), request.clone(), cx);
+            let cancelled = context.ct.clone();
+            let response = super::ask::call(
+                &self.parked,
+                &self.host,
+                &caller,
+                &request,
+                timeout,
+                cancelled,
+                start,
+            )
+            .await?;
+            return Ok(match response {
+                CallToolResponse::Complete(result) => counted(held.as_ref(), result).into(),
+                asked => asked,
+            });
+        }
+        let result = self.clone().run(caller, request, cx).await?;
+        Ok(counted(held.as_ref(), result).into())
     }
 
     async fn get_task(
