@@ -133,10 +133,7 @@ pub(crate) fn stdio(settings: &Settings, wanted: &dyn Fn(&str) -> bool) {
     );
     // Another server (`SERVE_BENCH_PEER`) may answer with the text alone.
     let text = first["result"]["content"][0]["text"].as_str();
-    assert!(
-        matches!(text, Some(r#"{"text":"hi"}"# | "hi")),
-        "{first}"
-    );
+    assert!(matches!(text, Some(r#"{"text":"hi"}"# | "hi")), "{first}");
     assert_ne!(first["result"]["isError"], true, "{first}");
     let pid = stdio.server.pid();
     println!(
