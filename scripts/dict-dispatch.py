@@ -5,9 +5,7 @@ the shapes toolhost reads and answers.
 
   python3 scripts/dict-dispatch.py batch FILE
       like `toolhost call --batch FILE`: reads `{"tool_calls": [...]}`,
-      prints `{"tool_results": [...]}` on one line (toolhost indents it;
-      Python's `json` indents with its slower pure-Python encoder, so the
-      peer is not made to)
+      prints `{"tool_results": [...]}` (indented as toolhost prints it)
   python3 scripts/dict-dispatch.py serve
       like `toolhost serve --http`: a Starlette app answering
       `POST /v1/tool_calls` (uvicorn, one process, no access log); prints
@@ -50,7 +48,7 @@ def run(calls):
 def batch(path):
     with open(path) as f:
         calls = json.load(f)["tool_calls"]
-    json.dump(run(calls), sys.stdout)
+    json.dump(run(calls), sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 
