@@ -97,12 +97,16 @@ impl Stdio {
             .unwrap_or_else(|| panic!("no answer; stderr:\n{}", self.stderr_text()))
     }
 
-    fn answer_within(&mut self, limit: Duration) -> Option<Value> {
+    pub(crate) fn answer_within(&mut self, limit: Duration) -> Option<Value> {
         let line = self.stdout.recv_timeout(limit).ok()?;
         Some(
             serde_json::from_slice(&line)
                 .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&line))),
         )
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub(crate) fn stderr_text(&self) -> String {
@@ -428,7 +432,7 @@ fn a_call_past_the_drain_timeout_is_answered_with_an_error() {
 }
 
 /// Context switches so far of the threads of `pid` named `name`.
-fn wakeups(pid: u32, name: &str) -> u64 {
+pub(crate) fn wakeups(pid: u32, name: &str) -> u64 {
     let mut total = 0;
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap()

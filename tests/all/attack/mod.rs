@@ -6,6 +6,7 @@
 //! Every test here failed on the commit before its fix.
 
 mod approval;
+mod epoch;
 mod escapes;
 mod git;
 mod guard;
