@@ -5,7 +5,9 @@ the shapes toolhost reads and answers.
 
   python3 scripts/dict-dispatch.py batch FILE
       like `toolhost call --batch FILE`: reads `{"tool_calls": [...]}`,
-      prints `{"tool_results": [...]}` (indented as toolhost prints it)
+      prints `{"tool_results": [...]}` on one line (toolhost indents it;
+      Python's `json` indents with its slower pure-Python encoder, so the
+      peer is not made to)
   python3 scripts/dict-dispatch.py serve
       like `toolhost serve --http`: a Starlette app answering
       `POST /v1/tool_calls` (uvicorn, one process, no access log); prints
@@ -48,7 +50,7 @@ def run(calls):
 def batch(path):
     with open(path) as f:
         calls = json.load(f)["tool_calls"]
-    json.dump(run(calls), sys.stdout, indent=2)
+    json.dump(run(calls), sys.stdout)
     sys.stdout.write("\n")
 
 
