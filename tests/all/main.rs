@@ -18,6 +18,7 @@ mod declarative;
 mod dialect;
 mod dispatch;
 mod docs;
+mod epoch;
 mod files;
 mod first_use;
 mod http_api;
