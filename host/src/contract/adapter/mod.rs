@@ -8,7 +8,7 @@ pub(crate) mod v0_1;
 use wasmtime::AsContextMut;
 use wasmtime::component::{Instance, InstancePre};
 
-use super::bindings::exports::toolhost::plugin::{lifecycle, rich_tool, tool};
+use super::bindings::exports::toolhost::plugin::lifecycle;
 use super::bindings::toolhost::plugin::types::{ToolIcons, ToolOutput as WitToolOutput};
 use super::bindings::{GuestToolError, LifecycleIndices, Manifest, RichIndices, ToolIndices};
 use super::{CONTRACT_SERIES, CONTRACT_VERSION, TOOL_INTERFACE};
@@ -158,20 +158,19 @@ impl ToolExports {
         })
     }
 
-    /// The exports of `instance`.
+    /// The exports of `instance`. Those of series 0.2 are found (and
+    /// type-checked) when first used: a call needs one interface's.
     pub(crate) fn load(
         &self,
-        mut store: impl AsContextMut,
+        store: impl AsContextMut,
         instance: &Instance,
     ) -> wasmtime::Result<ToolGuest> {
         Ok(match self {
             Self::V0_1(indices) => ToolGuest::V0_1(indices.load(store, instance)?),
             Self::V0_2 { tool, rich } => ToolGuest::V0_2 {
-                tool: tool.load(&mut store, instance)?,
-                rich: rich
-                    .as_ref()
-                    .map(|rich| rich.load(&mut store, instance))
-                    .transpose()?,
+                instance: *instance,
+                tool: tool.clone(),
+                rich: rich.clone(),
             },
         })
     }
@@ -181,8 +180,9 @@ impl ToolExports {
 pub(crate) enum ToolGuest {
     V0_1(v0_1::ToolGuest),
     V0_2 {
-        tool: tool::Guest,
-        rich: Option<rich_tool::Guest>,
+        instance: Instance,
+        tool: ToolIndices,
+        rich: Option<RichIndices>,
     },
 }
 
@@ -198,10 +198,19 @@ impl ToolGuest {
                 manifest: v0_1::manifest(guest.call_describe(store).await?),
                 icons: Vec::new(),
             }),
-            Self::V0_2 { tool, rich } => {
+            Self::V0_2 {
+                instance,
+                tool,
+                rich,
+            } => {
+                let tool = tool.load(&mut store, instance)?;
                 let manifest = tool.call_describe(&mut store).await?;
                 let icons = match rich {
-                    Some(rich) => rich.call_icons(&mut store).await?,
+                    Some(rich) => {
+                        rich.load(&mut store, instance)?
+                            .call_icons(&mut store)
+                            .await?
+                    }
                     None => Vec::new(),
                 };
                 Ok(Described { manifest, icons })
@@ -213,7 +222,7 @@ impl ToolGuest {
     /// exported, else `tool.call`.
     pub(crate) async fn call<S>(
         &self,
-        store: S,
+        mut store: S,
         name: &str,
         arguments: &str,
     ) -> wasmtime::Result<Result<GuestOutput, GuestToolError>>
@@ -228,12 +237,20 @@ impl ToolGuest {
                 .map(GuestOutput::text)
                 .map_err(v0_1::tool_error),
             Self::V0_2 {
-                rich: Some(rich), ..
+                instance,
+                rich: Some(rich),
+                ..
             } => rich
+                .load(&mut store, instance)?
                 .call_call(store, name, arguments)
                 .await?
                 .map(GuestOutput::from),
-            Self::V0_2 { tool, rich: None } => tool
+            Self::V0_2 {
+                instance,
+                tool,
+                rich: None,
+            } => tool
+                .load(&mut store, instance)?
                 .call_call(store, name, arguments)
                 .await?
                 .map(GuestOutput::text),
