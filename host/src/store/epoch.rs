@@ -1,6 +1,7 @@
-//! Epoch interruption: a ticker thread per engine advances the epoch while
-//! guest code runs anywhere, so a call's deadline can stop a spinning guest,
-//! and sleeps while nothing runs.
+//! Epoch interruption: a ticker thread per engine advances the epoch in
+//! each tick in which guest code ran anywhere, so a call's deadline can stop
+//! a spinning guest (or one that lives in host calls), and sleeps while
+//! nothing runs.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -22,8 +23,9 @@ static ASLEEP: AtomicUsize = AtomicUsize::new(0);
 /// The ticker threads to wake.
 static TICKERS: Mutex<Vec<std::thread::Thread>> = Mutex::new(Vec::new());
 
-/// Held by a store while it runs guest code: the epoch advances only while
-/// one is held anywhere, so an idle host never wakes up for it.
+/// Held by a store while it runs guest code: the epoch advances only in
+/// ticks in which one was held somewhere, so an idle host never wakes up
+/// for it.
 ///
 /// Entering is two atomic operations while the ticker is awake. Guests of
 /// back-to-back calls enter and leave many times a millisecond (at each
