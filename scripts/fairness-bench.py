@@ -9,6 +9,10 @@ long each took. Prints b's p50, p90 and max with a idle and with a busy.
 
     python3 scripts/fairness-bench.py TOOLHOST MISBEHAVE_WASM [BEFORE]
 
+BUSY_TOOL and BUSY_ARGS (JSON) name another of the guest's tools for
+tenant a: `BUSY_TOOL=chatter BUSY_ARGS='{"lines": 100000000, "bytes":
+65536}'` is a guest that spends nearly all its time in short host calls.
+
 MISBEHAVE_WASM is the test guest cargo builds (target/guests/wasm32-wasip2/
 guest/plugin_misbehave.wasm). BEFORE, another toolhost binary, is measured
 the same way in the same run.
@@ -19,6 +23,8 @@ import urllib.request
 SECONDS = float(os.environ.get("SECONDS_BUSY", "20"))
 CONNECTIONS = int(os.environ.get("CONNECTIONS", "1"))
 BATCH = int(os.environ.get("BATCH", "16"))
+BUSY_TOOL = os.environ.get("BUSY_TOOL", "spin")
+BUSY_ARGS = json.loads(os.environ.get("BUSY_ARGS", "{}"))
 
 
 def free_port():
@@ -102,7 +108,7 @@ def measure(label, toolhost, wasm):
         def busy():
             while time.time() < stop:
                 try:
-                    post(url, ta, "spin", {}, count=BATCH, timeout=120)
+                    post(url, ta, BUSY_TOOL, BUSY_ARGS, count=BATCH, timeout=120)
                 except Exception:
                     time.sleep(0.2)
         threads = [threading.Thread(target=busy, daemon=True) for _ in range(CONNECTIONS)]
@@ -121,7 +127,7 @@ def measure(label, toolhost, wasm):
 
 def main():
     toolhost, wasm = sys.argv[1], sys.argv[2]
-    print(f"a: {CONNECTIONS} x batches of {BATCH} spin calls (4 s each) for {SECONDS:.0f} s; "
+    print(f"a: {CONNECTIONS} x batches of {BATCH} {BUSY_TOOL} calls (4 s each) for {SECONDS:.0f} s; "
           f"b: echo every 0.25 s; {os.cpu_count()} cores")
     after = measure("toolhost", toolhost, wasm)
     if len(sys.argv) > 3:
