@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::protocol::{Stdio, call, wakeups, workspace};
+use crate::protocol::{Stdio, call, idle_wakeups, workspace};
 use crate::serve::CONFIG;
 
 /// The time limit of every call here: short, so that a loop of hundreds of
@@ -76,6 +76,24 @@ pub(crate) fn spin_is_stopped(server: &mut Stdio, id: u64, what: &str) -> Durati
     took
 }
 
+/// Calls `tool` as call `id` (then the next id), checks it is answered,
+/// then waits `pause`.
+fn answered_then_paused(
+    server: &mut Stdio,
+    id: &mut u64,
+    tool: &str,
+    arguments: Value,
+    pause: Duration,
+) {
+    server.send(&call(*id, tool, arguments));
+    let answer = reply(server, SLACK).expect("an answer");
+    assert_eq!(answer["id"], *id, "{answer}");
+    *id += 1;
+    if !pause.is_zero() {
+        std::thread::sleep(pause);
+    }
+}
+
 /// A spin sent right after a short call ends, at pauses that sweep the
 /// window in which the ticker sees no guest begun and goes to sleep (one
 /// to two ticks after the call): whichever side wins the race, the spin is
@@ -87,15 +105,9 @@ fn a_spin_started_as_the_ticker_falls_asleep_is_stopped_at_its_limit() {
     let mut id = 1;
     let mut slowest = Duration::ZERO;
     for round in 0..240u64 {
-        server.send(&call(id, "say", json!({"text": "x"})));
-        let answer = reply(&mut server, SLACK).expect("an answer");
-        assert_eq!(answer["id"], id, "{answer}");
-        id += 1;
         // 0 to 3 ms in steps of 125 us, the ticker's sleep decision in it.
         let pause = Duration::from_micros((round % 25) * 125);
-        if !pause.is_zero() {
-            std::thread::sleep(pause);
-        }
+        answered_then_paused(&mut server, &mut id, "say", json!({"text": "x"}), pause);
         let took = spin_is_stopped(&mut server, id, &format!("round {round}, pause {pause:?}"));
         slowest = slowest.max(took);
         id += 1;
@@ -159,14 +171,8 @@ fn a_spin_on_one_engine_is_stopped_while_the_other_engine_runs_or_idles() {
     for round in 0..120u64 {
         // Echo (first tier at first) then a spin (main engine), a pause
         // sweeping the tickers' sleep decision between them.
-        server.send(&call(id, "echo", json!({"text": "hi"})));
-        let answer = reply(&mut server, SLACK).expect("an answer");
-        assert_eq!(answer["id"], id, "{answer}");
-        id += 1;
         let pause = Duration::from_micros((round % 20) * 150);
-        if !pause.is_zero() {
-            std::thread::sleep(pause);
-        }
+        answered_then_paused(&mut server, &mut id, "echo", json!({"text": "hi"}), pause);
         // Both at once: a spin, and an echo sent while it spins.
         server.send(&call(id, "spin", json!({})));
         server.send(&call(id + 1, "echo", json!({"text": "hi"})));
@@ -219,11 +225,7 @@ fn the_ticker_sleeps_once_timeouts_traps_and_bursts_are_over() {
                 .unwrap_or_else(|| panic!("no answer; stderr:\n{}", server.stderr_text()));
         }
     }
-    let pid = server.pid();
-    std::thread::sleep(Duration::from_millis(300));
-    let before = wakeups(pid, "toolhost-epoch");
-    std::thread::sleep(Duration::from_secs(1));
-    let idle = wakeups(pid, "toolhost-epoch") - before;
+    let idle = idle_wakeups(server.pid(), Duration::from_millis(300));
     assert!(
         idle <= 2,
         "the epoch threads woke {idle} times in an idle second after the calls ended"

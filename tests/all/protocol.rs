@@ -452,6 +452,15 @@ pub(crate) fn wakeups(pid: u32, name: &str) -> u64 {
     total
 }
 
+/// How many times process `pid`'s epoch threads wake in one second, after
+/// `settle` for what ran before to end.
+pub(crate) fn idle_wakeups(pid: u32, settle: Duration) -> u64 {
+    std::thread::sleep(settle);
+    let before = wakeups(pid, "toolhost-epoch");
+    std::thread::sleep(Duration::from_secs(1));
+    wakeups(pid, "toolhost-epoch") - before
+}
+
 #[test]
 fn an_idle_server_does_not_wake_up_for_the_epoch() {
     let config = CONFIG.replace("timeout = \"10s\"", "timeout = \"300ms\"");
@@ -466,10 +475,7 @@ fn an_idle_server_does_not_wake_up_for_the_epoch() {
     let pid = server.child.id();
     assert!(wakeups(pid, "toolhost-epoch") > 5, "the epoch never ticked");
     // Then nothing runs: the ticker sleeps.
-    std::thread::sleep(Duration::from_millis(200));
-    let before = wakeups(pid, "toolhost-epoch");
-    std::thread::sleep(Duration::from_secs(1));
-    let idle = wakeups(pid, "toolhost-epoch") - before;
+    let idle = idle_wakeups(pid, Duration::from_millis(200));
     assert!(
         idle <= 1,
         "the epoch thread woke {idle} times in an idle second"
