@@ -50,6 +50,7 @@ mod serve;
 mod sessions;
 mod ssh;
 mod stateful;
+mod stdio_lane;
 mod terminal;
 mod toolkit;
 

@@ -119,7 +119,12 @@ impl Stdio {
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
     }
 
-    fn exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+    /// Closes the server's stdin: the client is done sending.
+    pub(crate) fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    pub(crate) fn exit(&mut self, limit: Duration) -> std::process::ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -152,7 +157,7 @@ impl Drop for Stdio {
     }
 }
 
-fn error_of(answer: &Value) -> (Value, i64) {
+pub(crate) fn error_of(answer: &Value) -> (Value, i64) {
     (
         answer["id"].clone(),
         answer["error"]["code"]
@@ -168,7 +173,7 @@ pub(crate) fn call(id: u64, tool: &str, arguments: Value) -> Value {
     })
 }
 
-fn ping(id: u64) -> Value {
+pub(crate) fn ping(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
 }
 

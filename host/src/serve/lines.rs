@@ -10,10 +10,14 @@
 //!   answer has been written (so a client that sends without reading the
 //!   answers fills the pipe, not the server's memory);
 //! - at shutdown it stops reading and ends only once every request read has
-//!   been answered.
+//!   been answered;
+//! - a request that reuses the id of one still in flight is refused (MCP
+//!   forbids it; the two answers could not be told apart);
+//! - once the session is up, `tools/call` takes the stdio lane
+//!   ([`super::mcp::stdio::Lane`]) past rmcp's per-request machinery.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId};
@@ -24,6 +28,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::jsonrpc::{self, INVALID_REQUEST, Refusal};
+use super::mcp::Lane;
 
 /// Most requests read from stdin and not yet answered.
 pub(crate) const MAX_PENDING: usize = 128;
@@ -45,6 +50,11 @@ pub(crate) struct LineTransport<R, W> {
     slot: Option<OwnedSemaphorePermit>,
     /// Cancelled at shutdown: stop reading, end once all is answered.
     stop: CancellationToken,
+    /// Set once the session is up (by `mcp/stdio`); unset in tests of the
+    /// transport alone.
+    lane: Arc<OnceLock<Arc<Lane>>>,
+    /// When the calls in the lane stop being waited for, once stdin ended.
+    drain_until: Option<tokio::time::Instant>,
 }
 
 /// The requests read and not yet answered, each holding a slot.
@@ -100,7 +110,15 @@ where
             }),
             slot: None,
             stop,
+            lane: Arc::default(),
+            drain_until: None,
         }
+    }
+
+    /// The transport with `lane` for `tools/call`, once it is set.
+    pub(crate) fn with_lane(mut self, lane: Arc<OnceLock<Arc<Lane>>>) -> Self {
+        self.lane = lane;
+        self
     }
 
     #[cfg(test)]
@@ -174,33 +192,18 @@ where
             JsonRpcMessage::Error(error) => error.id.clone(),
             _ => None,
         };
-        let line = serde_json::to_vec(&item).map(|mut line| {
-            line.push(b'\n');
-            line
-        });
-        let write = self.write.clone();
-        let pending = self.pending.clone();
-        async move {
-            let line = line.map_err(std::io::Error::other)?;
-            let written = {
-                let mut write = write.lock().await;
-                match write.write_all(&line).await {
-                    Ok(()) => write.flush().await,
-                    Err(e) => Err(e),
-                }
-            };
-            if let Some(id) = answered {
-                pending.answered(&id);
-            }
-            written
-        }
+        send_line(self.write.clone(), self.pending.clone(), answered, item)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         let stop = self.stop.clone();
         loop {
             if stop.is_cancelled() {
+                self.slot = None;
                 self.pending.until_idle().await;
+                if let Some(lane) = self.lane.get() {
+                    lane.until_idle().await;
+                }
                 return None;
             }
             if self.slot.is_none() {
@@ -233,7 +236,17 @@ where
                     ));
                     continue;
                 }
-                LineRead::Eof => return None,
+                LineRead::Eof => {
+                    // As rmcp answers its calls in flight before it ends the
+                    // session (and then cancels them), so does the lane.
+                    if let Some(lane) = self.lane.get() {
+                        let until = *self
+                            .drain_until
+                            .get_or_insert_with(|| tokio::time::Instant::now() + Lane::DRAIN);
+                        lane.drain(until).await;
+                    }
+                    return None;
+                }
                 LineRead::Io(error) => {
                     tracing::error!(%error, "cannot read stdin");
                     return None;
@@ -252,6 +265,20 @@ where
             self.line.clear();
             match decoded {
                 Ok(Some(message)) => {
+                    if let Some(refusal) = self.reused(&message) {
+                        self.answer(&refusal);
+                        continue;
+                    }
+                    if let Some(lane) = self.lane.get()
+                        && Lane::takes(&message)
+                        && let JsonRpcMessage::Request(request) = message
+                    {
+                        let (write, pending) = (self.write.clone(), self.pending.clone());
+                        lane.start(request, self.slot.take(), move |answer| {
+                            send_line(write, pending, None, answer)
+                        });
+                        continue;
+                    }
                     self.track(&message);
                     return Some(message);
                 }
@@ -266,7 +293,63 @@ where
     }
 }
 
+/// Writes `item` as a line, then frees the slot of the request it answers
+/// (`answered`).
+fn send_line<W>(
+    write: Arc<tokio::sync::Mutex<W>>,
+    pending: Arc<Pending>,
+    answered: Option<RequestId>,
+    item: TxJsonRpcMessage<RoleServer>,
+) -> impl Future<Output = std::io::Result<()>> + Send + 'static
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let line = serde_json::to_vec(&item).map(|mut line| {
+        line.push(b'\n');
+        line
+    });
+    async move {
+        let line = line.map_err(std::io::Error::other)?;
+        let written = {
+            let mut write = write.lock().await;
+            match write.write_all(&line).await {
+                Ok(()) => write.flush().await,
+                Err(e) => Err(e),
+            }
+        };
+        if let Some(id) = answered {
+            pending.answered(&id);
+        }
+        written
+    }
+}
+
 impl<R, W> LineTransport<R, W> {
+    /// The refusal of a request that names the id of one still in flight.
+    fn reused(&self, message: &ClientJsonRpcMessage) -> Option<Refusal> {
+        let JsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        let in_flight = self
+            .pending
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&request.id)
+            || self.lane.get().is_some_and(|lane| lane.has(&request.id));
+        in_flight.then(|| {
+            Refusal::new(
+                serde_json::to_value(&request.id).unwrap_or_default(),
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: id {} is already used by a request in flight; give each \
+                     request an id of its own",
+                    request.id
+                ),
+            )
+        })
+    }
+
     /// A request keeps its slot until answered; a cancelled one is never
     /// answered, so the cancellation frees its slot.
     fn track(&mut self, message: &ClientJsonRpcMessage) {
@@ -286,6 +369,9 @@ impl<R, W> LineTransport<R, W> {
                     && let Some(id) = &cancelled.params.request_id
                 {
                     self.pending.answered(id);
+                    if let Some(lane) = self.lane.get() {
+                        lane.cancel(id);
+                    }
                 }
             }
             _ => {}

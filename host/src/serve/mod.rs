@@ -38,7 +38,7 @@ pub mod tenants;
 
 /// Waits until `count` is zero; whatever lowers it to zero notifies
 /// `waiters` (`notify_waiters`).
-async fn until_none(waiters: &tokio::sync::Notify, count: impl Fn() -> usize) {
+pub(crate) async fn until_none(waiters: &tokio::sync::Notify, count: impl Fn() -> usize) {
     loop {
         let notified = waiters.notified();
         let mut notified = std::pin::pin!(notified);

@@ -20,6 +20,7 @@ mod tasks;
 mod tools;
 
 pub use server::McpServer;
+pub(crate) use stdio::Lane;
 pub use stdio::{poll_readable, serve_stdio};
 pub use streamable::{McpHttp, http_service};
 pub use tools::{mcp_tool, tools_list, tools_list_for};

@@ -1,6 +1,7 @@
 //! MCP served on stdin and stdout: one session until the client leaves or
 //! shutdown drains it, and the poll of stdin before the thread sleeps.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
@@ -10,6 +11,9 @@ use tokio_util::sync::CancellationToken;
 use super::server::McpServer;
 use crate::host::Host;
 use crate::serve::lines::{LineTransport, MAX_PENDING};
+
+mod lane;
+pub(crate) use lane::Lane;
 
 /// Serves MCP on stdin and stdout until the client disconnects or `stop` is
 /// cancelled. Logs go to stderr; nothing but protocol messages is written to
@@ -31,13 +35,18 @@ pub async fn serve_stdio(
     let abandon = CancellationToken::new();
     let server = McpServer::with_abandon(host, abandon.clone());
     let (read, write) = rmcp::transport::stdio_pipes();
-    let transport = LineTransport::new(read, write, MAX_PENDING, stop.clone());
-    let running = match server.serve(transport).await {
+    let lane = Arc::new(OnceLock::new());
+    let transport =
+        LineTransport::new(read, write, MAX_PENDING, stop.clone()).with_lane(lane.clone());
+    let running = match server.clone().serve(transport).await {
         Ok(running) => running,
         // Stopped before the client initialized the session.
         Err(_) if stop.is_cancelled() => return Ok(()),
         Err(e) => return Err(e).context("starting the MCP server on stdio"),
     };
+    // From here on `tools/call` is answered past rmcp's per-request
+    // machinery, on the session's peer.
+    let _ = lane.set(Arc::new(Lane::new(server, running.peer().clone())));
     let mut waiting = std::pin::pin!(running.waiting());
     let gave_up = async {
         stop.cancelled().await;
