@@ -88,3 +88,22 @@ fn a_request_that_reuses_the_id_of_one_in_flight_is_refused() {
     let again = reply(&mut server, Duration::from_secs(10)).unwrap();
     assert_eq!(echoed(&again)["text"], "again", "{again}");
 }
+
+#[test]
+fn a_call_still_running_5_s_after_stdin_ends_is_cancelled_and_the_server_exits() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&call(1, "sleep", json!({"ms": 60_000})));
+    // Read before stdin ends.
+    std::thread::sleep(Duration::from_millis(200));
+    let closed = std::time::Instant::now();
+    server.close_stdin();
+    let status = server.exit(Duration::from_secs(20));
+    let took = closed.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        (Duration::from_millis(4_500)..Duration::from_secs(12)).contains(&took),
+        "the server exited {took:?} after stdin ended (5 s are given to calls in flight)"
+    );
+    assert_eq!(reply(&mut server, Duration::from_millis(200)), None);
+}
