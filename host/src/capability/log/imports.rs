@@ -128,9 +128,10 @@ tokio::task_local! {
 }
 
 /// Runs `calls` (calls dispatched on this task) with their guests' log lines
-/// also going to `sink`.
-pub async fn with_log_sink<F: Future>(sink: LogSink, calls: F) -> F::Output {
-    LOG_SINK.scope(sink, calls).await
+/// also going to `sink`. (Not an `async fn`: that would hold `calls`
+/// twice, once as its argument and once inside the scope.)
+pub fn with_log_sink<F: Future>(sink: LogSink, calls: F) -> impl Future<Output = F::Output> {
+    LOG_SINK.scope(sink, calls)
 }
 
 impl Host for Room<'_, Log> {

@@ -54,9 +54,14 @@ tokio::task_local! {
 }
 
 /// Runs `calls` (calls dispatched on this task) with their guests' progress
-/// reports going to `sink`. Without one, reports go nowhere.
-pub async fn with_progress_sink<F: Future>(sink: ProgressSink, calls: F) -> F::Output {
-    PROGRESS_SINK.scope(sink, calls).await
+/// reports going to `sink`. Without one, reports go nowhere. (Not an
+/// `async fn`: that would hold `calls` twice, once as its argument and once
+/// inside the scope, doubling the size of every future around it.)
+pub fn with_progress_sink<F: Future>(
+    sink: ProgressSink,
+    calls: F,
+) -> impl Future<Output = F::Output> {
+    PROGRESS_SINK.scope(sink, calls)
 }
 
 impl Host for Room<'_, Reports> {

@@ -240,25 +240,25 @@ impl McpServer {
         };
         let (sink, forwarded) = log_forwarder(floor, cx.peer.clone(), cx.held.clone());
         let tool = call.tool.clone();
-        let dispatch = crate::capability::log::with_log_sink(
+        // Boxed as it is made: the dispatch future is several KiB, and held
+        // here (even once moved on, its place stays in this future) it would
+        // be copied whole with this future, into its box and its task.
+        let dispatch: BoxFuture<'_, _> = Box::pin(crate::capability::log::with_log_sink(
             sink,
             self.host.dispatch_output_as(&caller, call),
-        );
+        ));
         // Progress reports go as `notifications/progress` to a client that
         // asked for them with a token (over HTTP, on the request's stream).
         let progress = cx
             .meta
             .get_progress_token()
             .map(|token| ProgressForward::start(token, cx.peer.clone()));
-        // Boxed: rmcp moves every request's handler future into a task of its
-        // own, and the dispatch future (several KiB) would make that copy
-        // larger for every request, `ping` included.
-        let dispatch: BoxFuture<'_, _> = match &progress {
+        let dispatch = match &progress {
             Some((sink, _)) => Box::pin(crate::capability::progress::with_progress_sink(
                 sink.clone(),
                 dispatch,
             )),
-            None => Box::pin(dispatch),
+            None => dispatch,
         };
         // The trace the request names goes on into the call.
         let dispatch = match Trace::parse(cx.meta.get_traceparent(), cx.meta.get_tracestate()) {
@@ -443,7 +443,10 @@ impl ServerHandler for McpServer {
             let (timeout, tool) = (self.approval_timeout(), request.name.to_string());
             let start = self.starter(caller.clone(), request, cx);
             let (host, cancelled) = (&self.host, context.ct.clone());
-            return super::tasks::call(host, &caller, &tool, held, timeout, cancelled, start).await;
+            return Box::pin(super::tasks::call(
+                host, &caller, &tool, held, timeout, cancelled, start,
+            ))
+            .await;
         }
         // A client without sessions that can answer questions is asked for
         // approvals through `input_required`; the call runs on in a task of
@@ -454,7 +457,7 @@ impl ServerHandler for McpServer {
             let timeout = self.approval_timeout();
             let start = self.starter(caller.clone(), request.clone(), cx);
             let cancelled = context.ct.clone();
-            let response = super::ask::call(
+            let response = Box::pin(super::ask::call(
                 &self.parked,
                 &self.host,
                 &caller,
@@ -462,14 +465,17 @@ impl ServerHandler for McpServer {
                 timeout,
                 cancelled,
                 start,
-            )
+            ))
             .await?;
             return Ok(match response {
                 CallToolResponse::Complete(result) => counted(held.as_ref(), result).into(),
                 asked => asked,
             });
         }
-        let result = self.clone().run(caller, request, cx).await?;
+        // Each way of running the call is boxed: inline, the largest of them
+        // (several KiB) would be the size of this handler's future and of
+        // rmcp's, copied whole whenever they move (into a task, out of it).
+        let result = Box::pin(self.clone().run(caller, request, cx)).await?;
         Ok(counted(held.as_ref(), result).into())
     }
 

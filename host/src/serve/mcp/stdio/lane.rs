@@ -107,7 +107,10 @@ impl Lane {
         let lane = self.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let answer = match lane.server.handle_request(request, context).await {
+            // Boxed: rmcp's handling of any request (KiB) would otherwise be
+            // the size of this task, copied in and out of the runtime whole.
+            let handled = Box::pin(lane.server.handle_request(request, context));
+            let answer = match handled.await {
                 Ok(result) => JsonRpcMessage::response(result, id.clone()),
                 Err(error) => {
                     tracing::warn!(%id, ?error, "response error");
