@@ -53,7 +53,7 @@ pub(crate) struct LineTransport<R, W> {
     /// Set once the session is up (by `mcp/stdio`); unset in tests of the
     /// transport alone.
     lane: Arc<OnceLock<Arc<Lane>>>,
-    /// When the calls in the lane stop being waited for, once stdin ended.
+    /// When the lane's calls stop being waited for, once stdin ended.
     drain_until: Option<tokio::time::Instant>,
 }
 
@@ -162,12 +162,17 @@ where
     }
 
     /// Writes `refusal` as an answer, in a task of its own so that a
-    /// cancelled `receive` never cuts a line short.
-    fn answer(&self, refusal: &Refusal) {
+    /// cancelled `receive` never cuts a line short. The task holds the slot
+    /// the refused line was read with until the answer is written: a client
+    /// that sends without reading its answers stops being read, whether
+    /// what it sends is answered or refused.
+    fn answer(&mut self, refusal: &Refusal) {
         tracing::debug!(code = refusal.code, message = %refusal.message, "refused a message");
         let line = refusal.to_line();
         let write = self.write.clone();
+        let slot = self.slot.take();
         tokio::spawn(async move {
+            let _slot = slot;
             let mut write = write.lock().await;
             if write.write_all(&line).await.is_ok() {
                 let _ = write.flush().await;
@@ -236,19 +241,15 @@ where
                     ));
                     continue;
                 }
+                // rmcp then answers its calls in flight for a while, and the
+                // lane its own in the same while ([`Self::close`]).
                 LineRead::Eof => {
-                    // As rmcp answers its calls in flight before it ends the
-                    // session (and then cancels them), so does the lane.
-                    if let Some(lane) = self.lane.get() {
-                        let until = *self
-                            .drain_until
-                            .get_or_insert_with(|| tokio::time::Instant::now() + Lane::DRAIN);
-                        lane.drain(until).await;
-                    }
+                    self.ended();
                     return None;
                 }
                 LineRead::Io(error) => {
                     tracing::error!(%error, "cannot read stdin");
+                    self.ended();
                     return None;
                 }
             }
@@ -288,7 +289,16 @@ where
         }
     }
 
+    /// rmcp closes the transport once its own calls in flight are answered
+    /// (or have had their time): the lane's calls get the same time, from
+    /// when stdin ended, and are then cancelled.
     async fn close(&mut self) -> Result<(), Self::Error> {
+        if let Some(lane) = self.lane.get() {
+            let until = self
+                .drain_until
+                .unwrap_or_else(|| tokio::time::Instant::now() + Lane::DRAIN);
+            lane.drain(until).await;
+        }
         self.write.lock().await.shutdown().await
     }
 }
@@ -325,6 +335,12 @@ where
 }
 
 impl<R, W> LineTransport<R, W> {
+    /// Stdin has ended: the calls in flight have [`Lane::DRAIN`] from now.
+    fn ended(&mut self) {
+        self.drain_until
+            .get_or_insert_with(|| tokio::time::Instant::now() + Lane::DRAIN);
+    }
+
     /// The refusal of a request that names the id of one still in flight.
     fn reused(&self, message: &ClientJsonRpcMessage) -> Option<Refusal> {
         let JsonRpcMessage::Request(request) = message else {
@@ -341,11 +357,9 @@ impl<R, W> LineTransport<R, W> {
             Refusal::new(
                 serde_json::to_value(&request.id).unwrap_or_default(),
                 INVALID_REQUEST,
-                format!(
-                    "Invalid Request: id {} is already used by a request in flight; give each \
-                     request an id of its own",
-                    request.id
-                ),
+                "Invalid Request: the id is already used by a request in flight; give each \
+                 request an id of its own"
+                    .to_string(),
             )
         })
     }

@@ -118,12 +118,14 @@ impl Lane {
                 }
             };
             ct.cancel();
-            // A cancelled call's entry is gone: its answer is not sent.
-            if lane.finish(&id, number)
+            // A cancelled call's entry is gone: its answer is not sent. The
+            // id stays in use until the answer is written.
+            if lane.is_current(&id, number)
                 && let Err(error) = send(answer).await
             {
                 tracing::error!(%error, "fail to response message");
             }
+            lane.finish(&id, number);
         });
     }
 
@@ -143,18 +145,20 @@ impl Lane {
         }
     }
 
-    /// Removes the entry of call `number` named `id`; whether it was there
-    /// (not cancelled).
-    fn finish(&self, id: &RequestId, number: u64) -> bool {
+    /// Whether call `number` is still the one named `id` (not cancelled).
+    fn is_current(&self, id: &RequestId, number: u64) -> bool {
+        self.lock().get(id).is_some_and(|(n, _)| *n == number)
+    }
+
+    /// Removes the entry of call `number` named `id`, if it is still there.
+    fn finish(&self, id: &RequestId, number: u64) {
         let mut calls = self.lock();
-        let found = calls.get(id).is_some_and(|(n, _)| *n == number);
-        if found {
+        if calls.get(id).is_some_and(|(n, _)| *n == number) {
             calls.remove(id);
             if calls.is_empty() {
                 self.idle.notify_waiters();
             }
         }
-        found
     }
 
     /// Waits until no call is in flight.
