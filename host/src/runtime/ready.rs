@@ -5,7 +5,6 @@
 //! call can reach the next. Only a caller that pauses between its calls gets
 //! them: one whose next call follows at once would not wait for the instance.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,7 +34,9 @@ fn same_sandbox(made: &Sandbox, limits: &Limits, grants: &Grants) -> bool {
 /// The instances made ahead for one plugin version: at most one per tool.
 #[derive(Default)]
 pub(crate) struct ReadyInstances {
-    slots: Mutex<HashMap<Arc<str>, Slot>>,
+    /// By tool: a version has a few tools, so a list is found faster than
+    /// a hashed name.
+    slots: Mutex<Vec<(Arc<str>, Slot)>>,
     closed: AtomicBool,
     /// How long the last fresh instance of the version took to
     /// instantiate, in nanoseconds (0: none was made yet).
@@ -85,12 +86,12 @@ impl ReadyInstances {
     ) -> Option<ReadyInstance> {
         let mut ready = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            match slots.remove_entry(tool)? {
+            let at = slots.iter().position(|(made_for, slot)| {
+                **made_for == *tool && matches!(slot, Slot::Ready(_))
+            })?;
+            match slots.swap_remove(at) {
                 (_, Slot::Ready(ready)) => ready,
-                (tool, making) => {
-                    slots.insert(tool, making);
-                    return None;
-                }
+                (_, Slot::Making) => unreachable!("found ready"),
             }
         };
         if !same_sandbox(ready.store.data(), limits, grants) {
@@ -124,18 +125,18 @@ impl ReadyInstances {
         }
         let tool: Arc<str> = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            if slots.contains_key(tool) {
+            if slots.iter().any(|(made_for, _)| **made_for == *tool) {
                 return;
             }
             let tool: Arc<str> = tool.into();
-            slots.insert(tool.clone(), Slot::Making);
+            slots.push((tool.clone(), Slot::Making));
             tool
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            self.slots
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&tool);
+            remove(
+                &mut self.slots.lock().unwrap_or_else(|e| e.into_inner()),
+                &tool,
+            );
             return;
         };
         let (this, recipe, flights) = (self.clone(), recipe(), flights.clone());
@@ -153,7 +154,13 @@ impl ReadyInstances {
                 Some(Ok(Ok((ready, took)))) => {
                     this.made_in(took);
                     if none_since() && !this.closed.load(Ordering::Acquire) {
-                        slots.insert(tool, Slot::Ready(ready));
+                        if let Some((_, slot)) =
+                            slots.iter_mut().find(|(made_for, _)| *made_for == tool)
+                        {
+                            *slot = Slot::Ready(ready);
+                        } else {
+                            slots.push((tool, Slot::Ready(ready)));
+                        }
                         return;
                     }
                     Some(ready)
@@ -165,7 +172,7 @@ impl ReadyInstances {
                 }
                 _ => None,
             };
-            slots.remove(&tool);
+            remove(&mut slots, &tool);
             drop(slots);
             drop(unused);
         });
@@ -177,7 +184,7 @@ impl ReadyInstances {
         self.closed.store(true, Ordering::Release);
         let ready: Vec<Slot> = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots.drain().map(|(_, slot)| slot).collect()
+            slots.drain(..).map(|(_, slot)| slot).collect()
         };
         drop(ready);
     }
@@ -187,9 +194,16 @@ impl ReadyInstances {
         self.slots
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .filter(|slot| matches!(slot, Slot::Ready(_)))
+            .iter()
+            .filter(|(_, slot)| matches!(slot, Slot::Ready(_)))
             .count()
+    }
+}
+
+/// Removes `tool`'s slot, if there is one.
+fn remove(slots: &mut Vec<(Arc<str>, Slot)>, tool: &str) {
+    if let Some(at) = slots.iter().position(|(made_for, _)| **made_for == *tool) {
+        slots.swap_remove(at);
     }
 }
 
