@@ -25,7 +25,7 @@ pub(crate) fn workspace(config: &str) -> (tempfile::TempDir, PathBuf) {
 /// bounded: stdout is not read further while answers wait on it unread.
 pub(crate) struct Stdio {
     child: Child,
-    stdin: Option<ChildStdin>,
+    pub(crate) stdin: Option<ChildStdin>,
     stdout: mpsc::Receiver<Vec<u8>>,
     stderr: mpsc::Receiver<String>,
 }
@@ -113,7 +113,7 @@ impl Stdio {
         self.stderr.try_iter().collect::<Vec<_>>().join("\n")
     }
 
-    fn signal(&self, signal: libc::c_int) {
+    pub(crate) fn signal(&self, signal: libc::c_int) {
         let pid = libc::pid_t::try_from(self.child.id()).unwrap();
         // SAFETY: sending a signal to our own child process.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
@@ -140,7 +140,7 @@ impl Stdio {
     }
 
     /// The server's resident memory, in KiB.
-    fn rss_kib(&self) -> u64 {
+    pub(crate) fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         status
             .lines()

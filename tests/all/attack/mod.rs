@@ -14,6 +14,7 @@ mod guard_planted;
 mod handles;
 mod identity;
 mod killed;
+mod lane;
 mod masks;
 mod namespaces;
 mod network;

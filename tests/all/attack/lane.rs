@@ -1,0 +1,231 @@
+//! The stdio lane (`tools/call` answered past rmcp's per-request machinery,
+//! `host/src/serve/mcp/stdio/lane.rs`) as the fifteenth attacker's pass
+//! found it: an id reused while its answer waited for the writer was run
+//! again, stdin ending gave the lane's calls and rmcp's 5 s each, one after
+//! the other, SIGTERM after stdin ended waited for the drain timeout, a read
+//! error left the lane's calls unanswered, and a client that did not read
+//! its answers could make the server hold any number of refusals.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::epoch::reply;
+use crate::protocol::{Stdio, call, error_of, ping, workspace};
+use crate::serve::CONFIG;
+
+/// `_meta` naming the session's protocol version: the request goes through
+/// rmcp's serve loop rather than the lane.
+fn via_rmcp(mut request: Value) -> Value {
+    request["params"]["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2025-06-18"});
+    request
+}
+
+/// Fills the test's stdout channel (16 lines plus one held by its reader
+/// thread) and then the pipe, so that the server's writer is held by a
+/// large answer nobody reads. Ids 900..=917 and 999 are used.
+fn hold_the_writer(server: &mut Stdio) {
+    for id in 900..=917 {
+        server.send(&call(id, "echo", json!({"text": "filler"})));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    server.send(&call(999, "flood", json!({"bytes": 900_000})));
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+/// The lane dropped a call's id before its answer was written, so while the
+/// writer was held the client could run another call under the same id and
+/// get two answers for it; rmcp's path keeps the id until it is written.
+#[test]
+fn a_call_reusing_an_id_whose_answer_is_unwritten_is_refused() {
+    for rmcp in [false, true] {
+        let (_dir, root) = workspace(CONFIG);
+        let (mut server, _) = Stdio::initialized(&root, &[]);
+        let path: fn(Value) -> Value = if rmcp { via_rmcp } else { |r| r };
+        hold_the_writer(&mut server);
+        // Done at once; its answer waits behind the flood.
+        server.send(&path(call(7, "echo", json!({"text": "first"}))));
+        std::thread::sleep(Duration::from_secs(1));
+        // The client has not seen an answer for 7: the id is still in flight.
+        server.send(&path(call(7, "echo", json!({"text": "second"}))));
+        std::thread::sleep(Duration::from_secs(1));
+        let mut sevens = Vec::new();
+        while let Some(answer) = reply(&mut server, Duration::from_secs(3)) {
+            if answer["id"] == 7 {
+                sevens.push(answer);
+            }
+        }
+        let results = sevens.iter().filter(|a| a.get("result").is_some()).count();
+        let refused = sevens
+            .iter()
+            .filter(|a| a.get("error").is_some() && error_of(a) == (json!(7), -32600))
+            .count();
+        assert_eq!(
+            (results, refused),
+            (1, 1),
+            "rmcp path: {rmcp}; the answers under id 7: {sevens:?}"
+        );
+    }
+}
+
+/// The lane's 5 s ran in the transport's `receive`, and rmcp's own 5 s only
+/// began once `receive` ended: one after the other. Both now run from when
+/// stdin ended (the lane's in the transport's `close`).
+#[test]
+fn calls_on_both_paths_when_stdin_ends_are_given_5_s_in_all() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&call(1, "spin", json!({})));
+    server.send(&via_rmcp(call(2, "spin", json!({}))));
+    std::thread::sleep(Duration::from_millis(200));
+    let closed = Instant::now();
+    server.close_stdin();
+    let status = server.exit(Duration::from_secs(30));
+    let took = closed.elapsed();
+    assert!(status.success(), "{status:?}");
+    // Before the fix: 9.9 s (the rmcp-path spin ran on to its 10 s limit
+    // after the lane's 5 s); before the lane, 5.0 s.
+    assert!(
+        took < Duration::from_secs(8),
+        "the server exited {took:?} after stdin ended (5 s are given to calls in flight)"
+    );
+}
+
+/// Each notification a call sent woke rmcp's loop, which dropped the
+/// transport's `receive` while it waited for the lane; the next `receive`,
+/// seeing the stop, waited for the lane with no deadline: until the drain
+/// timeout instead of 5 s.
+#[test]
+fn sigterm_after_stdin_ends_does_not_extend_the_5_s_drain() {
+    let (_dir, root) = workspace(&CONFIG.replace(r#"timeout = "10s""#, r#"timeout = "90s""#));
+    let (mut server, _) = Stdio::initialized(&root, &["--drain-timeout", "30s"]);
+    // 60 s of progress, one report every 500 ms (lines fit in the pipe).
+    let mut request = call(
+        1,
+        "report_progress",
+        json!({"steps": (1..=120).collect::<Vec<u32>>(), "total": 120, "pause_ms": 500}),
+    );
+    request["params"]["_meta"] = json!({"progressToken": "p"});
+    server.send(&request);
+    std::thread::sleep(Duration::from_millis(500));
+    let closed = Instant::now();
+    server.close_stdin();
+    std::thread::sleep(Duration::from_millis(500));
+    server.signal(libc::SIGTERM);
+    let status = server.exit(Duration::from_secs(60));
+    let took = closed.elapsed();
+    assert!(status.success(), "{status:?}");
+    // Before the fix: 30.8 s (the drain timeout); before the lane, 5.1 s.
+    assert!(
+        took < Duration::from_secs(8),
+        "the server exited {took:?} after stdin ended and SIGTERM came 0.5 s later"
+    );
+}
+
+/// Every refusal was a task of its own holding its line until the writer was
+/// free, and took no slot: while stdout went unread nothing bounded them. A
+/// reused id was the cheapest way in (its refusal quoted the id twice); now
+/// a refusal holds the slot of the line it answers until it is written.
+#[test]
+fn refusals_are_bounded_when_stdout_is_not_read() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&call(1, "sleep", json!({"ms": 60_000})));
+    hold_the_writer(&mut server);
+    let before = server.rss_kib();
+    const LINES: usize = 300_000;
+    let written = Arc::new(AtomicUsize::new(0));
+    let mut stdin = server.stdin.take().unwrap();
+    let writer = {
+        let written = written.clone();
+        std::thread::spawn(move || {
+            let line = format!("{}\n", ping(1));
+            for _ in 0..LINES {
+                if stdin.write_all(line.as_bytes()).is_err() {
+                    break;
+                }
+                written.fetch_add(1, Ordering::Relaxed);
+            }
+            let _ = stdin.flush();
+            stdin
+        })
+    };
+    let mut last = usize::MAX;
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = written.load(Ordering::Relaxed);
+        if now == last || now == LINES {
+            break;
+        }
+        last = now;
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let grown = server.rss_kib().saturating_sub(before);
+    // Before the fix: +220 MiB for 300,000 pings of 46 bytes (13.8 MB
+    // sent); with 256 KiB string ids, +904 MiB for 472 MB sent.
+    assert!(grown < 64 << 10, "the server grew by {grown} KiB");
+    drop(writer);
+}
+
+/// Only the end of stdin drained the lane, not a failed read (rmcp drains
+/// its own calls on both): the server exited with the lane's calls
+/// unanswered.
+#[test]
+fn a_call_in_flight_when_stdin_fails_is_answered_as_at_eof() {
+    use std::io::{BufRead as _, BufReader};
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::OwnedFd;
+    use std::process::{Command, Stdio as Pipe};
+
+    let (_dir, root) = workspace(CONFIG);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (accepted, _) = listener.accept().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost-cli"))
+        .arg("--config")
+        .arg(root.join("toolhost.toml"))
+        .arg("serve")
+        .stdin(Pipe::from(OwnedFd::from(accepted)))
+        .stdout(Pipe::piped())
+        .stderr(Pipe::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |message: Value| {
+        client.write_all(format!("{message}\n").as_bytes()).unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}));
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(call(1, "sleep", json!({"ms": 1000})));
+    std::thread::sleep(Duration::from_millis(300));
+    // Reset, not close: the server's read of stdin fails (ECONNRESET).
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: SO_LINGER on a socket this test owns, with a linger of its size.
+    let set = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&client),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            std::ptr::from_ref(&linger).cast(),
+            size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0);
+    drop(client);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let _ = child.wait();
+    // Before the fix: nothing (the server exited at once); before the lane,
+    // and on rmcp's path, the call's answer.
+    assert!(
+        rest.contains(r#"\"slept_ms\":1000"#),
+        "the call in flight was not answered: {rest:?}"
+    );
+}
