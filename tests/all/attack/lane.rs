@@ -197,16 +197,21 @@ fn a_call_in_flight_when_stdin_fails_is_answered_as_at_eof() {
     let mut send = |message: Value| {
         client.write_all(format!("{message}\n").as_bytes()).unwrap();
     };
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"}}}));
+        "clientInfo": {"name": "test", "version": "0"}}}),
+    );
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(call(1, "sleep", json!({"ms": 1000})));
     std::thread::sleep(Duration::from_millis(300));
     // Reset, not close: the server's read of stdin fails (ECONNRESET).
-    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
     // SAFETY: SO_LINGER on a socket this test owns, with a linger of its size.
     let set = unsafe {
         libc::setsockopt(
