@@ -124,6 +124,21 @@ impl Stdio {
         self.stdin = None;
     }
 
+    /// Ends stdin, does `meanwhile`, and waits (up to `limit`) for the
+    /// server to exit with success: how long after stdin ended it exited.
+    pub(crate) fn exit_after_stdin_ends(
+        &mut self,
+        limit: Duration,
+        meanwhile: impl FnOnce(&Self),
+    ) -> Duration {
+        let ended = Instant::now();
+        self.close_stdin();
+        meanwhile(self);
+        let status = self.exit(limit);
+        assert!(status.success(), "{status:?}");
+        ended.elapsed()
+    }
+
     pub(crate) fn exit(&mut self, limit: Duration) -> std::process::ExitStatus {
         let deadline = Instant::now() + limit;
         loop {

@@ -96,11 +96,7 @@ fn a_call_still_running_5_s_after_stdin_ends_is_cancelled_and_the_server_exits()
     server.send(&call(1, "sleep", json!({"ms": 60_000})));
     // Read before stdin ends.
     std::thread::sleep(Duration::from_millis(200));
-    let closed = std::time::Instant::now();
-    server.close_stdin();
-    let status = server.exit(Duration::from_secs(20));
-    let took = closed.elapsed();
-    assert!(status.success(), "{status:?}");
+    let took = server.exit_after_stdin_ends(Duration::from_secs(20), |_| ());
     assert!(
         (Duration::from_millis(4_500)..Duration::from_secs(12)).contains(&took),
         "the server exited {took:?} after stdin ended (5 s are given to calls in flight)"
