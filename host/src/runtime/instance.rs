@@ -64,7 +64,7 @@ pub(crate) async fn instantiate_tool(
     store: &mut Store<Sandbox>,
 ) -> wasmtime::Result<ToolGuest> {
     let instance = pre.instantiate_async(&mut *store).await?;
-    exports.load(store, &instance)
+    Ok(exports.load(&instance))
 }
 
 pub(crate) fn guest_error(what: &str, error: GuestToolError) -> CallError {

@@ -3,6 +3,7 @@
 //! what they return mapped to the current types. Series 0.2 uses the
 //! current bindings (minor releases only add); 0.1 has its own (`v0_1`).
 
+mod call;
 pub(crate) mod v0_1;
 
 use wasmtime::AsContextMut;
@@ -12,6 +13,7 @@ use super::bindings::exports::toolhost::plugin::lifecycle;
 use super::bindings::toolhost::plugin::types::{ToolIcons, ToolOutput as WitToolOutput};
 use super::bindings::{GuestToolError, LifecycleIndices, Manifest, RichIndices, ToolIndices};
 use super::{CONTRACT_SERIES, CONTRACT_VERSION, TOOL_INTERFACE};
+use call::CallExport;
 
 /// The contract versions this host loads, by series: every released version
 /// of each (a series is a major version, or a minor one below 1.0), newest
@@ -134,11 +136,23 @@ pub(crate) struct Described {
 /// Where a plugin version's `tool` exports are, found once per version.
 #[derive(Clone)]
 pub(crate) enum ToolExports {
-    V0_1(v0_1::ToolIndices),
+    V0_1 {
+        tool: v0_1::ToolIndices,
+        call: CallExport<(Result<String, v0_1::ToolError>,)>,
+    },
     V0_2 {
         tool: ToolIndices,
         rich: Option<RichIndices>,
+        call: CallOf0_2,
     },
+}
+
+/// The `call` a tool of series 0.2 runs through: `rich-tool`'s where
+/// exported (0.2.2), else `tool`'s.
+#[derive(Clone)]
+pub(crate) enum CallOf0_2 {
+    Text(CallExport<(Result<String, GuestToolError>,)>),
+    Rich(CallExport<(Result<WitToolOutput, GuestToolError>,)>),
 }
 
 impl ToolExports {
@@ -149,41 +163,43 @@ impl ToolExports {
         series: Series,
         rich: bool,
     ) -> wasmtime::Result<Self> {
+        let interface = series.tool_interface();
         Ok(match series {
-            Series::V0_1 => Self::V0_1(v0_1::ToolIndices::new(pre)?),
+            Series::V0_1 => Self::V0_1 {
+                tool: v0_1::ToolIndices::new(pre)?,
+                call: CallExport::new(pre, interface)?,
+            },
+            Series::V0_2 if rich => Self::V0_2 {
+                tool: ToolIndices::new(pre)?,
+                rich: Some(RichIndices::new(pre)?),
+                call: CallOf0_2::Rich(CallExport::new(
+                    pre,
+                    &format!("{RICH_INTERFACE}{CONTRACT_VERSION}"),
+                )?),
+            },
             Series::V0_2 => Self::V0_2 {
                 tool: ToolIndices::new(pre)?,
-                rich: rich.then(|| RichIndices::new(pre)).transpose()?,
+                rich: None,
+                call: CallOf0_2::Text(CallExport::new(pre, interface)?),
             },
         })
     }
 
-    /// The exports of `instance`. Those of series 0.2 are found (and
-    /// type-checked) when first used: a call needs one interface's.
-    pub(crate) fn load(
-        &self,
-        store: impl AsContextMut,
-        instance: &Instance,
-    ) -> wasmtime::Result<ToolGuest> {
-        Ok(match self {
-            Self::V0_1(indices) => ToolGuest::V0_1(indices.load(store, instance)?),
-            Self::V0_2 { tool, rich } => ToolGuest::V0_2 {
-                instance: *instance,
-                tool: tool.clone(),
-                rich: rich.clone(),
-            },
-        })
+    /// The exports of `instance`. They are found (and type-checked) when
+    /// first used: a call needs its `call` only, whose type is checked once
+    /// per version (see [`CallExport`]).
+    pub(crate) fn load(&self, instance: &Instance) -> ToolGuest {
+        ToolGuest {
+            instance: *instance,
+            exports: self.clone(),
+        }
     }
 }
 
 /// An instance's `tool` exports.
-pub(crate) enum ToolGuest {
-    V0_1(v0_1::ToolGuest),
-    V0_2 {
-        instance: Instance,
-        tool: ToolIndices,
-        rich: Option<RichIndices>,
-    },
+pub(crate) struct ToolGuest {
+    instance: Instance,
+    exports: ToolExports,
 }
 
 impl ToolGuest {
@@ -193,16 +209,17 @@ impl ToolGuest {
         S: AsContextMut,
         S::Data: Send,
     {
-        match self {
-            Self::V0_1(guest) => Ok(Described {
-                manifest: v0_1::manifest(guest.call_describe(store).await?),
+        let instance = &self.instance;
+        match &self.exports {
+            ToolExports::V0_1 { tool, .. } => Ok(Described {
+                manifest: v0_1::manifest(
+                    tool.load(&mut store, instance)?
+                        .call_describe(store)
+                        .await?,
+                ),
                 icons: Vec::new(),
             }),
-            Self::V0_2 {
-                instance,
-                tool,
-                rich,
-            } => {
+            ToolExports::V0_2 { tool, rich, .. } => {
                 let tool = tool.load(&mut store, instance)?;
                 let manifest = tool.call_describe(&mut store).await?;
                 let icons = match rich {
@@ -222,7 +239,7 @@ impl ToolGuest {
     /// exported, else `tool.call`.
     pub(crate) async fn call<S>(
         &self,
-        mut store: S,
+        store: S,
         name: &str,
         arguments: &str,
     ) -> wasmtime::Result<Result<GuestOutput, GuestToolError>>
@@ -230,29 +247,27 @@ impl ToolGuest {
         S: AsContextMut,
         S::Data: Send,
     {
-        Ok(match self {
-            Self::V0_1(guest) => guest
-                .call_call(store, name, arguments)
-                .await?
-                .map(GuestOutput::text)
-                .map_err(v0_1::tool_error),
-            Self::V0_2 {
-                instance,
-                rich: Some(rich),
+        let instance = &self.instance;
+        Ok(match &self.exports {
+            ToolExports::V0_1 { call, .. } => {
+                let (result,) = call.call(store, instance, name, arguments).await?;
+                result.map(GuestOutput::text).map_err(v0_1::tool_error)
+            }
+            ToolExports::V0_2 {
+                call: CallOf0_2::Rich(call),
                 ..
-            } => rich
-                .load(&mut store, instance)?
-                .call_call(store, name, arguments)
+            } => call
+                .call(store, instance, name, arguments)
                 .await?
+                .0
                 .map(GuestOutput::from),
-            Self::V0_2 {
-                instance,
-                tool,
-                rich: None,
-            } => tool
-                .load(&mut store, instance)?
-                .call_call(store, name, arguments)
+            ToolExports::V0_2 {
+                call: CallOf0_2::Text(call),
+                ..
+            } => call
+                .call(store, instance, name, arguments)
                 .await?
+                .0
                 .map(GuestOutput::text),
         })
     }

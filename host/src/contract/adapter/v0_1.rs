@@ -23,10 +23,11 @@ wasmtime::component::bindgen!({
 });
 
 use self::toolhost::plugin::types as old;
+pub(crate) use self::toolhost::plugin::types::ToolError;
 pub(crate) use exports::toolhost::plugin::lifecycle::{
     Guest as LifecycleGuest, GuestIndices as LifecycleIndices,
 };
-pub(crate) use exports::toolhost::plugin::tool::{Guest as ToolGuest, GuestIndices as ToolIndices};
+pub(crate) use exports::toolhost::plugin::tool::GuestIndices as ToolIndices;
 
 /// A 0.1 manifest in the current types: no tool has a title or an output
 /// schema.
@@ -54,11 +55,11 @@ pub(super) fn manifest(manifest: old::Manifest) -> current::Manifest {
 }
 
 /// A 0.1 tool error in the current type.
-pub(super) fn tool_error(error: old::ToolError) -> current::ToolError {
+pub(super) fn tool_error(error: ToolError) -> current::ToolError {
     match error {
-        old::ToolError::InvalidArguments(m) => current::ToolError::InvalidArguments(m),
-        old::ToolError::Denied(m) => current::ToolError::Denied(m),
-        old::ToolError::Failed(m) => current::ToolError::Failed(m),
+        ToolError::InvalidArguments(m) => current::ToolError::InvalidArguments(m),
+        ToolError::Denied(m) => current::ToolError::Denied(m),
+        ToolError::Failed(m) => current::ToolError::Failed(m),
     }
 }
 

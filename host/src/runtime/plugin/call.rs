@@ -329,10 +329,7 @@ impl PluginVersion {
             Ok(instance) => instance,
             Err(e) => return Err(fail(e, &store)),
         };
-        let tool = linked
-            .tool_exports
-            .load(&mut store, &instance)
-            .map_err(|e| fail(e, &store))?;
+        let tool = linked.tool_exports.load(&instance);
         let lifecycle = match &linked.lifecycle {
             Some(indices) => Some(
                 indices
