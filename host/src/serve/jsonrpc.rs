@@ -165,17 +165,52 @@ fn decode_general(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refusal>
 /// decides as it always did. A property test holds the two to the same
 /// answers.
 fn direct(top: &values::Top, bytes: &[u8]) -> Option<ClientJsonRpcMessage> {
-    use rmcp::model::{CallToolRequest, ListToolsRequest, PingRequest};
+    use rmcp::model::{ListToolsRequest, PingRequest};
     if !top.id || top.answer {
         return None;
     }
     let request = match top.method.as_deref()? {
-        "tools/call" => read::<CallToolRequest>(bytes, ClientRequest::CallToolRequest)?,
+        "tools/call" => read_call(bytes)?,
         "ping" => read::<PingRequest>(bytes, ClientRequest::PingRequest)?,
         "tools/list" => read::<ListToolsRequest>(bytes, ClientRequest::ListToolsRequest)?,
         _ => return None,
     };
     Some(JsonRpcMessage::Request(request))
+}
+
+/// Reads `bytes` as a `tools/call` in one pass. rmcp's own reading of a
+/// request flattens it twice (the request into the message, then the
+/// request's `params` beside their `_meta`), so each buffers the arguments
+/// before they are read. As rmcp does, `_meta` goes to the request's
+/// extensions, not to its `params`.
+fn read_call(bytes: &[u8]) -> Option<JsonRpcRequest<ClientRequest>> {
+    use rmcp::model::{
+        CallToolRequest, CallToolRequestMethod, CallToolRequestParams, JsonRpcVersion2_0, RequestId,
+    };
+    #[derive(serde::Deserialize)]
+    struct Call {
+        jsonrpc: JsonRpcVersion2_0,
+        id: RequestId,
+        #[serde(rename = "method")]
+        _method: CallToolRequestMethod,
+        params: CallToolRequestParams,
+    }
+    let Call {
+        jsonrpc,
+        id,
+        mut params,
+        ..
+    } = serde_json::from_slice::<Call>(bytes).ok()?;
+    let meta = params.meta.take();
+    let mut request = CallToolRequest::new(params);
+    if let Some(meta) = meta {
+        request.extensions.insert(meta);
+    }
+    Some(JsonRpcRequest {
+        jsonrpc,
+        id,
+        request: ClientRequest::CallToolRequest(request),
+    })
 }
 
 /// Reads `bytes` as a request of kind `R`.
@@ -436,9 +471,24 @@ mod tests {
                         message[key] = value;
                     }
                     let text = message.to_string();
+                    // Serialized, `_meta` reads the same from the params
+                    // as from the extensions: where it went is shown too
+                    // (the server reads it from the extensions).
                     let shown =
                         |decoded: &Result<Option<ClientJsonRpcMessage>, Refusal>| match decoded {
-                            Ok(message) => serde_json::to_value(message).unwrap(),
+                            Ok(message) => {
+                                let metas = match message {
+                                    Some(JsonRpcMessage::Request(JsonRpcRequest {
+                                        request: ClientRequest::CallToolRequest(call),
+                                        ..
+                                    })) => json!([
+                                        call.extensions.get::<rmcp::model::RequestMetaObject>(),
+                                        call.params.meta,
+                                    ]),
+                                    _ => Value::Null,
+                                };
+                                json!([serde_json::to_value(message).unwrap(), metas])
+                            }
                             Err(refusal) => refusal.to_json(),
                         };
                     let top = values::within(text.as_bytes(), MAX_VALUES)
