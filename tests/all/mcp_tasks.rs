@@ -400,6 +400,23 @@ fn over_stdio_a_long_command_becomes_a_task_polled_to_its_result_or_cancelled() 
         task_id(&created["result"])
     };
     let done = start(&mut server, "sleep 0.3; echo done");
+    // Told of it on a `subscriptions/listen` under the client's id (the
+    // transport gives rmcp ids of its own).
+    let mut params = json!({"notifications": {"taskIds": [done]}});
+    params["_meta"] = meta.clone();
+    server.send(&json!({"jsonrpc": "2.0", "id": "listen-1",
+                        "method": "subscriptions/listen", "params": params}));
+    let told = loop {
+        let message = server.answer();
+        if message["method"] == "notifications/tasks" {
+            break message;
+        }
+    };
+    let subscription = told["params"]["_meta"]
+        .as_object()
+        .and_then(|meta| meta.iter().find(|(key, _)| key.ends_with("subscriptionId")))
+        .map(|(_, id)| id.clone());
+    assert_eq!(subscription, Some(json!("listen-1")), "{told}");
     let cancelled = start(&mut server, &format!("sleep 30; echo {marker}"));
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let result = loop {

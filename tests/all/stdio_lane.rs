@@ -13,7 +13,7 @@ use crate::epoch::reply;
 use crate::protocol::{Stdio, call, error_of, ping, workspace};
 use crate::serve::CONFIG;
 
-fn cancelled(id: u64) -> Value {
+pub(crate) fn cancelled(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
            "params": {"requestId": id, "reason": "the user gave up"}})
 }

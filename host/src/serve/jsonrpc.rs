@@ -114,6 +114,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refus
     decode_general(bytes)
 }
 
+/// The id the client gave a request that rmcp knows by one of the line
+/// transport's own (in the request's extensions, and so in its handler's
+/// context: [`super::mcp::client_id`]).
+#[derive(Clone, Debug)]
+pub(crate) struct ClientRequestId(pub(crate) rmcp::model::RequestId);
+
 /// Reads a message the general way: rmcp's reading, which tries each kind
 /// of message and then each of its requests in turn (untagged enums).
 fn decode_general(bytes: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refusal> {

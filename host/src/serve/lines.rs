@@ -12,7 +12,9 @@
 //! - at shutdown it stops reading and ends only once every request read has
 //!   been answered;
 //! - a request that reuses the id of one still in flight is refused (MCP
-//!   forbids it; the two answers could not be told apart);
+//!   forbids it; the two answers could not be told apart), and rmcp knows
+//!   each request by an id of the transport's own, so that a cancelled
+//!   request's late answer never finds a request that reused its id;
 //! - once the session is up, `tools/call` takes the stdio lane
 //!   ([`super::mcp::stdio::Lane`]) past rmcp's per-request machinery.
 
@@ -20,14 +22,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, GetExtensions as _, JsonRpcMessage, RequestId,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::jsonrpc::{self, INVALID_REQUEST, Refusal};
+use super::jsonrpc::{self, ClientRequestId, INVALID_REQUEST, Refusal};
 use super::mcp::Lane;
 
 /// Most requests read from stdin and not yet answered.
@@ -57,26 +61,82 @@ pub(crate) struct LineTransport<R, W> {
     drain_until: Option<tokio::time::Instant>,
 }
 
-/// The requests read and not yet answered, each holding a slot.
+/// The requests handed to rmcp and not yet answered, each holding a slot.
 struct Pending {
     slots: Arc<Semaphore>,
-    requests: Mutex<HashMap<RequestId, OwnedSemaphorePermit>>,
+    requests: Mutex<Requests>,
     idle: Notify,
 }
 
+/// rmcp keeps the requests it serves by id: a cancelled request's answer,
+/// arriving late, would be taken for that of a request that reused its id.
+/// So rmcp is given ids of the transport's own (numbers, one per request,
+/// never reused), and answers go out under the client's.
+#[derive(Default)]
+struct Requests {
+    /// By the client's id: the transport's id of it, and its slot.
+    by_client: HashMap<RequestId, (i64, Option<OwnedSemaphorePermit>)>,
+    /// The client's id of each request rmcp has not answered yet.
+    by_own: HashMap<i64, RequestId>,
+    last: i64,
+}
+
 impl Pending {
-    fn answered(&self, id: &RequestId) {
-        let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-        if requests.remove(id).is_some() && requests.is_empty() {
-            self.idle.notify_waiters();
+    fn requests(&self) -> std::sync::MutexGuard<'_, Requests> {
+        self.requests.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes a request the client sent as `client`; answers the id rmcp is
+    /// to know it by.
+    fn begin(&self, client: RequestId, slot: Option<OwnedSemaphorePermit>) -> RequestId {
+        let mut requests = self.requests();
+        requests.last += 1;
+        let own = requests.last;
+        requests.by_own.insert(own, client.clone());
+        requests.by_client.insert(client, (own, slot));
+        RequestId::Number(own)
+    }
+
+    /// The client's id of the request rmcp answers as `own`, and the
+    /// transport's; `None` for an id rmcp was given no request under.
+    fn answering(&self, own: &RequestId) -> Option<(RequestId, i64)> {
+        let RequestId::Number(own) = *own else {
+            return None;
+        };
+        let client = self.requests().by_own.remove(&own)?;
+        Some((client, own))
+    }
+
+    /// The answer to `client`'s request `own` is written: its id and slot
+    /// are free (unless it was cancelled and the id is in use again).
+    fn answered(&self, client: &RequestId, own: i64) {
+        let mut requests = self.requests();
+        if requests
+            .by_client
+            .get(client)
+            .is_some_and(|(known, _)| *known == own)
+        {
+            requests.by_client.remove(client);
+            if requests.by_client.is_empty() {
+                self.idle.notify_waiters();
+            }
         }
     }
 
+    /// The client cancelled its request `client`: it is never answered, its
+    /// id and slot are free now. The id rmcp knows it by, if it is in flight.
+    fn cancelled(&self, client: &RequestId) -> Option<i64> {
+        let mut requests = self.requests();
+        let (own, _slot) = requests.by_client.remove(client)?;
+        requests.by_own.remove(&own);
+        if requests.by_client.is_empty() {
+            self.idle.notify_waiters();
+        }
+        Some(own)
+    }
+
     fn count(&self) -> usize {
-        self.requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .len()
+        self.requests().by_client.len()
     }
 
     async fn until_idle(&self) {
@@ -190,13 +250,29 @@ where
 
     fn send(
         &mut self,
-        item: TxJsonRpcMessage<RoleServer>,
+        mut item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let answered = match &item {
-            JsonRpcMessage::Response(response) => Some(response.id.clone()),
-            JsonRpcMessage::Error(error) => error.id.clone(),
+        let id = match &mut item {
+            JsonRpcMessage::Response(response) => Some(&mut response.id),
+            JsonRpcMessage::Error(error) => error.id.as_mut(),
             _ => None,
         };
+        let (answered, write) = match id {
+            None => (None, true),
+            Some(id) => match self.pending.answering(id) {
+                Some((client, own)) => {
+                    *id = client.clone();
+                    (Some((client, own)), true)
+                }
+                None => {
+                    // Not an id a request of the client's was given:
+                    // nothing the client asked is answered by it.
+                    tracing::debug!(%id, "dropped an answer to no request in flight");
+                    (None, false)
+                }
+            },
+        };
+        let item = write.then_some(item);
         send_line(self.write.clone(), self.pending.clone(), answered, item)
     }
 
@@ -276,12 +352,14 @@ where
                     {
                         let (write, pending) = (self.write.clone(), self.pending.clone());
                         lane.start(request, self.slot.take(), move |answer| {
-                            send_line(write, pending, None, answer)
+                            send_line(write, pending, None, Some(answer))
                         });
                         continue;
                     }
-                    self.track(&message);
-                    return Some(message);
+                    let mut message = message;
+                    if self.track(&mut message) {
+                        return Some(message);
+                    }
                 }
                 Ok(None) => {}
                 Err(refusal) => self.answer(&refusal),
@@ -303,22 +381,27 @@ where
     }
 }
 
-/// Writes `item` as a line, then frees the slot of the request it answers
-/// (`answered`).
+/// Writes `item` as a line, then frees the id and slot of the request it
+/// answers (`answered`: the client's id and the transport's).
 fn send_line<W>(
     write: Arc<tokio::sync::Mutex<W>>,
     pending: Arc<Pending>,
-    answered: Option<RequestId>,
-    item: TxJsonRpcMessage<RoleServer>,
+    answered: Option<(RequestId, i64)>,
+    item: Option<TxJsonRpcMessage<RoleServer>>,
 ) -> impl Future<Output = std::io::Result<()>> + Send + 'static
 where
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let line = serde_json::to_vec(&item).map(|mut line| {
-        line.push(b'\n');
-        line
+    let line = item.map(|item| {
+        serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        })
     });
     async move {
+        let Some(line) = line else {
+            return Ok(());
+        };
         let line = line.map_err(std::io::Error::other)?;
         let written = {
             let mut write = write.lock().await;
@@ -327,8 +410,8 @@ where
                 Err(e) => Err(e),
             }
         };
-        if let Some(id) = answered {
-            pending.answered(&id);
+        if let Some((client, own)) = answered {
+            pending.answered(&client, own);
         }
         written
     }
@@ -346,12 +429,7 @@ impl<R, W> LineTransport<R, W> {
         let JsonRpcMessage::Request(request) = message else {
             return None;
         };
-        let in_flight = self
-            .pending
-            .requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&request.id)
+        let in_flight = self.pending.requests().by_client.contains_key(&request.id)
             || self.lane.get().is_some_and(|lane| lane.has(&request.id));
         in_flight.then(|| {
             Refusal::new(
@@ -364,32 +442,41 @@ impl<R, W> LineTransport<R, W> {
         })
     }
 
-    /// A request keeps its slot until answered; a cancelled one is never
-    /// answered, so the cancellation frees its slot.
-    fn track(&mut self, message: &ClientJsonRpcMessage) {
+    /// A request keeps its id and slot until answered, and rmcp is given it
+    /// under an id of the transport's own; a cancelled one is never
+    /// answered, so the cancellation frees them, and it reaches rmcp under
+    /// that id. Whether `message` goes on to rmcp: a cancellation of no
+    /// request rmcp serves does not (the number it names could be one of
+    /// the transport's ids).
+    fn track(&mut self, message: &mut ClientJsonRpcMessage) -> bool {
         match message {
             JsonRpcMessage::Request(request) => {
-                if let Some(slot) = self.slot.take() {
-                    self.pending
-                        .requests
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(request.id.clone(), slot);
-                }
+                let client = request.id.clone();
+                request
+                    .request
+                    .extensions_mut()
+                    .insert(ClientRequestId(client.clone()));
+                request.id = self.pending.begin(client, self.slot.take());
             }
             JsonRpcMessage::Notification(notification) => {
                 if let ClientNotification::CancelledNotification(cancelled) =
-                    &notification.notification
-                    && let Some(id) = &cancelled.params.request_id
+                    &mut notification.notification
+                    && let Some(id) = &mut cancelled.params.request_id
                 {
-                    self.pending.answered(id);
-                    if let Some(lane) = self.lane.get() {
-                        lane.cancel(id);
+                    match self.pending.cancelled(id) {
+                        Some(own) => *id = RequestId::Number(own),
+                        None => {
+                            if let Some(lane) = self.lane.get() {
+                                lane.cancel(id);
+                            }
+                            return false;
+                        }
                     }
                 }
             }
             _ => {}
         }
+        true
     }
 }
 

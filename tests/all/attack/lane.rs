@@ -4,7 +4,9 @@
 //! again, stdin ending gave the lane's calls and rmcp's 5 s each, one after
 //! the other, SIGTERM after stdin ended waited for the drain timeout, a read
 //! error left the lane's calls unanswered, and a client that did not read
-//! its answers could make the server hold any number of refusals.
+//! its answers could make the server hold any number of refusals. And on
+//! rmcp's path (found then, older than the lane): an id reused at once
+//! after a cancel got the cancelled request's answer.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use serde_json::{Value, json};
 use crate::epoch::reply;
 use crate::protocol::{Stdio, call, error_of, ping, workspace};
 use crate::serve::CONFIG;
+use crate::stdio_lane::cancelled;
 
 /// `_meta` naming the session's protocol version: the request goes through
 /// rmcp's serve loop rather than the lane.
@@ -226,4 +229,74 @@ fn a_call_in_flight_when_stdin_fails_is_answered_as_at_eof() {
         rest.contains(r#"\"slept_ms\":1000"#),
         "the call in flight was not answered: {rest:?}"
     );
+}
+
+/// On rmcp's path a request cancelled and then its id reused at once got
+/// the cancelled request's answer under the id, and the new request's was
+/// dropped: rmcp keeps its calls by the client's id, so the cancelled
+/// call's late answer found the new one's entry. The transport now gives
+/// rmcp an id of its own for each request.
+#[test]
+fn an_id_reused_at_once_after_a_cancel_gets_the_new_requests_answer() {
+    for rmcp in [false, true] {
+        let (_dir, root) = workspace(CONFIG);
+        let (mut server, _) = Stdio::initialized(&root, &[]);
+        let path: fn(Value) -> Value = if rmcp { via_rmcp } else { |r| r };
+        for round in 0..5u64 {
+            let id = 100 + round;
+            server.send(&path(call(id, "sleep", json!({"ms": 3000}))));
+            std::thread::sleep(Duration::from_millis(50));
+            server.send(&cancelled(id));
+            server.send(&path(call(
+                id,
+                "echo",
+                json!({"text": format!("second-{round}")}),
+            )));
+            let mut answers = Vec::new();
+            while let Some(answer) = reply(&mut server, Duration::from_millis(600)) {
+                answers.push(answer);
+            }
+            let [answer] = answers.as_slice() else {
+                panic!("rmcp path: {rmcp}; round {round}: answers {answers:?}");
+            };
+            assert_eq!(answer["id"], id, "rmcp path: {rmcp}; {answer}");
+            let text = answer["result"]["content"][0]["text"].as_str();
+            assert!(
+                text.is_some_and(|t| t.contains(&format!("second-{round}"))),
+                "rmcp path: {rmcp}; round {round}: not the echo's answer: {answer}"
+            );
+        }
+    }
+}
+
+/// rmcp knows the requests by the transport's ids, which the client never
+/// sees: a cancellation naming an id no request of the client's has in
+/// flight cancels nothing, whatever number it names; and the client's own
+/// id is what the audit log records and what the answer carries.
+#[test]
+fn a_cancellation_naming_no_request_in_flight_cancels_nothing() {
+    let config = CONFIG.replace("audit = \"off\"", "audit = \"audit.jsonl\"");
+    let (_dir, root) = workspace(&config);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    let request = via_rmcp(
+        json!({"jsonrpc": "2.0", "id": "mine", "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"ms": 700}}}),
+    );
+    server.send(&request);
+    std::thread::sleep(Duration::from_millis(100));
+    for id in 0..64 {
+        server.send(&cancelled(id));
+    }
+    let answer = reply(&mut server, Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("the call was not answered: {}", server.stderr_text()));
+    assert_eq!(answer["id"], "mine", "{answer}");
+    assert!(answer.get("result").is_some(), "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let audit = std::fs::read_to_string(root.join("audit.jsonl")).unwrap();
+    let sleep = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["tool"] == "sleep")
+        .unwrap_or_else(|| panic!("no audit record of the call: {audit}"));
+    assert_eq!(sleep["call_id"], "mine", "{sleep}");
 }

@@ -24,3 +24,14 @@ pub(crate) use stdio::Lane;
 pub use stdio::{poll_readable, serve_stdio};
 pub use streamable::{McpHttp, http_service};
 pub use tools::{mcp_tool, tools_list, tools_list_for};
+
+/// The id the client gave the request `context` serves: the line transport
+/// gives rmcp ids of its own ([`crate::serve::jsonrpc::ClientRequestId`]).
+pub(crate) fn client_id(
+    context: &rmcp::service::RequestContext<rmcp::service::RoleServer>,
+) -> &rmcp::model::RequestId {
+    context
+        .extensions
+        .get::<crate::serve::jsonrpc::ClientRequestId>()
+        .map_or(&context.id, |client| &client.0)
+}

@@ -414,7 +414,7 @@ impl ServerHandler for McpServer {
         self.host.loaded().await;
         let caller = self.caller(&context);
         let mut cx = CallContext {
-            id: context.id.to_string(),
+            id: super::client_id(&context).to_string(),
             meta: context.meta.clone(),
             peer: context.peer.clone(),
             ct: context.ct.clone(),

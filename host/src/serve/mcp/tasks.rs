@@ -285,7 +285,7 @@ pub(super) async fn notice(
         return Ok(());
     }
     let mut meta = NotificationMetaObject::new();
-    meta.set_subscription_id(request.id.clone());
+    meta.set_subscription_id(super::client_id(request).clone());
     notice.extensions.insert(meta);
     request
         .peer
