@@ -18,21 +18,25 @@
 //! - once the session is up, `tools/call` takes the stdio lane
 //!   ([`super::mcp::stdio::Lane`]) past rmcp's per-request machinery.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, GetExtensions as _, JsonRpcMessage, RequestId,
+    ClientJsonRpcMessage, ClientNotification, GetExtensions as _, GetMeta as _, JsonRpcMessage,
+    RequestId, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 use super::jsonrpc::{self, ClientRequestId, INVALID_REQUEST, Refusal};
 use super::mcp::Lane;
+
+mod pending;
+
+use pending::Pending;
 
 /// Most requests read from stdin and not yet answered.
 pub(crate) const MAX_PENDING: usize = 128;
@@ -61,89 +65,6 @@ pub(crate) struct LineTransport<R, W> {
     drain_until: Option<tokio::time::Instant>,
 }
 
-/// The requests handed to rmcp and not yet answered, each holding a slot.
-struct Pending {
-    slots: Arc<Semaphore>,
-    requests: Mutex<Requests>,
-    idle: Notify,
-}
-
-/// rmcp keeps the requests it serves by id: a cancelled request's answer,
-/// arriving late, would be taken for that of a request that reused its id.
-/// So rmcp is given ids of the transport's own (numbers, one per request,
-/// never reused), and answers go out under the client's.
-#[derive(Default)]
-struct Requests {
-    /// By the client's id: the transport's id of it, and its slot.
-    by_client: HashMap<RequestId, (i64, Option<OwnedSemaphorePermit>)>,
-    /// The client's id of each request rmcp has not answered yet.
-    by_own: HashMap<i64, RequestId>,
-    last: i64,
-}
-
-impl Pending {
-    fn requests(&self) -> std::sync::MutexGuard<'_, Requests> {
-        self.requests.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Notes a request the client sent as `client`; answers the id rmcp is
-    /// to know it by.
-    fn begin(&self, client: RequestId, slot: Option<OwnedSemaphorePermit>) -> RequestId {
-        let mut requests = self.requests();
-        requests.last += 1;
-        let own = requests.last;
-        requests.by_own.insert(own, client.clone());
-        requests.by_client.insert(client, (own, slot));
-        RequestId::Number(own)
-    }
-
-    /// The client's id of the request rmcp answers as `own`, and the
-    /// transport's; `None` for an id rmcp was given no request under.
-    fn answering(&self, own: &RequestId) -> Option<(RequestId, i64)> {
-        let RequestId::Number(own) = *own else {
-            return None;
-        };
-        let client = self.requests().by_own.remove(&own)?;
-        Some((client, own))
-    }
-
-    /// The answer to `client`'s request `own` is written: its id and slot
-    /// are free (unless it was cancelled and the id is in use again).
-    fn answered(&self, client: &RequestId, own: i64) {
-        let mut requests = self.requests();
-        if requests
-            .by_client
-            .get(client)
-            .is_some_and(|(known, _)| *known == own)
-        {
-            requests.by_client.remove(client);
-            if requests.by_client.is_empty() {
-                self.idle.notify_waiters();
-            }
-        }
-    }
-
-    /// The client cancelled its request `client`: it is never answered, its
-    /// id and slot are free now. The id rmcp knows it by, if it is in flight.
-    fn cancelled(&self, client: &RequestId) -> Option<i64> {
-        let mut requests = self.requests();
-        let (own, _slot) = requests.by_client.remove(client)?;
-        requests.by_own.remove(&own);
-        if requests.by_client.is_empty() {
-            self.idle.notify_waiters();
-        }
-        Some(own)
-    }
-
-    fn count(&self) -> usize {
-        self.requests().by_client.len()
-    }
-
-    async fn until_idle(&self) {
-        super::until_none(&self.idle, || self.count()).await;
-    }
-}
-
 enum LineRead {
     Line,
     Oversized,
@@ -163,11 +84,7 @@ where
             discarding: false,
             max_line: MAX_LINE,
             write: Arc::new(tokio::sync::Mutex::new(write)),
-            pending: Arc::new(Pending {
-                slots: Arc::new(Semaphore::new(max_pending.max(1))),
-                requests: Mutex::default(),
-                idle: Notify::new(),
-            }),
+            pending: Arc::new(Pending::new(max_pending)),
             slot: None,
             stop,
             lane: Arc::default(),
@@ -252,12 +169,22 @@ where
         &mut self,
         mut item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let (write, pending) = (self.write.clone(), self.pending.clone());
+        // rmcp names a `subscriptions/listen` stream by the listen
+        // request's id, which is the transport's: the client's instead.
+        if let Some(own) = subscription_of(&item) {
+            let Some(client) = self.pending.client_of(&own) else {
+                tracing::debug!(%own, "dropped a message of a stream no longer open");
+                return send_line(write, pending, None, None, Box::new(|| true));
+            };
+            set_subscription(&mut item, client);
+        }
         let id = match &mut item {
             JsonRpcMessage::Response(response) => Some(&mut response.id),
             JsonRpcMessage::Error(error) => error.id.as_mut(),
             _ => None,
         };
-        let (answered, write) = match id {
+        let (answered, to_write) = match id {
             None => (None, true),
             Some(id) => match self.pending.answering(id) {
                 Some((client, own)) => {
@@ -272,8 +199,15 @@ where
                 }
             },
         };
-        let item = write.then_some(item);
-        send_line(self.write.clone(), self.pending.clone(), answered, item)
+        let item = to_write.then_some(item);
+        let wanted: Wanted = match answered.clone() {
+            Some((client, own)) => {
+                let pending = pending.clone();
+                Box::new(move || pending.wanted(&client, own))
+            }
+            None => Box::new(|| true),
+        };
+        send_line(write, pending, answered, item, wanted)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -351,8 +285,8 @@ where
                         && let JsonRpcMessage::Request(request) = message
                     {
                         let (write, pending) = (self.write.clone(), self.pending.clone());
-                        lane.start(request, self.slot.take(), move |answer| {
-                            send_line(write, pending, None, Some(answer))
+                        lane.start(request, self.slot.take(), move |answer, wanted| {
+                            send_line(write, pending, None, Some(answer), wanted)
                         });
                         continue;
                     }
@@ -381,13 +315,19 @@ where
     }
 }
 
-/// Writes `item` as a line, then frees the id and slot of the request it
-/// answers (`answered`: the client's id and the transport's).
+/// Whether an answer handed to the writer is still to be written once the
+/// writer is free (its request may be cancelled while it waits).
+type Wanted = Box<dyn Fn() -> bool + Send>;
+
+/// Writes `item` as a line, unless it is no longer `wanted` when the
+/// writer is free; then frees the id and slot of the request it answers
+/// (`answered`: the client's id and the transport's).
 fn send_line<W>(
     write: Arc<tokio::sync::Mutex<W>>,
     pending: Arc<Pending>,
     answered: Option<(RequestId, i64)>,
     item: Option<TxJsonRpcMessage<RoleServer>>,
+    wanted: Wanted,
 ) -> impl Future<Output = std::io::Result<()>> + Send + 'static
 where
     W: AsyncWrite + Send + Unpin + 'static,
@@ -405,15 +345,46 @@ where
         let line = line.map_err(std::io::Error::other)?;
         let written = {
             let mut write = write.lock().await;
-            match write.write_all(&line).await {
-                Ok(()) => write.flush().await,
-                Err(e) => Err(e),
+            if wanted() {
+                match write.write_all(&line).await {
+                    Ok(()) => write.flush().await,
+                    Err(e) => Err(e),
+                }
+            } else {
+                Ok(())
             }
         };
         if let Some((client, own)) = answered {
             pending.answered(&client, own);
         }
         written
+    }
+}
+
+/// The stream `item` names (`subscriptions/listen`): a notice's, or the
+/// listen's final result's.
+fn subscription_of(item: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+    match item {
+        JsonRpcMessage::Notification(notice) => notice.notification.get_meta().subscription_id(),
+        JsonRpcMessage::Response(response) => match &response.result {
+            ServerResult::SubscriptionsListenResult(listen) => listen.meta.subscription_id(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn set_subscription(item: &mut TxJsonRpcMessage<RoleServer>, id: RequestId) {
+    match item {
+        JsonRpcMessage::Notification(notice) => {
+            notice.notification.get_meta_mut().set_subscription_id(id);
+        }
+        JsonRpcMessage::Response(response) => {
+            if let ServerResult::SubscriptionsListenResult(listen) = &mut response.result {
+                listen.meta.set_subscription_id(id);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -429,7 +400,7 @@ impl<R, W> LineTransport<R, W> {
         let JsonRpcMessage::Request(request) = message else {
             return None;
         };
-        let in_flight = self.pending.requests().by_client.contains_key(&request.id)
+        let in_flight = self.pending.in_flight(&request.id)
             || self.lane.get().is_some_and(|lane| lane.has(&request.id));
         in_flight.then(|| {
             Refusal::new(

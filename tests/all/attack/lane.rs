@@ -39,28 +39,36 @@ fn hold_the_writer(server: &mut Stdio) {
     std::thread::sleep(Duration::from_millis(500));
 }
 
+/// With the writer held, a call 7 done at once (its answer waits behind
+/// the flood), then `between`, then a second call 7; the answers under 7
+/// once the client reads again. On rmcp's path or the lane's.
+fn answers_to_a_second_seven(rmcp: bool, between: impl FnOnce(&mut Stdio)) -> Vec<Value> {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    let path: fn(Value) -> Value = if rmcp { via_rmcp } else { |r| r };
+    hold_the_writer(&mut server);
+    server.send(&path(call(7, "echo", json!({"text": "first"}))));
+    std::thread::sleep(Duration::from_secs(1));
+    between(&mut server);
+    server.send(&path(call(7, "echo", json!({"text": "second"}))));
+    std::thread::sleep(Duration::from_secs(1));
+    let mut sevens = Vec::new();
+    while let Some(answer) = reply(&mut server, Duration::from_secs(3)) {
+        if answer["id"] == 7 {
+            sevens.push(answer);
+        }
+    }
+    sevens
+}
+
 /// The lane dropped a call's id before its answer was written, so while the
 /// writer was held the client could run another call under the same id and
 /// get two answers for it; rmcp's path keeps the id until it is written.
 #[test]
 fn a_call_reusing_an_id_whose_answer_is_unwritten_is_refused() {
     for rmcp in [false, true] {
-        let (_dir, root) = workspace(CONFIG);
-        let (mut server, _) = Stdio::initialized(&root, &[]);
-        let path: fn(Value) -> Value = if rmcp { via_rmcp } else { |r| r };
-        hold_the_writer(&mut server);
-        // Done at once; its answer waits behind the flood.
-        server.send(&path(call(7, "echo", json!({"text": "first"}))));
-        std::thread::sleep(Duration::from_secs(1));
         // The client has not seen an answer for 7: the id is still in flight.
-        server.send(&path(call(7, "echo", json!({"text": "second"}))));
-        std::thread::sleep(Duration::from_secs(1));
-        let mut sevens = Vec::new();
-        while let Some(answer) = reply(&mut server, Duration::from_secs(3)) {
-            if answer["id"] == 7 {
-                sevens.push(answer);
-            }
-        }
+        let sevens = answers_to_a_second_seven(rmcp, |_| {});
         let results = sevens.iter().filter(|a| a.get("result").is_some()).count();
         let refused = sevens
             .iter()
@@ -299,4 +307,84 @@ fn a_cancellation_naming_no_request_in_flight_cancels_nothing() {
         .find(|l| l["tool"] == "sleep")
         .unwrap_or_else(|| panic!("no audit record of the call: {audit}"));
     assert_eq!(sleep["call_id"], "mine", "{sleep}");
+}
+
+/// `_meta` of a 2026-07-28 request without `initialize`.
+fn inline_2026(id: Value, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The sixteenth pass: rmcp names a `subscriptions/listen` stream by the
+/// listen request's id, which on stdio is now the transport's: streams were
+/// acknowledged, and told of a changed tool list, under numbers the client
+/// never gave (and one of them its other stream's id).
+#[test]
+fn listen_streams_are_named_by_the_clients_ids() {
+    let (_dir, root) = workspace(CONFIG);
+    let mut server = Stdio::start(&root, &[]);
+    server.send(&inline_2026(
+        json!(2),
+        "subscriptions/listen",
+        json!({"notifications": {}}),
+    ));
+    server.send(&inline_2026(
+        json!("L"),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ));
+    let stream = |message: &Value| {
+        message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone()
+    };
+    let mut acknowledged = Vec::new();
+    while acknowledged.len() < 2 {
+        let message = server.answer();
+        assert_eq!(
+            message["method"], "notifications/subscriptions/acknowledged",
+            "{message}"
+        );
+        acknowledged.push(stream(&message));
+    }
+    acknowledged.sort_by_key(Value::to_string);
+    assert_eq!(acknowledged, [json!("L"), json!(2)]);
+    std::fs::copy(toolhost_tests::FLIP_A, root.join("plugins/flip.wasm")).unwrap();
+    let told = loop {
+        let message = server.answer();
+        if message["method"] == "notifications/tools/list_changed" {
+            break message;
+        }
+    };
+    assert_eq!(stream(&told), "L", "{told}");
+}
+
+/// The sixteenth pass: a call cancelled while its answer waited for the
+/// writer freed its id, so a call reusing the id at once got two answers
+/// under it, the cancelled one's first. Now the id stays in use until the
+/// writer is past the answer, and the answer is not written.
+#[test]
+fn a_call_cancelled_while_its_answer_waits_for_the_writer_is_not_answered() {
+    for rmcp in [false, true] {
+        let sevens = answers_to_a_second_seven(rmcp, |server| server.send(&cancelled(7)));
+        // The second is refused (the id is in use until the writer is past
+        // the first) and the first, cancelled, is not written.
+        let texts: Vec<String> = sevens.iter().map(Value::to_string).collect();
+        assert!(
+            !texts.iter().any(|t| t.contains("first")),
+            "rmcp path: {rmcp}; the cancelled call was answered: {texts:?}"
+        );
+        assert_eq!(
+            sevens.len(),
+            1,
+            "rmcp path: {rmcp}; the answers under id 7: {texts:?}"
+        );
+        assert_eq!(
+            error_of(&sevens[0]),
+            (json!(7), -32600),
+            "rmcp path: {rmcp}"
+        );
+    }
 }

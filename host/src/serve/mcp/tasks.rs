@@ -285,7 +285,9 @@ pub(super) async fn notice(
         return Ok(());
     }
     let mut meta = NotificationMetaObject::new();
-    meta.set_subscription_id(super::client_id(request).clone());
+    // The listen request's id as rmcp knows it (on stdio the transport's,
+    // which it turns into the client's).
+    meta.set_subscription_id(request.id.clone());
     notice.extensions.insert(meta);
     request
         .peer

@@ -39,14 +39,24 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::server::McpServer;
 
+/// A call in flight.
+struct Call {
+    /// A number of its own, which a later call under its id does not have.
+    number: u64,
+    ct: CancellationToken,
+    /// Its answer is handed to the writer.
+    writing: bool,
+    /// Cancelled while its answer waited for the writer: not written.
+    cancelled: bool,
+}
+
 /// The lane of one stdio session, set once the session is initialized.
 pub(crate) struct Lane {
     server: McpServer,
     peer: Peer<RoleServer>,
-    /// The calls in flight, each with its token and a number of its own (an
-    /// id may be used again once its call is cancelled, while the cancelled
-    /// call is still ending).
-    calls: Mutex<HashMap<RequestId, (u64, CancellationToken)>>,
+    /// The calls in flight by id (an id may be used again once its call is
+    /// cancelled, while the cancelled call is still ending).
+    calls: Mutex<HashMap<RequestId, Call>>,
     next: std::sync::atomic::AtomicU64,
     idle: Notify,
 }
@@ -84,12 +94,16 @@ impl Lane {
     }
 
     /// Starts answering `request` (one [`Lane::takes`] took) in a task of
-    /// its own, which holds `slot` until it ends; `send` writes the answer.
+    /// its own, which holds `slot` until it ends; `send` writes the answer
+    /// unless, when the writer is free, the check it is given says the call
+    /// was cancelled meanwhile.
     pub(crate) fn start<F>(
         self: &std::sync::Arc<Self>,
         request: JsonRpcRequest<ClientRequest>,
         slot: Option<tokio::sync::OwnedSemaphorePermit>,
-        send: impl FnOnce(TxJsonRpcMessage<RoleServer>) -> F + Send + 'static,
+        send: impl FnOnce(TxJsonRpcMessage<RoleServer>, Box<dyn Fn() -> bool + Send>) -> F
+        + Send
+        + 'static,
     ) where
         F: Future<Output = std::io::Result<()>> + Send + 'static,
     {
@@ -99,7 +113,13 @@ impl Lane {
         tracing::debug!(%id, "received request");
         let ct = CancellationToken::new();
         let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.lock().insert(id.clone(), (number, ct.clone()));
+        let call = Call {
+            number,
+            ct: ct.clone(),
+            writing: false,
+            cancelled: false,
+        };
+        self.lock().insert(id.clone(), call);
         let mut context = RequestContext::new(id.clone(), self.peer.clone());
         context.ct = ct.clone();
         context.meta = std::mem::take(request.get_meta_mut());
@@ -119,41 +139,68 @@ impl Lane {
             };
             ct.cancel();
             // A cancelled call's entry is gone: its answer is not sent. The
-            // id stays in use until the answer is written.
-            if lane.is_current(&id, number)
-                && let Err(error) = send(answer).await
-            {
-                tracing::error!(%error, "fail to response message");
+            // id stays in use until the answer is written (or, cancelled
+            // while it waits for the writer, not written).
+            if lane.writing(&id, number) {
+                let wanted = {
+                    let (lane, id) = (lane.clone(), id.clone());
+                    Box::new(move || lane.wanted(&id, number))
+                };
+                if let Err(error) = send(answer, wanted).await {
+                    tracing::error!(%error, "fail to response message");
+                }
             }
             lane.finish(&id, number);
         });
     }
 
-    /// Cancels the call named `id` (`notifications/cancelled`).
+    /// Cancels the call named `id` (`notifications/cancelled`). One whose
+    /// answer waits for the writer keeps its id until the writer is past
+    /// it, and is not written.
     pub(crate) fn cancel(&self, id: &RequestId) {
         let removed = {
             let mut calls = self.lock();
+            if let Some(call) = calls.get_mut(id)
+                && call.writing
+            {
+                call.cancelled = true;
+                return;
+            }
             let removed = calls.remove(id);
             if calls.is_empty() {
                 self.idle.notify_waiters();
             }
             removed
         };
-        if let Some((_, ct)) = removed {
+        if let Some(call) = removed {
             tracing::info!(%id, "cancelled");
-            ct.cancel();
+            call.ct.cancel();
         }
     }
 
-    /// Whether call `number` is still the one named `id` (not cancelled).
-    fn is_current(&self, id: &RequestId, number: u64) -> bool {
-        self.lock().get(id).is_some_and(|(n, _)| *n == number)
+    /// Whether call `number` is still the one named `id` (not cancelled);
+    /// if so, its answer is handed to the writer.
+    fn writing(&self, id: &RequestId, number: u64) -> bool {
+        let mut calls = self.lock();
+        let Some(call) = calls.get_mut(id).filter(|call| call.number == number) else {
+            return false;
+        };
+        call.writing = true;
+        true
+    }
+
+    /// Whether the answer of call `number` named `id` is still to be
+    /// written.
+    fn wanted(&self, id: &RequestId, number: u64) -> bool {
+        self.lock()
+            .get(id)
+            .is_some_and(|call| call.number == number && !call.cancelled)
     }
 
     /// Removes the entry of call `number` named `id`, if it is still there.
     fn finish(&self, id: &RequestId, number: u64) {
         let mut calls = self.lock();
-        if calls.get(id).is_some_and(|(n, _)| *n == number) {
+        if calls.get(id).is_some_and(|call| call.number == number) {
             calls.remove(id);
             if calls.is_empty() {
                 self.idle.notify_waiters();
@@ -179,13 +226,13 @@ impl Lane {
         {
             tracing::warn!("calls still running when stdin ended; cancelling them");
             let calls = std::mem::take(&mut *self.lock());
-            for (_, ct) in calls.into_values() {
-                ct.cancel();
+            for call in calls.into_values() {
+                call.ct.cancel();
             }
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, (u64, CancellationToken)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Call>> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
