@@ -13,9 +13,9 @@ use crate::epoch::reply;
 use crate::protocol::{Stdio, call, error_of, ping, workspace};
 use crate::serve::CONFIG;
 
-pub(crate) fn cancelled(id: u64) -> Value {
+pub(crate) fn cancelled(id: impl Into<Value>) -> Value {
     json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-           "params": {"requestId": id, "reason": "the user gave up"}})
+           "params": {"requestId": id.into(), "reason": "the user gave up"}})
 }
 
 fn echoed(answer: &Value) -> Value {

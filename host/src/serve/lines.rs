@@ -171,13 +171,18 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let (write, pending) = (self.write.clone(), self.pending.clone());
         // rmcp names a `subscriptions/listen` stream by the listen
-        // request's id, which is the transport's: the client's instead.
+        // request's id, which is the transport's: the client's instead. A
+        // notice of a stream no longer open (cancelled, maybe while the
+        // notice waited for the writer, and its id used again) is not
+        // written.
+        let mut stream = None;
         if let Some(own) = subscription_of(&item) {
             let Some(client) = self.pending.client_of(&own) else {
                 tracing::debug!(%own, "dropped a message of a stream no longer open");
                 return send_line(write, pending, None, None, Box::new(|| true));
             };
-            set_subscription(&mut item, client);
+            set_subscription(&mut item, client.clone());
+            stream = Some((own, client));
         }
         let id = match &mut item {
             JsonRpcMessage::Response(response) => Some(&mut response.id),
@@ -200,12 +205,16 @@ where
             },
         };
         let item = to_write.then_some(item);
-        let wanted: Wanted = match answered.clone() {
-            Some((client, own)) => {
+        let wanted: Wanted = match (answered.clone(), stream) {
+            (Some((client, own)), _) => {
                 let pending = pending.clone();
                 Box::new(move || pending.wanted(&client, own))
             }
-            None => Box::new(|| true),
+            (None, Some((own, client))) => {
+                let pending = pending.clone();
+                Box::new(move || pending.client_of(&own).as_ref() == Some(&client))
+            }
+            (None, None) => Box::new(|| true),
         };
         send_line(write, pending, answered, item, wanted)
     }

@@ -31,11 +31,16 @@ fn via_rmcp(mut request: Value) -> Value {
 /// thread) and then the pipe, so that the server's writer is held by a
 /// large answer nobody reads. Ids 900..=917 and 999 are used.
 fn hold_the_writer(server: &mut Stdio) {
+    hold_the_writer_as(server, |request| request);
+}
+
+/// [`hold_the_writer`] with each request as `shaped` makes it.
+fn hold_the_writer_as(server: &mut Stdio, shaped: fn(Value) -> Value) {
     for id in 900..=917 {
-        server.send(&call(id, "echo", json!({"text": "filler"})));
+        server.send(&shaped(call(id, "echo", json!({"text": "filler"}))));
     }
     std::thread::sleep(Duration::from_millis(300));
-    server.send(&call(999, "flood", json!({"bytes": 900_000})));
+    server.send(&shaped(call(999, "flood", json!({"bytes": 900_000}))));
     std::thread::sleep(Duration::from_millis(500));
 }
 
@@ -309,14 +314,19 @@ fn a_cancellation_naming_no_request_in_flight_cancels_nothing() {
     assert_eq!(sleep["call_id"], "mine", "{sleep}");
 }
 
-/// `_meta` of a 2026-07-28 request without `initialize`.
-fn inline_2026(id: Value, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
+/// `request` with the `_meta` of a 2026-07-28 request without `initialize`.
+fn as_2026(mut request: Value) -> Value {
+    request["params"]["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
     });
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    request
+}
+
+/// A 2026-07-28 request without `initialize`.
+fn inline_2026(id: Value, method: &str, params: Value) -> Value {
+    as_2026(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
 }
 
 /// The sixteenth pass: rmcp names a `subscriptions/listen` stream by the
@@ -387,4 +397,54 @@ fn a_call_cancelled_while_its_answer_waits_for_the_writer_is_not_answered() {
             "rmcp path: {rmcp}"
         );
     }
+}
+
+/// The sixteenth pass, again: a stream's notice handed to the writer while
+/// it was held was still written after the client cancelled the stream, and
+/// so went out under the id the client gave a new stream at once (one that
+/// did not ask for tool changes). A notice is now written only while its
+/// stream is open.
+#[test]
+fn a_notice_of_a_stream_cancelled_while_it_waits_for_the_writer_is_not_written() {
+    let (_dir, root) = workspace(CONFIG);
+    let mut server = Stdio::start(&root, &[]);
+    server.send(&inline_2026(
+        json!("L"),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ));
+    let acknowledged = server.answer();
+    assert_eq!(
+        acknowledged["method"], "notifications/subscriptions/acknowledged",
+        "{acknowledged}"
+    );
+    hold_the_writer_as(&mut server, as_2026);
+    std::fs::copy(toolhost_tests::FLIP_A, root.join("plugins/flip.wasm")).unwrap();
+    // The plugin is loaded and the notice handed to the held writer.
+    std::thread::sleep(Duration::from_secs(4));
+    server.send(&cancelled("L"));
+    server.send(&inline_2026(
+        json!("L"),
+        "subscriptions/listen",
+        json!({"notifications": {}}),
+    ));
+    std::thread::sleep(Duration::from_secs(1));
+    let mut notices = Vec::new();
+    while let Some(message) = server.answer_within(Duration::from_secs(3)) {
+        if message.get("method").is_some() {
+            notices.push(message);
+        }
+    }
+    assert!(
+        notices
+            .iter()
+            .all(|n| n["method"] != "notifications/tools/list_changed"),
+        "the cancelled stream's notice went out: {notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n["params"]["notifications"] == json!({})),
+        "the new stream was not acknowledged: {notices:?}"
+    );
 }
