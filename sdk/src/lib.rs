@@ -30,6 +30,16 @@
 //! Build it with `cargo build --release --target wasm32-wasip2` (the crate is a
 //! `cdylib`) and check it with `toolhost check target/wasm32-wasip2/release/<name>.wasm`.
 //!
+//! A plugin whose tools need nothing of WASI (no files, environment
+//! variables, clock or randomness: only their arguments and the imports
+//! above) can be built for `wasm32-unknown-unknown` instead and turned into
+//! a component with `wasm-tools component new`. That component imports
+//! nothing of WASI and is instantiated for each call in about a third of the
+//! time. On that target this crate sets a `#[global_allocator]` that starts
+//! in the module's initial memory (the `heap` feature, on by default; turn
+//! it off to set your own): Rust's own allocator there would grow the memory
+//! in every call.
+//!
 //! Files and environment variables are plain `std::fs` and `std::env`: the host
 //! grants them per permission profile. Outbound HTTP goes through [`http`],
 //! shell commands through [`terminal`], logs through [`log`], progress
@@ -67,6 +77,9 @@ pub mod log;
 pub mod progress;
 pub mod terminal;
 mod tool;
+
+#[cfg(all(feature = "heap", target_arch = "wasm32", target_os = "unknown"))]
+mod heap;
 
 #[doc(hidden)]
 pub mod __private;

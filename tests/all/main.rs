@@ -24,6 +24,7 @@ mod first_use;
 mod http_api;
 mod layers;
 mod layout;
+mod lean;
 mod limits;
 mod loading;
 mod mcp;
