@@ -107,7 +107,7 @@ pub(crate) fn build(dir: &str) -> Vec<Guest> {
                 }
                 // Name the file after the plugin, as an author would deploy it.
                 let named = out_dir().join(format!("{name}.wasm"));
-                if std::fs::read(&named).ok() != Some(bytes.clone()) {
+                if std::fs::read(&named).ok().as_deref() != Some(&bytes[..]) {
                     std::fs::write(&named, &bytes).unwrap();
                 }
                 Guest {
