@@ -14,6 +14,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
+use crate::capability::file::on_thread::FileReads;
 use crate::capability::file::policed::{
     PolicedFs, PolicedFsData, descriptor_metadata, descriptor_path, policed_fs, wants_write,
 };
@@ -103,11 +104,13 @@ impl HostDescriptor for PolicedFs<'_> {
     }
 
     async fn get_flags(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorFlags> {
-        self.inner.get_flags(fd).await
+        self.metadata(&fd, async |fs, fd| fs.get_flags(fd).await)
+            .await
     }
 
     async fn get_type(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorType> {
-        self.inner.get_type(fd).await
+        self.metadata(&fd, async |fs, fd| fs.get_type(fd).await)
+            .await
     }
 
     async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
@@ -129,7 +132,14 @@ impl HostDescriptor for PolicedFs<'_> {
         len: types::Filesize,
         offset: types::Filesize,
     ) -> FsResult<(Vec<u8>, bool)> {
-        self.inner.read(fd, len, offset).await
+        match self.read_now(&fd, len, offset) {
+            Some(read) => {
+                let bytes = read?;
+                let end = bytes.is_empty();
+                Ok((bytes, end))
+            }
+            None => self.inner.read(fd, len, offset).await,
+        }
     }
 
     async fn write(
@@ -179,7 +189,7 @@ impl HostDescriptor for PolicedFs<'_> {
     }
 
     async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
-        self.inner.stat(fd).await
+        self.metadata(&fd, async |fs, fd| fs.stat(fd).await).await
     }
 
     async fn stat_at(
@@ -190,7 +200,8 @@ impl HostDescriptor for PolicedFs<'_> {
     ) -> FsResult<types::DescriptorStat> {
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
         self.check_with(&fd, &path, Access::Read, "stat", follow)?;
-        self.inner.stat_at(fd, path_flags, path).await
+        self.metadata(&fd, async |fs, fd| fs.stat_at(fd, path_flags, path).await)
+            .await
     }
 
     async fn set_times_at(
@@ -461,7 +472,11 @@ impl HostDescriptor for PolicedFs<'_> {
         fd: Resource<Descriptor>,
         offset: types::Filesize,
     ) -> FsResult<Resource<DynInputStream>> {
-        self.inner.read_via_stream(fd, offset)
+        let reads: DynInputStream = match self.inner.table.get(&fd)? {
+            Descriptor::File(file) => Box::new(FileReads::new(file, offset)),
+            Descriptor::Dir(_) => return Err(ErrorCode::IsDirectory.into()),
+        };
+        Ok(self.inner.table.push(reads)?)
     }
 
     fn write_via_stream(
@@ -491,7 +506,8 @@ impl HostDescriptor for PolicedFs<'_> {
         &mut self,
         fd: Resource<Descriptor>,
     ) -> FsResult<types::MetadataHashValue> {
-        self.inner.metadata_hash(fd).await
+        self.metadata(&fd, async |fs, fd| fs.metadata_hash(fd).await)
+            .await
     }
 
     async fn metadata_hash_at(
@@ -502,7 +518,10 @@ impl HostDescriptor for PolicedFs<'_> {
     ) -> FsResult<types::MetadataHashValue> {
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
         self.check_with(&fd, &path, Access::Read, "stat", follow)?;
-        self.inner.metadata_hash_at(fd, path_flags, path).await
+        self.metadata(&fd, async |fs, fd| {
+            fs.metadata_hash_at(fd, path_flags, path).await
+        })
+        .await
     }
 }
 

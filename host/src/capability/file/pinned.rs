@@ -124,7 +124,9 @@ impl PolicedFs<'_> {
         // Operations run on the blocking pool, never on a runtime worker:
         // even a regular file can make one wait on another party (a
         // command's file lease holds an open for up to lease-break-time),
-        // and a worker waiting would stall other tenants' calls.
+        // and a worker waiting would stall other tenants' calls. What
+        // cannot wait (metadata, and reads the page cache answers) is done
+        // on the calling thread by `on_thread`.
         let descriptor = match opened {
             Entry::File(file) => Descriptor::File(File::new(file, perms, want.mode, false)),
             Entry::Dir(dir) => Descriptor::Dir(Dir::new(dir, perms, want.mode, false)),
