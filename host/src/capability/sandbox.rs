@@ -214,7 +214,9 @@ pub(crate) struct WasiRoom<'a, C: Capability> {
 
 /// The data of one guest `Store`.
 pub struct Sandbox {
-    wasi: WasiCtx,
+    /// Made when first used when no capability is linked (a component that
+    /// imports no WASI never uses it: a lean plugin's).
+    wasi: Option<WasiCtx>,
     table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) stdout: Capture,
@@ -242,18 +244,18 @@ impl Sandbox {
     ) -> Self {
         let stdout = Capture::new(CAPTURE_BYTES);
         let stderr = Capture::new(CAPTURE_BYTES);
-        let mut wasi = WasiCtx::builder();
-        wasi.stdout(stdout.clone())
-            .stderr(stderr.clone())
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false);
-        let rooms = capabilities
-            .iter()
-            .map(|linked| ((linked.id)(), (linked.state)(&grants, &mut wasi)))
-            .collect();
+        let (wasi, rooms) = if capabilities.is_empty() {
+            (None, Vec::new())
+        } else {
+            let mut wasi = bare_wasi(&stdout, &stderr);
+            let rooms = capabilities
+                .iter()
+                .map(|linked| ((linked.id)(), (linked.state)(&grants, &mut wasi)))
+                .collect();
+            (Some(wasi.build()), rooms)
+        };
         Self {
-            wasi: wasi.build(),
+            wasi,
             table: ResourceTable::new(),
             limiter: MemoryLimiter::new(limits.memory),
             stdout,
@@ -304,7 +306,9 @@ impl Sandbox {
                 call: &mut self.call,
                 table: &mut self.table,
             },
-            wasi: &mut self.wasi,
+            wasi: self
+                .wasi
+                .get_or_insert_with(|| bare_wasi(&self.stdout, &self.stderr).build()),
         }
     }
 
@@ -354,10 +358,24 @@ impl Sandbox {
     }
 }
 
+/// A WASI context with no env vars, directories or sockets, closed stdin,
+/// and stdout and stderr captured.
+fn bare_wasi(stdout: &Capture, stderr: &Capture) -> WasiCtxBuilder {
+    let mut wasi = WasiCtx::builder();
+    wasi.stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
+    wasi
+}
+
 impl WasiView for Sandbox {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self
+                .wasi
+                .get_or_insert_with(|| bare_wasi(&self.stdout, &self.stderr).build()),
             table: &mut self.table,
         }
     }
