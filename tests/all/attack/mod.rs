@@ -17,6 +17,7 @@ mod killed;
 mod lane;
 mod masks;
 mod namespaces;
+mod on_thread;
 mod network;
 mod output_size;
 mod own_files;
