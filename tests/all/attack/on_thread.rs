@@ -102,7 +102,13 @@ async fn a_stat_that_never_returns_holds_no_worker() {
 
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let slow: Vec<_> = (0..workers + 2)
-        .map(|n| timed(&server, "read_file", json!({ "path": format!("remote/slow{n}.txt") })))
+        .map(|n| {
+            timed(
+                &server,
+                "read_file",
+                json!({ "path": format!("remote/slow{n}.txt") }),
+            )
+        })
         .collect();
     let plain = async {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -112,7 +118,8 @@ async fn a_stat_that_never_returns_holds_no_worker() {
 
     let (read, took) = plain;
     assert!(
-        read.as_ref().is_some_and(|r| r.to_string().contains("plain text")),
+        read.as_ref()
+            .is_some_and(|r| r.to_string().contains("plain text")),
         "a plain read_file, while read_files of a stalled mount wait: {read:?} after {took:?}"
     );
     for (n, (answer, took)) in slow.into_iter().enumerate() {

@@ -198,10 +198,10 @@ impl HostDescriptor for PolicedFs<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::DescriptorStat> {
-        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        self.check_with(&fd, &path, Access::Read, "stat", follow)?;
-        self.metadata(&fd, async |fs, fd| fs.stat_at(fd, path_flags, path).await)
-            .await
+        self.metadata_at(fd, path_flags, path, async |fs, fd, flags, path| {
+            fs.stat_at(fd, flags, path).await
+        })
+        .await
     }
 
     async fn set_times_at(
@@ -473,7 +473,10 @@ impl HostDescriptor for PolicedFs<'_> {
         offset: types::Filesize,
     ) -> FsResult<Resource<DynInputStream>> {
         let reads: DynInputStream = match self.inner.table.get(&fd)? {
-            Descriptor::File(file) => Box::new(FileReads::new(file, offset)),
+            Descriptor::File(file) => match FileReads::of(file, offset) {
+                Some(reads) => Box::new(reads),
+                None => return self.inner.read_via_stream(fd, offset),
+            },
             Descriptor::Dir(_) => return Err(ErrorCode::IsDirectory.into()),
         };
         Ok(self.inner.table.push(reads)?)
@@ -516,10 +519,8 @@ impl HostDescriptor for PolicedFs<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
-        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        self.check_with(&fd, &path, Access::Read, "stat", follow)?;
-        self.metadata(&fd, async |fs, fd| {
-            fs.metadata_hash_at(fd, path_flags, path).await
+        self.metadata_at(fd, path_flags, path, async |fs, fd, flags, path| {
+            fs.metadata_hash_at(fd, flags, path).await
         })
         .await
     }

@@ -9,27 +9,37 @@
 //! search makes a few per file. So:
 //!
 //! - metadata (`stat`, `stat-at`, `metadata-hash[-at]`, `get-type`,
-//!   `get-flags`) is read on the calling thread: a path lookup and an inode,
-//!   the same the policy's own checks of each path already do on this thread;
+//!   `get-flags`) is read on the calling thread when what it reaches lives
+//!   on a filesystem on a block device (ext4 or xfs on a disk): an inode,
+//!   with no server to answer. FUSE, NFS, CIFS and every other filesystem on
+//!   no device (tmpfs, overlay and btrfs too) go to the pool: a server that
+//!   stops answering would hold the worker for good. Which filesystem holds
+//!   a descriptor or path is read from what the kernel has cached
+//!   (`statx` with `AT_STATX_DONT_SYNC`), asking no filesystem;
 //! - a file's bytes are read on the calling thread with `RWF_NOWAIT`, which
 //!   the kernel refuses (`EAGAIN`) when the bytes are not in memory or it
-//!   would wait for a lock; then, and only then, the read goes to the pool;
+//!   would wait for a lock, and refuses on every filesystem that cannot
+//!   read without waiting (`EOPNOTSUPP`: FUSE, NFS, tmpfs...); then, and
+//!   only then, the read goes to the pool;
 //! - everything else (opening, listing, writing, syncing, renaming) stays on
 //!   the pool.
 
 use std::io;
 use std::os::fd::AsRawFd as _;
+use std::path::Path;
 use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use wasmtime::component::Resource;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemCtxView};
-use wasmtime_wasi::p2::{InputStream, Pollable, StreamError, StreamResult};
+use wasmtime_wasi::p2::bindings::filesystem::types::PathFlags;
+use wasmtime_wasi::p2::{FsResult, InputStream, Pollable, StreamError, StreamResult};
 use wasmtime_wasi::runtime::{AbortOnDropJoinHandle, spawn_blocking};
 use wasmtime_wasi::{FsPerms, OpenMode};
 
 use super::policed::PolicedFs;
+use crate::policy::Access;
 
 /// Most bytes one read returns, as wasmtime-wasi's reads.
 const MAX_READ: usize = 64 * 1024;
@@ -84,14 +94,68 @@ impl Lent {
     }
 }
 
+/// True when the filesystem `fd` is on lives on a block device, as the
+/// kernel's cached view says (the device is the superblock's; no filesystem
+/// is asked). FUSE, NFS and the other filesystems on no device say no.
+fn on_a_block_device(fd: libc::c_int, path: &std::ffi::CStr, nofollow: bool) -> bool {
+    let mut flags = libc::AT_STATX_DONT_SYNC;
+    if path.is_empty() {
+        flags |= libc::AT_EMPTY_PATH;
+    }
+    if nofollow {
+        flags |= libc::AT_SYMLINK_NOFOLLOW;
+    }
+    // SAFETY: `statx` is plain integers, for which zero is valid.
+    let mut found: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a `statx` to fill.
+    let done = unsafe { libc::statx(fd, path.as_ptr(), flags, 0, &mut found) };
+    done == 0 && found.stx_dev_major != 0
+}
+
+/// The descriptor's own handle.
+fn raw_fd(descriptor: &Descriptor) -> libc::c_int {
+    match descriptor {
+        Descriptor::Dir(dir) => dir.dir.as_raw_fd(),
+        Descriptor::File(file) => file.file.as_raw_fd(),
+    }
+}
+
+/// True when `real` (where a path the rules checked leads) and the
+/// directory it is in live on block devices, and the path walks no `..`
+/// (which could step through another filesystem on the way). The directory
+/// is looked at first: the look at `real` walks into it.
+fn reaches_a_block_device(path: &str, real: &Path, nofollow: bool) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = |path: &Path| std::ffi::CString::new(path.as_os_str().as_bytes()).ok();
+    !path.split('/').any(|name| name == "..")
+        && real
+            .parent()
+            .and_then(c)
+            .is_some_and(|dir| on_a_block_device(libc::AT_FDCWD, &dir, false))
+        && c(real).is_some_and(|real| on_a_block_device(libc::AT_FDCWD, &real, nofollow))
+}
+
+/// What a metadata operation reaches besides its descriptor: the path it
+/// names, where the rules found it leads, and whether a final symlink is
+/// left unfollowed.
+struct Reach<'p> {
+    path: &'p str,
+    real: &'p Path,
+    nofollow: bool,
+}
+
 impl PolicedFs<'_> {
-    /// `fd` to read metadata through on the calling thread.
-    fn lend_for_metadata(&mut self, fd: &Resource<Descriptor>) -> Lent {
+    /// `fd` to read metadata through: a copy that does it on the calling
+    /// thread when `fd` and what the operation reaches are on block
+    /// devices, else `fd` itself.
+    fn lend_for_metadata(&mut self, fd: &Resource<Descriptor>, reach: Option<Reach<'_>>) -> Lent {
         let copy = self
             .inner
             .table
             .get(fd)
             .ok()
+            .filter(|descriptor| on_a_block_device(raw_fd(descriptor), c"", false))
+            .filter(|_| reach.is_none_or(|r| reaches_a_block_device(r.path, r.real, r.nofollow)))
             .and_then(on_thread)
             .and_then(|copy| self.inner.table.push(copy).ok());
         Lent {
@@ -107,23 +171,50 @@ impl PolicedFs<'_> {
         }
     }
 
-    /// Runs `op`, a metadata operation (`stat`, `stat-at`,
-    /// `metadata-hash[-at]`, `get-type`, `get-flags`) of wasmtime-wasi, on
-    /// `fd` read on the calling thread.
+    /// Runs `op`, a metadata operation of wasmtime-wasi on `fd` alone
+    /// (`stat`, `metadata-hash`, `get-type`, `get-flags`), on the calling
+    /// thread where that cannot wait on another party.
     pub(super) async fn metadata<R>(
         &mut self,
         fd: &Resource<Descriptor>,
         op: impl AsyncFnOnce(&mut WasiFilesystemCtxView<'_>, Resource<Descriptor>) -> R,
     ) -> R {
-        let lent = self.lend_for_metadata(fd);
+        let lent = self.lend_for_metadata(fd, None);
         let done = op(&mut self.inner, lent.fd()).await;
+        self.give_back(lent);
+        done
+    }
+
+    /// [`Self::metadata`] of `path` beneath `fd` (`stat-at`,
+    /// `metadata-hash-at`), once the rules allow reading it.
+    pub(super) async fn metadata_at<R>(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+        op: impl AsyncFnOnce(
+            &mut WasiFilesystemCtxView<'_>,
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+        ) -> FsResult<R>,
+    ) -> FsResult<R> {
+        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        let (_, real) = self.check_with(&fd, &path, Access::Read, "stat", follow)?;
+        let reach = Reach {
+            path: &path,
+            real: &real,
+            nofollow: !follow,
+        };
+        let lent = self.lend_for_metadata(&fd, Some(reach));
+        let done = op(&mut self.inner, lent.fd(), path_flags, path).await;
         self.give_back(lent);
         done
     }
 
     /// Reads up to `len` bytes at `offset` of the file `fd` on the calling
     /// thread, if the kernel has them in memory; `None` if it would wait
-    /// (or `fd` is not a file).
+    /// (or `fd` is not a file on a block device).
     pub(super) fn read_now(
         &mut self,
         fd: &Resource<Descriptor>,
@@ -133,6 +224,9 @@ impl PolicedFs<'_> {
         let Ok(Descriptor::File(file)) = self.inner.table.get(fd) else {
             return None;
         };
+        if !on_a_block_device(file.file.as_raw_fd(), c"", false) {
+            return None;
+        }
         let len = usize::try_from(len).unwrap_or(MAX_READ).min(MAX_READ);
         let mut buffer = Vec::with_capacity(len);
         Some(read_now_into(&file.file, offset, &mut buffer, len)?.map(|()| buffer))
@@ -218,7 +312,13 @@ enum Reading {
 }
 
 impl FileReads {
-    pub(super) fn new(file: &File, position: u64) -> Self {
+    /// A stream of `file` from `position`, if it is on a block device
+    /// (elsewhere wasmtime-wasi's, which reads on the pool, serves).
+    pub(super) fn of(file: &File, position: u64) -> Option<Self> {
+        on_a_block_device(file.file.as_raw_fd(), c"", false).then(|| Self::new(file, position))
+    }
+
+    fn new(file: &File, position: u64) -> Self {
         Self {
             file: file.file.clone(),
             position,
@@ -312,7 +412,7 @@ mod tests {
 
     /// A file of `len` bytes that are not all alike, written through to
     /// the disk.
-    fn file_of(dir: &std::path::Path, len: usize) -> (std::fs::File, Vec<u8>) {
+    fn file_of(dir: &Path, len: usize) -> (std::fs::File, Vec<u8>) {
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
         let path = dir.join(format!("f{len}"));
         let mut file = std::fs::File::create(&path).unwrap();
@@ -405,6 +505,42 @@ mod tests {
         let mut now = Vec::with_capacity(4096);
         assert!(read_now_into(&file, 0, &mut now, 4096).unwrap().is_ok());
         assert_eq!(now, bytes[..4096]);
+    }
+
+    /// Only what lives on a block device is done on the calling thread:
+    /// not what lives on tmpfs or procfs (nor FUSE or NFS, on no device
+    /// either; `attack::on_thread` mounts a FUSE filesystem).
+    #[test]
+    fn only_block_devices_are_waited_on_in_place() {
+        let on = |path: &str, nofollow| {
+            on_a_block_device(
+                libc::AT_FDCWD,
+                &std::ffi::CString::new(path).unwrap(),
+                nofollow,
+            )
+        };
+        assert!(!on("/proc/self/status", false));
+        assert!(!on("/dev/shm", false));
+        assert!(!on("/nowhere/at/all", false));
+        let dir = tempfile::tempdir().unwrap();
+        let (file, _) = file_of(dir.path(), 1);
+        let root_on_a_disk = on("/", false);
+        // Wherever the temporary directory is, a file there says the same
+        // as its directory, by path and by descriptor.
+        let here = on(dir.path().to_str().unwrap(), false);
+        assert_eq!(on_a_block_device(file.as_raw_fd(), c"", false), here);
+        let real = dir.path().join("f1");
+        assert_eq!(reaches_a_block_device("f1", &real, true), here);
+        // A `..` on the way is never walked in place.
+        assert!(!reaches_a_block_device("x/../f1", &real, true));
+        // The root of a machine on a disk is on one.
+        if std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|mounts| {
+            mounts
+                .lines()
+                .any(|m| m.split(' ').nth(4) == Some("/") && m.contains(" - ext4 /dev/"))
+        }) {
+            assert!(root_on_a_disk);
+        }
     }
 
     #[test]
