@@ -24,9 +24,10 @@
 //! - everything else (opening, listing, writing, syncing, renaming) stays on
 //!   the pool.
 
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::AsRawFd as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll, Waker};
 
@@ -98,6 +99,11 @@ impl Lent {
 /// kernel's cached view says (the device is the superblock's; no filesystem
 /// is asked). FUSE, NFS and the other filesystems on no device say no.
 fn on_a_block_device(fd: libc::c_int, path: &std::ffi::CStr, nofollow: bool) -> bool {
+    block_device_of(fd, path, nofollow).is_ok_and(|on| on)
+}
+
+/// [`on_a_block_device`], or why it could not be looked at.
+fn block_device_of(fd: libc::c_int, path: &std::ffi::CStr, nofollow: bool) -> io::Result<bool> {
     let mut flags = libc::AT_STATX_DONT_SYNC;
     if path.is_empty() {
         flags |= libc::AT_EMPTY_PATH;
@@ -109,7 +115,10 @@ fn on_a_block_device(fd: libc::c_int, path: &std::ffi::CStr, nofollow: bool) -> 
     let mut found: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: a NUL-terminated path and a `statx` to fill.
     let done = unsafe { libc::statx(fd, path.as_ptr(), flags, 0, &mut found) };
-    done == 0 && found.stx_dev_major != 0
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(found.stx_dev_major != 0)
 }
 
 /// The descriptor's own handle.
@@ -120,19 +129,48 @@ fn raw_fd(descriptor: &Descriptor) -> libc::c_int {
     }
 }
 
+/// Most directories whose filesystem a call remembers; past it, forgotten
+/// and looked at again.
+const MAX_REMEMBERED: usize = 4096;
+
 /// True when `real` (where a path the rules checked leads) and the
 /// directory it is in live on block devices, and the path walks no `..`
 /// (which could step through another filesystem on the way). The directory
-/// is looked at first: the look at `real` walks into it.
-fn reaches_a_block_device(path: &str, real: &Path, nofollow: bool) -> bool {
+/// is looked at first (the look at `real` walks into it), once per call
+/// (`seen`). `real` not being there is judged by its directory: the lookup
+/// that finds nothing is done there.
+fn reaches_a_block_device(
+    path: &str,
+    real: &Path,
+    nofollow: bool,
+    seen: &mut HashMap<PathBuf, bool>,
+) -> bool {
     use std::os::unix::ffi::OsStrExt as _;
     let c = |path: &Path| std::ffi::CString::new(path.as_os_str().as_bytes()).ok();
-    !path.split('/').any(|name| name == "..")
-        && real
-            .parent()
-            .and_then(c)
-            .is_some_and(|dir| on_a_block_device(libc::AT_FDCWD, &dir, false))
-        && c(real).is_some_and(|real| on_a_block_device(libc::AT_FDCWD, &real, nofollow))
+    if path.split('/').any(|name| name == "..") {
+        return false;
+    }
+    let Some(dir) = real.parent() else {
+        return false;
+    };
+    let dir_on = match seen.get(dir) {
+        Some(on) => *on,
+        None => {
+            let on = c(dir).is_some_and(|dir| on_a_block_device(libc::AT_FDCWD, &dir, false));
+            if seen.len() >= MAX_REMEMBERED {
+                seen.clear();
+            }
+            seen.insert(dir.to_path_buf(), on);
+            on
+        }
+    };
+    dir_on
+        && c(real).is_some_and(
+            |real| match block_device_of(libc::AT_FDCWD, &real, nofollow) {
+                Ok(on) => on,
+                Err(e) => e.raw_os_error() == Some(libc::ENOENT),
+            },
+        )
 }
 
 /// What a metadata operation reaches besides its descriptor: the path it
@@ -155,7 +193,16 @@ impl PolicedFs<'_> {
             .get(fd)
             .ok()
             .filter(|descriptor| on_a_block_device(raw_fd(descriptor), c"", false))
-            .filter(|_| reach.is_none_or(|r| reaches_a_block_device(r.path, r.real, r.nofollow)))
+            .filter(|_| {
+                reach.is_none_or(|r| {
+                    reaches_a_block_device(
+                        r.path,
+                        r.real,
+                        r.nofollow,
+                        &mut self.files.on_block_devices,
+                    )
+                })
+            })
             .and_then(on_thread)
             .and_then(|copy| self.inner.table.push(copy).ok());
         Lent {
@@ -530,9 +577,24 @@ mod tests {
         let here = on(dir.path().to_str().unwrap(), false);
         assert_eq!(on_a_block_device(file.as_raw_fd(), c"", false), here);
         let real = dir.path().join("f1");
-        assert_eq!(reaches_a_block_device("f1", &real, true), here);
+        let mut seen = HashMap::new();
+        assert_eq!(reaches_a_block_device("f1", &real, true, &mut seen), here);
+        // Judged by its directory when not there, which is remembered.
+        let absent = dir.path().join("absent");
+        assert_eq!(
+            reaches_a_block_device("absent", &absent, true, &mut seen),
+            here
+        );
+        assert_eq!(seen.get(dir.path()), Some(&here));
         // A `..` on the way is never walked in place.
-        assert!(!reaches_a_block_device("x/../f1", &real, true));
+        assert!(!reaches_a_block_device("x/../f1", &real, true, &mut seen));
+        // Nor a file in a directory on no device.
+        assert!(!reaches_a_block_device(
+            "status",
+            Path::new("/proc/self/status"),
+            true,
+            &mut seen
+        ));
         // The root of a machine on a disk is on one.
         if std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|mounts| {
             mounts

@@ -77,6 +77,9 @@ pub(crate) struct FileState {
     /// grants, found at the first write of the call (`Err`: why it could
     /// not be found).
     kept: OnceLock<Result<Vec<PathBuf>, String>>,
+    /// Directories looked at this call, and whether each lives on a block
+    /// device (see `on_thread`).
+    pub(super) on_block_devices: HashMap<PathBuf, bool>,
 }
 
 impl FileState {
@@ -172,6 +175,7 @@ impl FileState {
     pub(super) fn forget_reached(&mut self) {
         self.reached = None;
         self.kept.take();
+        self.on_block_devices.clear();
         *self.deny_memo.get_mut().unwrap_or_else(|e| e.into_inner()) = Default::default();
     }
 
