@@ -14,10 +14,10 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
-use crate::capability::file::on_thread::FileReads;
 use crate::capability::file::policed::{
     PolicedFs, PolicedFsData, descriptor_metadata, descriptor_path, policed_fs, wants_write,
 };
+use crate::capability::file::reads::FileReads;
 use crate::capability::file::{FILE_READ, FILE_WRITE, FileAccess, FileState};
 use crate::capability::file::{PathRefusal, rules as paths};
 use crate::capability::grants::Grants;
@@ -275,6 +275,8 @@ impl HostDescriptor for PolicedFs<'_> {
         flags: types::DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        // What every open is judged against, found before the first.
+        self.files.find_reached().await;
         if let Some(opened) = self.open_plain(&fd, &path, follow, oflags, flags)? {
             return Ok(opened);
         }

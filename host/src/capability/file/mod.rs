@@ -11,6 +11,7 @@ mod on_thread;
 mod pinned;
 mod plain;
 mod policed;
+mod reads;
 pub mod rules;
 mod section;
 mod state;

@@ -170,6 +170,30 @@ impl FileState {
         self.reached.as_ref()
     }
 
+    /// Finds what [`Self::reached`] gives, on the blocking pool: it lists
+    /// the write grants and looks at each entry, which a runtime worker must
+    /// not wait for (a large tree, a device that stops answering).
+    pub(super) async fn find_reached(&mut self) {
+        if self.reached.is_some() {
+            return;
+        }
+        let Some(profile) = self.profile.clone() else {
+            return;
+        };
+        let found = tokio::task::spawn_blocking(move || {
+            profile.file.reached_by_denied(MAX_REACHED_ENTRIES)
+        })
+        .await;
+        match found {
+            Ok(found) => self.reached = Some(found),
+            Err(e) => {
+                if let Ok(panic) = e.try_into_panic() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    }
+
     /// Forgets what [`Self::reached`] and the deny memo found, so that the
     /// next call looks again.
     pub(super) fn forget_reached(&mut self) {
