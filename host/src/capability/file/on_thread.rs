@@ -8,14 +8,14 @@
 //! operation when it is a `stat` or a read the page cache answers, and a
 //! search makes a few per file. So:
 //!
-//! - metadata is read on the calling thread only where nothing new is
-//!   looked up: of an open descriptor (`stat`, `metadata-hash`, `get-type`,
-//!   `get-flags`: its inode is in memory), or of a path the rules' own check
-//!   has just looked up to its end on this thread (`stat-at`,
-//!   `metadata-hash-at` following a final symlink; not following it, the
-//!   check stops short of the last name, and the lookup goes to the pool:
-//!   a device that stops answering, a network block device say, would hold
-//!   the worker for good); and only where what it reaches lives on a
+//! - metadata is read on the calling thread only where nothing is read from
+//!   a device: of an open descriptor (`stat`, `metadata-hash`, `get-type`,
+//!   `get-flags`: its inode is in memory), or of a path whose names the
+//!   kernel has in its cache (`stat-at`, `metadata-hash-at`: looked up with
+//!   `RESOLVE_CACHED`, which fails rather than read; the lookup then goes
+//!   to the pool, since a device that stops answering, a network block
+//!   device say, would hold the worker for good); and only where what it
+//!   reaches lives on a
 //!   filesystem on a block device, whose metadata no server answers. FUSE,
 //!   NFS, CIFS and every other filesystem on no device (tmpfs, overlay and
 //!   btrfs too) go to the pool: a server that stops answering would hold the
@@ -89,14 +89,6 @@ struct Lent {
 }
 
 impl Lent {
-    /// `fd` itself: the operation goes to the pool.
-    fn own(fd: &Resource<Descriptor>) -> Self {
-        Self {
-            copy: None,
-            rep: fd.rep(),
-        }
-    }
-
     /// The descriptor the operation names.
     fn fd(&self) -> Resource<Descriptor> {
         Resource::new_borrow(self.copy.as_ref().map_or(self.rep, Resource::rep))
@@ -167,15 +159,28 @@ fn reaches_a_block_device(path: &str, real: &Path, seen: &mut HashMap<PathBuf, b
             on
         }
     };
+    // Looked up only from the kernel's cache (`RESOLVE_CACHED`): a name
+    // whose entry or inode would have to be read from the device is not
+    // looked at here (`EAGAIN`), and the operation goes to the pool.
+    let cached = c(real).map(|real| {
+        super::pinned::openat2(
+            libc::AT_FDCWD,
+            &real,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            libc::RESOLVE_CACHED | libc::RESOLVE_NO_MAGICLINKS,
+        )
+    });
     dir_on
-        && c(real).is_some_and(|real| match block_device_of(libc::AT_FDCWD, &real, true) {
-            Ok(on) => on,
-            Err(e) => e.raw_os_error() == Some(libc::ENOENT),
-        })
+        && match cached {
+            Some(Ok(found)) => on_a_block_device(found.as_raw_fd(), c"", false),
+            // Known not to be there: the lookup ends in the directory.
+            Some(Err(e)) => e.raw_os_error() == Some(libc::ENOENT),
+            None => false,
+        }
 }
 
 /// What a metadata operation reaches besides its descriptor: the path it
-/// names (final symlink followed), where the rules found it leads.
+/// names, where the rules found it leads.
 struct Reach<'p> {
     path: &'p str,
     real: &'p Path,
@@ -242,15 +247,11 @@ impl PolicedFs<'_> {
     ) -> FsResult<R> {
         let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
         let (_, real) = self.check_with(&fd, &path, Access::Read, "stat", follow)?;
-        let lent = if follow {
-            let reach = Reach {
-                path: &path,
-                real: &real,
-            };
-            self.lend_for_metadata(&fd, Some(reach))
-        } else {
-            Lent::own(&fd)
+        let reach = Reach {
+            path: &path,
+            real: &real,
         };
+        let lent = self.lend_for_metadata(&fd, Some(reach));
         let done = op(&mut self.inner, lent.fd(), path_flags, path).await;
         self.give_back(lent);
         done
@@ -287,8 +288,13 @@ mod tests {
         let real = dir.path().join("f1");
         let mut seen = HashMap::new();
         assert_eq!(reaches_a_block_device("f1", &real, &mut seen), here);
-        // Judged by its directory when not there, which is remembered.
+        // A name never looked up is not looked up here: it could mean
+        // reading the device.
         let absent = dir.path().join("absent");
+        assert!(!reaches_a_block_device("absent", &absent, &mut seen));
+        // Once known not to be there, judged by its directory, which is
+        // remembered.
+        std::fs::metadata(&absent).unwrap_err();
         assert_eq!(reaches_a_block_device("absent", &absent, &mut seen), here);
         assert_eq!(seen.get(dir.path()), Some(&here));
         // A `..` on the way is never walked in place.

@@ -156,7 +156,7 @@ fn open_no_symlinks(dir: &Path) -> std::io::Result<std::fs::File> {
 
 /// `path` opened from `dir` with `flags` (a file created `0666` less the
 /// umask), resolved as `resolve` says.
-fn openat2(
+pub(super) fn openat2(
     dir: libc::c_int,
     path: &CString,
     flags: libc::c_int,
