@@ -100,28 +100,13 @@ async fn a_stat_that_never_returns_holds_no_worker() {
     let warm = timed(&server, "read_file", json!({ "path": "plain.txt" })).await;
     assert!(warm.0.is_some_and(|r| r.to_string().contains("plain text")));
 
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let slow: Vec<_> = (0..workers + 2)
-        .map(|n| {
-            timed(
-                &server,
-                "read_file",
-                json!({ "path": format!("remote/slow{n}.txt") }),
-            )
-        })
-        .collect();
-    let plain = async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        timed(&server, "read_file", json!({ "path": "plain.txt" })).await
-    };
-    let (slow, plain) = tokio::join!(futures::future::join_all(slow), plain);
-
-    let (read, took) = plain;
-    assert!(
-        read.as_ref()
-            .is_some_and(|r| r.to_string().contains("plain text")),
-        "a plain read_file, while read_files of a stalled mount wait: {read:?} after {took:?}"
-    );
+    let slow = beside_a_plain_read(&server, "read_files of a stalled mount", |n| {
+        (
+            "read_file",
+            json!({ "path": format!("remote/slow{n}.txt") }),
+        )
+    })
+    .await;
     for (n, (answer, took)) in slow.into_iter().enumerate() {
         let answer = answer.unwrap_or_else(|| {
             panic!("read_file remote/slow{n}.txt: no answer within {BOUND:?} (limit 5 s)")
@@ -310,29 +295,11 @@ async fn stalled_device_holds_no_worker(config: &str) {
     assert!(warm.0.is_some_and(|r| r.to_string().contains("plain text")));
     disk.stall();
 
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let slow: Vec<_> = (0..workers + 2)
-        .map(|n| {
-            let path = format!("disk/sub/f{}", 100 + 100 * n);
-            timed(
-                &server,
-                "write_file",
-                json!({ "path": path, "content": "x" }),
-            )
-        })
-        .collect();
-    let plain = async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        timed(&server, "read_file", json!({ "path": "plain.txt" })).await
-    };
-    let (slow, plain) = tokio::join!(futures::future::join_all(slow), plain);
-
-    let (read, took) = plain;
-    assert!(
-        read.as_ref()
-            .is_some_and(|r| r.to_string().contains("plain text")),
-        "a plain read_file, while write_files on a stalled block device wait: {read:?} after {took:?}"
-    );
+    let slow = beside_a_plain_read(&server, "write_files on a stalled block device", |n| {
+        let path = format!("disk/sub/f{}", 100 + 100 * n);
+        ("write_file", json!({ "path": path, "content": "x" }))
+    })
+    .await;
     for (n, (answer, took)) in slow.into_iter().enumerate() {
         assert!(
             answer.is_some(),
@@ -341,4 +308,33 @@ async fn stalled_device_holds_no_worker(config: &str) {
         );
         assert!(took < BOUND, "write_file #{n}: {took:?}");
     }
+}
+
+/// Calls each of `call(n)` (more than the runtime has workers) while,
+/// a second in, a `read_file` of `plain.txt` (which must be answered, and
+/// was) runs beside them; their answers and times.
+async fn beside_a_plain_read(
+    server: &Server,
+    what: &str,
+    call: impl Fn(usize) -> (&'static str, Value),
+) -> Vec<(Option<Value>, Duration)> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let slow: Vec<_> = (0..workers + 2)
+        .map(|n| {
+            let (tool, arguments) = call(n);
+            timed(server, tool, arguments)
+        })
+        .collect();
+    let plain = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        timed(server, "read_file", json!({ "path": "plain.txt" })).await
+    };
+    let (slow, plain) = tokio::join!(futures::future::join_all(slow), plain);
+    let (read, took) = plain;
+    assert!(
+        read.as_ref()
+            .is_some_and(|r| r.to_string().contains("plain text")),
+        "a plain read_file, while {what} wait: {read:?} after {took:?}"
+    );
+    slow
 }
