@@ -19,9 +19,15 @@ if [ ! -x "$venv/bin/componentize-py" ] || ! "$venv/bin/componentize-py" --versi
 fi
 
 mkdir -p "$out"
+# Each plugin is built from a copy: importing app.py writes __pycache__ next
+# to it, and nothing is written into the source tree (the Rust build scripts
+# watch plugins/, so a new file there rebuilds the host).
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
 for app in "$here"/*/app.py; do
     dir="$(dirname "$app")"
     name="$(basename "$dir")"
-    (cd "$dir" && "$venv/bin/componentize-py" -d "$root/wit" -w plugin componentize app -o "$out/$name.wasm")
+    cp -R "$dir" "$work/$name"
+    (cd "$work/$name" && "$venv/bin/componentize-py" -d "$root/wit" -w plugin componentize app -o "$out/$name.wasm")
     echo "built $out/$name.wasm"
 done

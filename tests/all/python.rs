@@ -1,7 +1,7 @@
 //! The second language: the Python plugin in `plugins/python`, built with
 //! componentize-py by `plugins/python/build.sh`, loads and answers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
@@ -14,11 +14,22 @@ use crate::call_ok;
 fn build() -> Option<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = root.join("target/python-plugins-test");
+    let sources = root.join("plugins/python");
+    let before = files_under(&sources);
     let output = Command::new("bash")
-        .arg(root.join("plugins/python/build.sh"))
+        .arg(sources.join("build.sh"))
         .arg(&out)
         .output()
         .expect("bash runs");
+    // Nothing is written beside the sources: the build scripts watch
+    // plugins/, and a new file there (CPython's __pycache__) would make the
+    // next cargo command build the host again.
+    assert_eq!(
+        files_under(&sources),
+        before,
+        "building the Python plugins wrote into {}",
+        sources.display()
+    );
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         if stderr.contains("No matching distribution")
@@ -32,6 +43,23 @@ fn build() -> Option<PathBuf> {
         panic!("plugins/python/build.sh failed:\n{stderr}");
     }
     Some(out.join("words.wasm"))
+}
+
+/// Every path under `dir`, with its modification time.
+fn files_under(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+            found.push((entry.path(), meta.modified().unwrap()));
+        }
+    }
+    found.sort();
+    found
 }
 
 #[tokio::test]
