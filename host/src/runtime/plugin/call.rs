@@ -46,7 +46,7 @@ impl PluginVersion {
             .map_err(|e| wasmtime::Error::msg(e.message().to_string()))?;
         let mut store = new_store(
             linked.engine(runtime),
-            Sandbox::new(runtime.capabilities(), identity, limits, no_grants()),
+            Sandbox::new(linked.capabilities, identity, limits, no_grants()),
         );
         instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
         Ok(())
@@ -85,8 +85,7 @@ impl PluginVersion {
         let (mut store, ready) = match self.ready.take(&tool.name, limits, &grants) {
             Some(ready) => (ready.store, Some(ready.guest)),
             None => {
-                let sandbox =
-                    Sandbox::new(runtime.capabilities(), identity(), limits, grants.clone());
+                let sandbox = Sandbox::new(linked.capabilities, identity(), limits, grants.clone());
                 (new_store(linked.engine(runtime), sandbox), None)
             }
         };
@@ -121,7 +120,7 @@ impl PluginVersion {
             &tool.name,
             || Recipe {
                 engine: linked.engine(runtime).clone(),
-                capabilities: runtime.capabilities(),
+                capabilities: linked.capabilities,
                 pre: linked.pre.clone(),
                 indices: linked.tool_exports.clone(),
                 identity: identity(),
@@ -314,7 +313,7 @@ impl PluginVersion {
             plugin: self.name.clone(),
             tool: None,
         };
-        let mut sandbox = Sandbox::new(runtime.capabilities(), identity, limits, grants);
+        let mut sandbox = Sandbox::new(linked.capabilities, identity, limits, grants);
         let tenant = session.split_once('\u{0}').map_or("", |(tenant, _)| tenant);
         sandbox.limiter.session = Some(memory.account(tenant));
         let mut store = new_store(linked.engine(runtime), sandbox);

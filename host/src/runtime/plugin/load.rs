@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::{Component, InstancePre};
+use wasmtime::component::{Component, types};
 
 use super::checks::*;
 use super::version::{Linked, PluginVersion};
@@ -210,14 +210,38 @@ pub(super) fn link(
     } else {
         None
     };
+    let capabilities = if needs_host(engine, &ty) {
+        runtime.capabilities()
+    } else {
+        &[]
+    };
     let linked = Linked {
         pre,
         tool_exports,
         lifecycle,
         compiled,
+        capabilities,
         tier: None,
     };
     Ok((linked, Interfaces { imports, contract }))
+}
+
+/// Whether a component imports anything but types. One that imports no
+/// function (a lean plugin, built without WASI) can reach neither WASI nor
+/// a capability, so its stores set up neither: making each call's sandbox
+/// is then a few allocations.
+fn needs_host(engine: &wasmtime::Engine, ty: &types::Component) -> bool {
+    fn reaches(engine: &wasmtime::Engine, item: &types::ComponentItem) -> bool {
+        match item {
+            types::ComponentItem::Type(_) => false,
+            types::ComponentItem::ComponentInstance(instance) => instance
+                .exports(engine)
+                .any(|(_, item)| reaches(engine, &item.ty)),
+            _ => true,
+        }
+    }
+    ty.imports(engine)
+        .any(|(_, item)| reaches(engine, &item.ty))
 }
 
 /// Asks a linked component to describe its tools and validates the answer:
@@ -227,15 +251,9 @@ pub(super) async fn described(
     name: &Arc<str>,
     linked: &Linked,
 ) -> Result<(Vec<Arc<ToolSpec>>, bool), Vec<String>> {
-    let Described { manifest, icons } = describe(
-        runtime,
-        linked.engine(runtime),
-        name,
-        &linked.pre,
-        &linked.tool_exports,
-    )
-    .await
-    .map_err(|e| vec![format!("`describe` failed: {e}")])?;
+    let Described { manifest, icons } = describe(runtime, name, linked)
+        .await
+        .map_err(|e| vec![format!("`describe` failed: {e}")])?;
     let (tools, problems) = validate_manifest(name, manifest.tools, icons);
     if problems.is_empty() {
         Ok((tools, manifest.stateful))
@@ -246,26 +264,19 @@ pub(super) async fn described(
 
 async fn describe(
     runtime: &Runtime,
-    engine: &wasmtime::Engine,
     plugin: &Arc<str>,
-    pre: &InstancePre<Sandbox>,
-    exports: &ToolExports,
+    linked: &Linked,
 ) -> Result<Described, String> {
     let identity = Identity {
         plugin: plugin.clone(),
         tool: None,
     };
     let mut store = new_store(
-        engine,
-        Sandbox::new(
-            runtime.capabilities(),
-            identity,
-            &DESCRIBE_LIMITS,
-            no_grants(),
-        ),
+        linked.engine(runtime),
+        Sandbox::new(linked.capabilities, identity, &DESCRIBE_LIMITS, no_grants()),
     );
     let run = async {
-        let guest = instantiate_tool(pre, exports, &mut store).await?;
+        let guest = instantiate_tool(&linked.pre, &linked.tool_exports, &mut store).await?;
         guest.describe(&mut store).await
     };
     let outcome = tokio::time::timeout(DESCRIBE_LIMITS.timeout, run).await;

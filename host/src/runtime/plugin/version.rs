@@ -54,6 +54,9 @@ pub(super) struct Linked {
     pub(super) tool_exports: ToolExports,
     pub(super) lifecycle: Option<LifecycleExports>,
     pub(super) compiled: Compiled,
+    /// What its stores set up: the host's capabilities (and WASI), or none
+    /// for a component that imports no function (see `load::needs_host`).
+    pub(super) capabilities: &'static [crate::capability::sandbox::Linked],
     /// The first tier's runtime when the code is compiled by it (see
     /// [`Runtime::first_tier`]); `None` for the host's.
     pub(super) tier: Option<Arc<Runtime>>,

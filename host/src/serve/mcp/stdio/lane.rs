@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use rmcp::Peer;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, JsonRpcRequest, RequestId};
 use rmcp::model::{GetExtensions as _, GetMeta as _};
@@ -125,7 +126,7 @@ impl Lane {
         context.meta = std::mem::take(request.get_meta_mut());
         context.extensions = std::mem::take(request.extensions_mut());
         let lane = self.clone();
-        tokio::spawn(async move {
+        let mut answering = Box::pin(async move {
             let _slot = slot;
             // Boxed: rmcp's handling of any request (KiB) would otherwise be
             // the size of this task, copied in and out of the runtime whole.
@@ -152,6 +153,21 @@ impl Lane {
             }
             lane.finish(&id, number);
         });
+        // Polled once here first: a call that has nothing to wait for (most
+        // calls of a quick tool; a guest yields at the first epoch tick) is
+        // answered now, without a task of its own. One that waits goes on
+        // in its own task, whose first poll gives it that task's waker. A
+        // panic ends only this call, as it would end only its task.
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            answering.as_mut().now_or_never().is_some()
+        }));
+        match polled {
+            Ok(true) => {}
+            Ok(false) => {
+                tokio::spawn(answering);
+            }
+            Err(_) => tracing::error!("answering a call panicked"),
+        }
     }
 
     /// Cancels the call named `id` (`notifications/cancelled`). One whose
