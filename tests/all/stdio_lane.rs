@@ -103,3 +103,20 @@ fn a_call_still_running_5_s_after_stdin_ends_is_cancelled_and_the_server_exits()
     );
     assert_eq!(reply(&mut server, Duration::from_millis(200)), None);
 }
+
+/// A call is first run where its request is read, until it waits: a guest
+/// that never waits (it spins) still gives way at the first epoch tick,
+/// and the server reads and answers the next request while it spins.
+#[test]
+fn a_spinning_call_does_not_keep_the_next_request_from_being_answered() {
+    let (_dir, root) = workspace(CONFIG);
+    let (mut server, _) = Stdio::initialized(&root, &[]);
+    server.send(&call(1, "spin", json!({})));
+    server.send(&call(2, "echo", json!({"text": "while it spins"})));
+    let answer = reply(&mut server, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("no answer within 5 s while a call spins (its limit is 10 s)"));
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(echoed(&answer)["text"], "while it spins", "{answer}");
+    server.send(&cancelled(1));
+    assert_eq!(reply(&mut server, Duration::from_millis(500)), None);
+}

@@ -292,3 +292,6 @@ async fn describe(
         Ok(Ok(described)) => Ok(described),
     }
 }
+
+#[cfg(test)]
+mod tests;
