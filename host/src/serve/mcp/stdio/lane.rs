@@ -166,7 +166,14 @@ impl Lane {
             Ok(false) => {
                 tokio::spawn(answering);
             }
-            Err(_) => tracing::error!("answering a call panicked"),
+            Err(_) => {
+                tracing::error!("answering a call panicked");
+                // Dropped here too, so that a panic in what it held cannot
+                // reach the reader either.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                    drop(answering);
+                }));
+            }
         }
     }
 
