@@ -1,8 +1,9 @@
 //! `tools/call` on stdio answered straight from the line transport, without
-//! rmcp's per-request machinery: a request read from stdin is handled in a
-//! task of its own whose answer is written to stdout by that task, where
-//! rmcp would make two cancellation tokens, spawn the handler, send its
-//! answer over a channel to its loop and spawn a second task to write it.
+//! rmcp's per-request machinery: a request read from stdin is handled where
+//! it is read until it waits, then in a task of its own, and its answer is
+//! written to stdout by whichever runs it last, where rmcp would make two
+//! cancellation tokens, spawn the handler, send its answer over a channel
+//! to its loop and spawn a second task to write it.
 //!
 //! The request is still answered by rmcp's own request handling
 //! ([`Service::handle_request`], with every check rmcp makes of a request
@@ -94,8 +95,9 @@ impl Lane {
         self.lock().contains_key(id)
     }
 
-    /// Starts answering `request` (one [`Lane::takes`] took) in a task of
-    /// its own, which holds `slot` until it ends; `send` writes the answer
+    /// Starts answering `request` (one [`Lane::takes`] took): here until it
+    /// waits, then in a task of its own; the call holds `slot` until it
+    /// ends, and `send` writes the answer
     /// unless, when the writer is free, the check it is given says the call
     /// was cancelled meanwhile.
     pub(crate) fn start<F>(
