@@ -39,12 +39,23 @@ pub(super) async fn run(global: &Global, call: Call) -> Result<ExitCode> {
     }
     if let Some(batch) = batch {
         let text = read_input(&batch, "the batch")?;
-        let batch: serde_json::Value = serde_json::from_str(&text)
+        // Only what a batch uses is built, as for `POST /v1/tool_calls`.
+        let batch = crate::serve::batch_body::parse(text.as_bytes())
             .with_context(|| format!("the batch in {batch} is not valid JSON"))?;
+        drop(text);
         let host = host(global).await?;
-        let results = crate::serve::openai::dispatch_batch(&host, &batch, session.as_deref()).await;
-        println!("{}", escape::json_pretty(&results)?);
-        return Ok(if results.get("error").is_some() {
+        let caller = host.caller();
+        let admit: crate::host::call::Admit = std::sync::Arc::new(|outcome| outcome);
+        let answer = crate::serve::openai::dispatch_batch_admitting(
+            &host,
+            &caller,
+            &batch,
+            session.as_deref(),
+            admit,
+        )
+        .await;
+        println!("{}", escape::json_pretty(&answer)?);
+        return Ok(if answer.error().is_some() {
             ExitCode::FAILURE
         } else {
             ExitCode::SUCCESS

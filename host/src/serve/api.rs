@@ -298,10 +298,11 @@ async fn tool_calls(
             ),
         );
     };
-    if let Some(error) = results.get("error").and_then(Value::as_str) {
+    if let Some(error) = results.error() {
         return error_response(StatusCode::BAD_REQUEST, error);
     }
     if let Some(refusal) = all_refused_as_busy(&results) {
+        let results = results.into_value();
         let mut response = (
             StatusCode::TOO_MANY_REQUESTS,
             axum::Json(json!({ "error": refusal, "tool_results": results["tool_results"] })),
@@ -324,14 +325,14 @@ async fn tool_calls(
 
 /// The first error when every call of a non-empty batch was refused as
 /// `busy` (rate or concurrency limit), so the whole request was refused.
-fn all_refused_as_busy(results: &Value) -> Option<String> {
-    let results = results.get("tool_results")?.as_array()?;
+fn all_refused_as_busy(answer: &super::openai::BatchAnswer) -> Option<String> {
+    let results = answer.results();
+    if results.is_empty() {
+        return None;
+    }
     let mut first = None;
     for result in results {
-        let content = result
-            .get("content")
-            .or_else(|| result.get("output"))?
-            .as_str()?;
+        let content = result.content().as_str()?;
         if !content.starts_with(r#"{"error":"busy: "#) {
             return None;
         }
@@ -518,8 +519,8 @@ async fn status(State(api): State<Api>, Extension(auth): Extension<Authenticated
 mod tests {
     use super::*;
 
-    fn results(contents: &[&str]) -> Value {
-        json!({ "tool_results": contents.iter().map(|c| json!({ "content": c })).collect::<Vec<_>>() })
+    fn results(contents: &[&str]) -> super::super::openai::BatchAnswer {
+        super::super::openai::BatchAnswer::of_contents(contents.iter().map(|c| json!(c)))
     }
 
     #[test]

@@ -22,7 +22,7 @@
 pub(crate) mod answers;
 pub mod api;
 mod approvals;
-mod batch_body;
+pub(crate) mod batch_body;
 pub(crate) mod card;
 mod connections;
 pub mod content;

@@ -37,7 +37,9 @@ pub async fn dispatch_batch_as(
     session: Option<&str>,
 ) -> Value {
     let admit: crate::host::call::Admit = std::sync::Arc::new(|outcome| outcome);
-    dispatch_batch_admitting(host, caller, batch, session, admit).await
+    dispatch_batch_admitting(host, caller, batch, session, admit)
+        .await
+        .into_value()
 }
 
 /// [`dispatch_batch_as`], each outcome passed through `admit` as
@@ -48,27 +50,20 @@ pub(crate) async fn dispatch_batch_admitting(
     batch: &Value,
     session: Option<&str>,
     admit: crate::host::call::Admit,
-) -> Value {
+) -> BatchAnswer {
+    let refused = |problem: &str| {
+        BatchAnswer::Refused(CallError::new(ErrorKind::InvalidRequest, problem).model_text())
+    };
     let Some(calls) = batch.get("tool_calls").and_then(Value::as_array) else {
-        let error = CallError::new(
-            ErrorKind::InvalidRequest,
-            "a batch is an object with a \"tool_calls\" array",
-        );
-        return json!({ "error": error.model_text() });
+        return refused("a batch is an object with a \"tool_calls\" array");
     };
     let format = match batch.get("format") {
         None | Some(Value::Null) => Format::default(),
         Some(Value::String(name)) => match Format::parse(name) {
             Ok(format) => format,
-            Err(problem) => {
-                let error = CallError::new(ErrorKind::InvalidRequest, problem);
-                return json!({ "error": error.model_text() });
-            }
+            Err(problem) => return refused(&problem),
         },
-        Some(_) => {
-            let error = CallError::new(ErrorKind::InvalidRequest, "\"format\" must be a string");
-            return json!({ "error": error.model_text() });
-        }
+        Some(_) => return refused("\"format\" must be a string"),
     };
     // Every entry is parsed here, once: the well-formed ones run, the
     // others are answered with why.
@@ -92,7 +87,7 @@ pub(crate) async fn dispatch_batch_admitting(
             Ok(output) => content_of(&output, format),
             Err(error) => error_content(&error),
         });
-    let results: Vec<Value> = calls
+    let results = calls
         .iter()
         .zip(malformed)
         .map(|(call, malformed)| {
@@ -100,7 +95,123 @@ pub(crate) async fn dispatch_batch_admitting(
             tool_result(call, content, format)
         })
         .collect();
-    json!({ "tool_results": results })
+    BatchAnswer::Results(results)
+}
+
+/// A batch's answer: `{"error": TEXT}` when the batch itself is refused,
+/// otherwise `{"tool_results": [...]}`, one result per call in request
+/// order. Written as JSON straight from here (the keys in the order a
+/// [`Value`] would write them), without a map built for each result.
+pub(crate) enum BatchAnswer {
+    Refused(String),
+    Results(Vec<ToolResult>),
+}
+
+impl BatchAnswer {
+    /// Why the batch was refused, if it was.
+    pub(crate) fn error(&self) -> Option<&str> {
+        match self {
+            Self::Refused(error) => Some(error),
+            Self::Results(_) => None,
+        }
+    }
+
+    /// The results (none when the batch was refused).
+    pub(crate) fn results(&self) -> &[ToolResult] {
+        match self {
+            Self::Refused(_) => &[],
+            Self::Results(results) => results,
+        }
+    }
+
+    /// The answer as a JSON value.
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Self::Refused(error) => json!({ "error": error }),
+            Self::Results(results) => json!({
+                "tool_results": results.into_iter().map(ToolResult::into_value).collect::<Vec<_>>()
+            }),
+        }
+    }
+}
+
+impl serde::Serialize for BatchAnswer {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(Some(1))?;
+        match self {
+            Self::Refused(error) => map.serialize_entry("error", error)?,
+            Self::Results(results) => map.serialize_entry("tool_results", results)?,
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+impl BatchAnswer {
+    /// Chat Completions results with these contents, for tests.
+    pub(crate) fn of_contents(contents: impl IntoIterator<Item = Value>) -> Self {
+        let result = |content| tool_result(&Value::Null, content, Format::Chat);
+        Self::Results(contents.into_iter().map(result).collect())
+    }
+}
+
+/// One entry of `tool_results`: a Chat Completions tool message, or a
+/// Responses `function_call_output` item.
+pub(crate) struct ToolResult {
+    format: Format,
+    /// The id the model gave the call (a string or a number), or null.
+    id: Value,
+    /// The function's name as the call gave it (Chat Completions only).
+    name: Value,
+    content: Value,
+}
+
+impl ToolResult {
+    /// The result's `content` (Chat Completions) or `output` (Responses).
+    pub(crate) fn content(&self) -> &Value {
+        &self.content
+    }
+
+    fn into_value(self) -> Value {
+        match self.format {
+            Format::Chat => json!({
+                "tool_call_id": self.id,
+                "role": "tool",
+                "name": self.name,
+                "content": self.content,
+            }),
+            Format::Responses => json!({
+                "type": "function_call_output",
+                "call_id": self.id,
+                "output": self.content,
+            }),
+        }
+    }
+}
+
+impl serde::Serialize for ToolResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        // In the order of `into_value`'s map (sorted).
+        match self.format {
+            Format::Chat => {
+                let mut map = serializer.serialize_map(Some(4))?;
+                map.serialize_entry("content", &self.content)?;
+                map.serialize_entry("name", &self.name)?;
+                map.serialize_entry("role", "tool")?;
+                map.serialize_entry("tool_call_id", &self.id)?;
+                map.end()
+            }
+            Format::Responses => {
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("call_id", &self.id)?;
+                map.serialize_entry("output", &self.content)?;
+                map.serialize_entry("type", "function_call_output")?;
+                map.end()
+            }
+        }
+    }
 }
 
 /// The OpenAI `tools` array for a selection; `strict` rewrites schemas for
@@ -176,28 +287,26 @@ fn call_id(call: &Value) -> Option<&Value> {
 
 /// One entry of `tool_results` in `format`, answering the batch entry
 /// `call` with `content`.
-fn tool_result(call: &Value, content: Value, format: Format) -> Value {
+fn tool_result(call: &Value, content: Value, format: Format) -> ToolResult {
     // Only an id a call may have (a string or a number) is echoed.
     let id = call_id(call)
         .filter(|id| id.is_string() || id.is_number())
         .cloned()
         .unwrap_or(Value::Null);
-    match format {
-        Format::Chat => json!({
-            "tool_call_id": id,
-            "role": "tool",
-            "name": call
-                .pointer("/function/name")
-                .or_else(|| call.get("name"))
-                .cloned()
-                .unwrap_or(Value::Null),
-            "content": content,
-        }),
-        Format::Responses => json!({
-            "type": "function_call_output",
-            "call_id": id,
-            "output": content,
-        }),
+    let name = match format {
+        Format::Chat => call
+            .get("function")
+            .and_then(|function| function.get("name"))
+            .or_else(|| call.get("name"))
+            .cloned()
+            .unwrap_or(Value::Null),
+        Format::Responses => Value::Null,
+    };
+    ToolResult {
+        format,
+        id,
+        name,
+        content,
     }
 }
 
@@ -395,6 +504,48 @@ mod tests {
                 "additionalProperties": false,
             })
         );
+    }
+
+    /// The answer written straight from its results reads as the value
+    /// would: the same keys, in the same order, for every shape of entry.
+    #[test]
+    fn a_batch_answer_is_written_as_its_value_would_be() {
+        let calls = [
+            json!({"id": "call_1", "type": "function", "function": {"name": "echo"}}),
+            json!({"call_id": 7, "type": "function_call", "name": "grep"}),
+            json!({"id": {"no": 1}, "function": {"name": ["x"]}}),
+            json!({"id": null, "name": "\u{7f}\u{202e}"}),
+            json!("not an object"),
+            json!({"function": "name"}),
+        ];
+        let contents = [
+            json!("{\"text\":\"hi\"}"),
+            json!([{"type": "text", "text": "a"}]),
+            Value::Null,
+        ];
+        for format in [Format::Chat, Format::Responses] {
+            let results: Vec<ToolResult> = calls
+                .iter()
+                .zip(contents.iter().cycle())
+                .map(|(call, content)| tool_result(call, content.clone(), format))
+                .collect();
+            let written = serde_json::to_string_pretty(&BatchAnswer::Results(results)).unwrap();
+            let results: Vec<ToolResult> = calls
+                .iter()
+                .zip(contents.iter().cycle())
+                .map(|(call, content)| tool_result(call, content.clone(), format))
+                .collect();
+            let value = BatchAnswer::Results(results).into_value();
+            assert_eq!(written, serde_json::to_string_pretty(&value).unwrap());
+            assert_eq!(value["tool_results"].as_array().unwrap().len(), calls.len());
+        }
+        let refused = BatchAnswer::Refused("invalid_request: no".into());
+        assert_eq!(
+            serde_json::to_string(&refused).unwrap(),
+            r#"{"error":"invalid_request: no"}"#
+        );
+        assert_eq!(refused.error(), Some("invalid_request: no"));
+        assert!(refused.results().is_empty());
     }
 
     #[test]

@@ -164,9 +164,9 @@ pub(crate) fn start(
             let tasks = tasks.clone();
             async move {
                 let payload = tokio::select! {
-                    results = call => match results.get("error") {
+                    answer = call => match answer.error() {
                         Some(error) => Payload::Error(json!({ "error": error })),
-                        None => Payload::Result(results["tool_results"][0].clone()),
+                        None => Payload::Result(answer.into_value()["tool_results"][0].take()),
                     },
                     () = abandon.cancelled() => Payload::Error(json!({
                         "error": "unavailable: the server shut down before the task ended",
