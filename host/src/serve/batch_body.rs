@@ -53,14 +53,15 @@ struct Function<'a> {
 /// `bytes` (valid JSON or not) as the batch value the dispatcher reads,
 /// with only the fields it knows.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    // Checks the whole text is JSON without building it.
-    serde_json::from_slice::<IgnoredAny>(bytes)?;
+    // Anything not read as a batch below is checked to be JSON (without
+    // being built): what is not JSON is refused as such, and the dispatcher
+    // says what a batch is to the rest. A batch read below is JSON already.
+    let not_a_batch = || serde_json::from_slice::<IgnoredAny>(bytes).map(|_| Value::Null);
     if !is_object(std::str::from_utf8(bytes).unwrap_or_default()) {
-        return Ok(Value::Null);
+        return not_a_batch();
     }
     let Ok(batch) = serde_json::from_slice::<Batch<'_>>(bytes) else {
-        // Not an object: the dispatcher says what a batch is.
-        return Ok(Value::Null);
+        return not_a_batch();
     };
     let mut out = Map::new();
     if let Some(calls) = batch.tool_calls {
@@ -181,5 +182,15 @@ mod tests {
         );
         assert!(parse(b"{nope").is_err());
         assert_eq!(parse(b"[1]").unwrap(), Value::Null);
+        // Not JSON inside a field the batch reads, or after the object.
+        assert!(parse(br#"{"tool_calls": [1,]}"#).is_err());
+        assert!(parse(br#"{"junk": [1,], "tool_calls": []}"#).is_err());
+        assert!(parse(br#"{"tool_calls": []} x"#).is_err());
+        assert!(parse(b"[1,]").is_err());
+        // JSON, but not read as a batch (a field twice): for the dispatcher.
+        assert_eq!(
+            parse(br#"{"session": "a", "session": "b"}"#).unwrap(),
+            Value::Null
+        );
     }
 }
