@@ -1,18 +1,23 @@
-//! A `/v1/tool_calls` body read into only what a batch uses: the fields a
-//! batch and its entries know, each entry's arguments kept as their JSON
-//! text (parsed when the call runs, after its size check); unknown fields
-//! are skipped without being built, and the small fields (ids, names) are
-//! built only when they are scalars, so a body holds about its own size.
+//! A `/v1/tool_calls` body (and a `call --batch` file) read into only what
+//! a batch uses: the fields a batch and its entries know, each entry's
+//! arguments kept as their JSON text (parsed when the call runs, after its
+//! size check); unknown fields are skipped without being built, so a body
+//! holds about its own size. A key given twice counts once, its last value,
+//! as a JSON value reads it.
 
-use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use serde::de::IgnoredAny;
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// Longest text of a small field (ids, names, `type`, `session`,
-/// `format`) that is read as JSON; a longer one is kept as its text (every
-/// such field is refused past 256 bytes anyway).
-const SMALL: usize = 4096;
+/// A field's JSON text when the field is there, `null` included (a field
+/// read as an `Option` is absent when `null`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
 
 #[derive(Deserialize)]
 struct Batch<'a> {
@@ -38,7 +43,9 @@ struct Entry<'a> {
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
     arguments: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    /// Kept when `null` too: a `function` that is not an object is refused
+    /// as such.
+    #[serde(borrow, default, deserialize_with = "present")]
     function: Option<&'a RawValue>,
 }
 
@@ -50,6 +57,59 @@ struct Function<'a> {
     arguments: Option<&'a RawValue>,
 }
 
+/// An object's fields by (unescaped) key, the last of a key given twice.
+type Fields<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
+
+/// The object `text` read as `T`; when a key is given twice (which `T`
+/// refuses), read from its fields by `from`, each key's last value.
+fn object<'a, T: Deserialize<'a>>(text: &'a str, from: fn(&Fields<'a>) -> T) -> Option<T> {
+    if !is_object(text) {
+        return None;
+    }
+    serde_json::from_str::<T>(text).ok().or_else(|| {
+        let fields = serde_json::from_str::<Fields<'a>>(text).ok()?;
+        Some(from(&fields))
+    })
+}
+
+/// A field as the structs read it: absent when `null`.
+fn field<'a>(fields: &Fields<'a>, key: &str) -> Option<&'a RawValue> {
+    fields.get(key).copied().filter(|raw| raw.get() != "null")
+}
+
+impl<'a> Batch<'a> {
+    fn from_fields(fields: &Fields<'a>) -> Self {
+        Self {
+            tool_calls: field(fields, "tool_calls"),
+            session: field(fields, "session"),
+            format: field(fields, "format"),
+            run_async: field(fields, "async"),
+        }
+    }
+}
+
+impl<'a> Entry<'a> {
+    fn from_fields(fields: &Fields<'a>) -> Self {
+        Self {
+            id: field(fields, "id"),
+            call_id: field(fields, "call_id"),
+            kind: field(fields, "type"),
+            name: field(fields, "name"),
+            arguments: field(fields, "arguments"),
+            function: fields.get("function").copied(),
+        }
+    }
+}
+
+impl<'a> Function<'a> {
+    fn from_fields(fields: &Fields<'a>) -> Self {
+        Self {
+            name: field(fields, "name"),
+            arguments: field(fields, "arguments"),
+        }
+    }
+}
+
 /// `bytes` (valid JSON or not) as the batch value the dispatcher reads,
 /// with only the fields it knows.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
@@ -57,10 +117,10 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     // being built): what is not JSON is refused as such, and the dispatcher
     // says what a batch is to the rest. A batch read below is JSON already.
     let not_a_batch = || serde_json::from_slice::<IgnoredAny>(bytes).map(|_| Value::Null);
-    if !is_object(std::str::from_utf8(bytes).unwrap_or_default()) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
         return not_a_batch();
-    }
-    let Ok(batch) = serde_json::from_slice::<Batch<'_>>(bytes) else {
+    };
+    let Some(batch) = object(text, Batch::from_fields) else {
         return not_a_batch();
     };
     let mut out = Map::new();
@@ -80,10 +140,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 /// One entry with its known fields; anything not an object stays one
 /// (`null`), which the dispatcher refuses for that entry.
 fn entry(raw: &RawValue) -> Value {
-    if !is_object(raw.get()) {
-        return Value::Null;
-    }
-    let Ok(entry) = serde_json::from_str::<Entry<'_>>(raw.get()) else {
+    let Some(entry) = object(raw.get(), Entry::from_fields) else {
         return Value::Null;
     };
     let mut out = Map::new();
@@ -93,10 +150,7 @@ fn entry(raw: &RawValue) -> Value {
     put(&mut out, "name", entry.name.map(small));
     put(&mut out, "arguments", entry.arguments.map(arguments));
     if let Some(function) = entry.function {
-        let parsed = is_object(function.get())
-            .then(|| serde_json::from_str::<Function<'_>>(function.get()).ok())
-            .flatten();
-        let function = match parsed {
+        let function = match object(function.get(), Function::from_fields) {
             Some(function) => {
                 let mut inner = Map::new();
                 put(&mut inner, "name", function.name.map(small));
@@ -121,20 +175,18 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     }
 }
 
-/// A small field as JSON when it is a scalar (a string, number, boolean or
-/// null), or its text when it is long; an array or object, which no small
-/// field may be, is never built: it reads as `false`, which the dispatcher
+/// A small field (ids, names, `type`, `session`, `format`, `async`) as
+/// JSON when it is a scalar (a string of any length, a number, a boolean or
+/// null). An array or object, which no small field may be, is never built,
+/// and neither is a scalar that does not read as one (a lone surrogate, a
+/// number out of range): each reads as `false`, which the dispatcher
 /// refuses where it looks at the field.
 fn small(raw: &RawValue) -> Value {
     let text = raw.get();
     if text.starts_with(['[', '{']) {
         return Value::Bool(false);
     }
-    if text.len() <= SMALL {
-        serde_json::from_str(text).unwrap_or(Value::Null)
-    } else {
-        Value::String(text.to_string())
-    }
+    serde_json::from_str(text).unwrap_or(Value::Bool(false))
 }
 
 /// Arguments as the JSON text the call parses: a string's content, or the
@@ -187,10 +239,47 @@ mod tests {
         assert!(parse(br#"{"junk": [1,], "tool_calls": []}"#).is_err());
         assert!(parse(br#"{"tool_calls": []} x"#).is_err());
         assert!(parse(b"[1,]").is_err());
-        // JSON, but not read as a batch (a field twice): for the dispatcher.
+    }
+
+    /// A key given twice counts once, its last value, at every level.
+    #[test]
+    fn a_key_given_twice_reads_as_its_last_value() {
+        let body = r#"{"session": "a", "tool_calls": [], "session": "b", "tool_calls": [
+            {"id": "1", "id": "2", "function": {"name": "nope", "name": "echo", "arguments": "{}"}},
+            {"function": null, "call_id": null, "id": "3"}
+        ]}"#;
         assert_eq!(
-            parse(br#"{"session": "a", "session": "b"}"#).unwrap(),
-            Value::Null
+            parse(body.as_bytes()).unwrap(),
+            json!({
+                "session": "b",
+                "tool_calls": [
+                    {"id": "2", "function": {"name": "echo", "arguments": "{}"}},
+                    {"function": false, "id": "3"}
+                ]
+            })
+        );
+    }
+
+    /// Ids and names are read as the JSON they are at any length (escapes
+    /// and all); one that does not read as a scalar is refused, not
+    /// dropped.
+    #[test]
+    fn small_fields_read_whole_or_are_refused() {
+        let long = "x".repeat(5000);
+        let body = format!(
+            r#"{{"tool_calls": [{{"id": "{long}", "name": "\u0041b"}},
+                {{"id": "\ud800", "call_id": 1e400, "type": ["function"], "name": {{"a": 1}}}}],
+               "format": "\udfff"}}"#
+        );
+        assert_eq!(
+            parse(body.as_bytes()).unwrap(),
+            json!({
+                "tool_calls": [
+                    {"id": long, "name": "Ab"},
+                    {"id": false, "call_id": false, "type": false, "name": false}
+                ],
+                "format": false
+            })
         );
     }
 }

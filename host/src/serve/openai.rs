@@ -293,11 +293,13 @@ fn tool_result(call: &Value, content: Value, format: Format) -> ToolResult {
         .filter(|id| id.is_string() || id.is_number())
         .cloned()
         .unwrap_or(Value::Null);
+    // Only a name a call may have (a string) is echoed.
     let name = match format {
         Format::Chat => call
             .get("function")
             .and_then(|function| function.get("name"))
             .or_else(|| call.get("name"))
+            .filter(|name| name.is_string())
             .cloned()
             .unwrap_or(Value::Null),
         Format::Responses => Value::Null,

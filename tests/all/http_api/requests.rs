@@ -204,3 +204,57 @@ async fn a_batch_takes_its_session_from_the_field_or_the_header() {
     let (status, body) = server.post("/v1/tool_calls", ALPHA, &request).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+/// A batch's entries read as a JSON value reads them: a key given twice
+/// counts once, its last value; an id is echoed as sent at any length
+/// (and refused for its length, counted as sent); an id that does not read
+/// as a string (a lone surrogate) is refused, not dropped.
+#[tokio::test]
+async fn entries_read_as_a_json_value_reads_them() {
+    let server = Server::with_tenants().await;
+    let post = |body: String| {
+        server
+            .client
+            .post(server.url("/v1/tool_calls"))
+            .bearer_auth("alpha-token")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let long = "x".repeat(5000);
+    let body = format!(
+        r#"{{"tool_calls": [], "tool_calls": [
+            {{"id": "a", "id": "b", "type": "function",
+              "function": {{"name": "nope", "name": "echo", "arguments": "{{\"text\":\"2\"}}"}}}},
+            {{"id": "{long}", "type": "function", "function": {{"name": "echo", "arguments": "{{}}"}}}},
+            {{"id": "\ud800", "type": "function", "function": {{"name": "echo", "arguments": "{{}}"}}}},
+            {{"id": "d", "type": "function", "function": null}}
+        ]}}"#
+    );
+    let response = post(body).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    let results = body["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "{body}");
+    assert_eq!(results[0]["tool_call_id"], "b", "{body}");
+    assert_eq!(results[0]["name"], "echo", "{body}");
+    assert_eq!(content(&body, 0), json!({"text": "2"}));
+    assert_eq!(results[1]["tool_call_id"], long.as_str());
+    assert!(
+        error_text(&content(&body, 1)).contains("the call id is 5000 bytes"),
+        "{}",
+        content(&body, 1)
+    );
+    assert_eq!(results[2]["tool_call_id"], Value::Null);
+    assert!(
+        error_text(&content(&body, 2)).contains("has an id that is not a string"),
+        "{}",
+        content(&body, 2)
+    );
+    assert_eq!(results[3]["tool_call_id"], "d");
+    assert!(
+        error_text(&content(&body, 3)).contains("has a \"function\" that is not an object"),
+        "{}",
+        content(&body, 3)
+    );
+}
