@@ -124,14 +124,10 @@ impl BatchAnswer {
         }
     }
 
-    /// The answer as a JSON value.
+    /// The answer as a JSON value (as it is written).
     pub(crate) fn into_value(self) -> Value {
-        match self {
-            Self::Refused(error) => json!({ "error": error }),
-            Self::Results(results) => json!({
-                "tool_results": results.into_iter().map(ToolResult::into_value).collect::<Vec<_>>()
-            }),
-        }
+        // Strings and values only: writing them cannot fail.
+        serde_json::to_value(&self).unwrap_or_default()
     }
 }
 
@@ -172,28 +168,12 @@ impl ToolResult {
     pub(crate) fn content(&self) -> &Value {
         &self.content
     }
-
-    fn into_value(self) -> Value {
-        match self.format {
-            Format::Chat => json!({
-                "tool_call_id": self.id,
-                "role": "tool",
-                "name": self.name,
-                "content": self.content,
-            }),
-            Format::Responses => json!({
-                "type": "function_call_output",
-                "call_id": self.id,
-                "output": self.content,
-            }),
-        }
-    }
 }
 
 impl serde::Serialize for ToolResult {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
-        // In the order of `into_value`'s map (sorted).
+        // Keys in sorted order, as a JSON value's map writes them.
         match self.format {
             Format::Chat => {
                 let mut map = serializer.serialize_map(Some(4))?;
@@ -508,10 +488,11 @@ mod tests {
         );
     }
 
-    /// The answer written straight from its results reads as the value
-    /// would: the same keys, in the same order, for every shape of entry.
+    /// The answer written straight from its results is what the results
+    /// built as JSON values (a map for each) wrote: the same keys, in the
+    /// same order, for every shape of entry.
     #[test]
-    fn a_batch_answer_is_written_as_its_value_would_be() {
+    fn a_batch_answer_is_written_as_maps_of_its_results_would_be() {
         let calls = [
             json!({"id": "call_1", "type": "function", "function": {"name": "echo"}}),
             json!({"call_id": 7, "type": "function_call", "name": "grep"}),
@@ -531,15 +512,26 @@ mod tests {
                 .zip(contents.iter().cycle())
                 .map(|(call, content)| tool_result(call, content.clone(), format))
                 .collect();
-            let written = serde_json::to_string_pretty(&BatchAnswer::Results(results)).unwrap();
-            let results: Vec<ToolResult> = calls
+            let maps: Vec<Value> = results
                 .iter()
-                .zip(contents.iter().cycle())
-                .map(|(call, content)| tool_result(call, content.clone(), format))
+                .map(|result| match format {
+                    Format::Chat => json!({
+                        "tool_call_id": result.id,
+                        "role": "tool",
+                        "name": result.name,
+                        "content": result.content,
+                    }),
+                    Format::Responses => json!({
+                        "type": "function_call_output",
+                        "call_id": result.id,
+                        "output": result.content,
+                    }),
+                })
                 .collect();
-            let value = BatchAnswer::Results(results).into_value();
-            assert_eq!(written, serde_json::to_string_pretty(&value).unwrap());
-            assert_eq!(value["tool_results"].as_array().unwrap().len(), calls.len());
+            let written = serde_json::to_string_pretty(&BatchAnswer::Results(results)).unwrap();
+            let expected = json!({ "tool_results": maps });
+            assert_eq!(written, serde_json::to_string_pretty(&expected).unwrap());
+            assert_eq!(serde_json::from_str::<Value>(&written).unwrap(), expected);
         }
         let refused = BatchAnswer::Refused("invalid_request: no".into());
         assert_eq!(
@@ -548,6 +540,10 @@ mod tests {
         );
         assert_eq!(refused.error(), Some("invalid_request: no"));
         assert!(refused.results().is_empty());
+        assert_eq!(
+            refused.into_value(),
+            json!({"error": "invalid_request: no"})
+        );
     }
 
     #[test]
