@@ -6,7 +6,6 @@
 //! as a JSON value reads it.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
@@ -57,27 +56,81 @@ struct Function<'a> {
     arguments: Option<&'a RawValue>,
 }
 
-/// An object's fields by (unescaped) key, the last of a key given twice.
-type Fields<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
+/// The fields of an object that a reader knows, each the last value of its
+/// key; the rest are skipped without being built (a key with escapes is
+/// unescaped, then dropped).
+struct Fields<'a> {
+    keys: &'static [&'static str],
+    values: Vec<Option<&'a RawValue>>,
+}
+
+impl<'a> Fields<'a> {
+    /// The object `text`'s fields named `keys`, or `None` when `text` is not
+    /// an object.
+    fn read(text: &'a str, keys: &'static [&'static str]) -> Option<Self> {
+        let mut reader = serde_json::Deserializer::from_str(text);
+        let fields = Deserializer::deserialize_map(&mut reader, Known(keys)).ok()?;
+        reader.end().ok()?;
+        Some(fields)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        let at = self.keys.iter().position(|known| *known == key)?;
+        self.values[at]
+    }
+}
+
+/// Reads an object's fields named by its keys.
+struct Known(&'static [&'static str]);
+
+impl<'de> serde::de::Visitor<'de> for Known {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Fields<'de>, M::Error> {
+        let mut values = vec![None; self.0.len()];
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match self.0.iter().position(|known| *known == key) {
+                Some(at) => values[at] = Some(map.next_value::<&'de RawValue>()?),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Fields {
+            keys: self.0,
+            values,
+        })
+    }
+}
 
 /// The object `text` read as `T`; when a key is given twice (which `T`
-/// refuses), read from its fields by `from`, each key's last value.
-fn object<'a, T: Deserialize<'a>>(text: &'a str, from: fn(&Fields<'a>) -> T) -> Option<T> {
+/// refuses), read by `from` from its fields named `keys`, each key's last
+/// value.
+fn object<'a, T: Deserialize<'a>>(
+    text: &'a str,
+    keys: &'static [&'static str],
+    from: fn(&Fields<'a>) -> T,
+) -> Option<T> {
     if !is_object(text) {
         return None;
     }
-    serde_json::from_str::<T>(text).ok().or_else(|| {
-        let fields = serde_json::from_str::<Fields<'a>>(text).ok()?;
-        Some(from(&fields))
-    })
+    serde_json::from_str::<T>(text)
+        .ok()
+        .or_else(|| Some(from(&Fields::read(text, keys)?)))
 }
 
 /// A field as the structs read it: absent when `null`.
 fn field<'a>(fields: &Fields<'a>, key: &str) -> Option<&'a RawValue> {
-    fields.get(key).copied().filter(|raw| raw.get() != "null")
+    fields.get(key).filter(|raw| raw.get() != "null")
 }
 
 impl<'a> Batch<'a> {
+    const KEYS: &'static [&'static str] = &["tool_calls", "session", "format", "async"];
+
     fn from_fields(fields: &Fields<'a>) -> Self {
         Self {
             tool_calls: field(fields, "tool_calls"),
@@ -89,6 +142,9 @@ impl<'a> Batch<'a> {
 }
 
 impl<'a> Entry<'a> {
+    const KEYS: &'static [&'static str] =
+        &["id", "call_id", "type", "name", "arguments", "function"];
+
     fn from_fields(fields: &Fields<'a>) -> Self {
         Self {
             id: field(fields, "id"),
@@ -96,12 +152,14 @@ impl<'a> Entry<'a> {
             kind: field(fields, "type"),
             name: field(fields, "name"),
             arguments: field(fields, "arguments"),
-            function: fields.get("function").copied(),
+            function: fields.get("function"),
         }
     }
 }
 
 impl<'a> Function<'a> {
+    const KEYS: &'static [&'static str] = &["name", "arguments"];
+
     fn from_fields(fields: &Fields<'a>) -> Self {
         Self {
             name: field(fields, "name"),
@@ -120,7 +178,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return not_a_batch();
     };
-    let Some(batch) = object(text, Batch::from_fields) else {
+    let Some(batch) = object(text, Batch::KEYS, Batch::from_fields) else {
         return not_a_batch();
     };
     let mut out = Map::new();
@@ -140,7 +198,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 /// One entry with its known fields; anything not an object stays one
 /// (`null`), which the dispatcher refuses for that entry.
 fn entry(raw: &RawValue) -> Value {
-    let Some(entry) = object(raw.get(), Entry::from_fields) else {
+    let Some(entry) = object(raw.get(), Entry::KEYS, Entry::from_fields) else {
         return Value::Null;
     };
     let mut out = Map::new();
@@ -150,7 +208,7 @@ fn entry(raw: &RawValue) -> Value {
     put(&mut out, "name", entry.name.map(small));
     put(&mut out, "arguments", entry.arguments.map(arguments));
     if let Some(function) = entry.function {
-        let function = match object(function.get(), Function::from_fields) {
+        let function = match object(function.get(), Function::KEYS, Function::from_fields) {
             Some(function) => {
                 let mut inner = Map::new();
                 put(&mut inner, "name", function.name.map(small));
@@ -258,6 +316,24 @@ mod tests {
                 ]
             })
         );
+    }
+
+    /// Read again for a key given twice, an object keeps only the fields
+    /// a batch knows: what else it holds is skipped unbuilt, escaped keys
+    /// read as their text.
+    #[test]
+    fn a_key_given_twice_keeps_only_known_fields() {
+        let fields = Fields::read(
+            r#"{"tool\u005fcalls": [1], "junk": {"a": [1, 2]}, "session": "a", "session": "b"}"#,
+            Batch::KEYS,
+        )
+        .unwrap();
+        assert_eq!(fields.get("tool_calls").unwrap().get(), "[1]");
+        assert_eq!(fields.get("session").unwrap().get(), r#""b""#);
+        assert!(fields.get("format").is_none());
+        assert!(fields.get("junk").is_none());
+        assert!(Fields::read("[1]", Batch::KEYS).is_none());
+        assert!(Fields::read(r#"{"a": 1} x"#, Batch::KEYS).is_none());
     }
 
     /// Ids and names are read as the JSON they are at any length (escapes
