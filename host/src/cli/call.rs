@@ -40,7 +40,7 @@ pub(super) async fn run(global: &Global, call: Call) -> Result<ExitCode> {
     if let Some(batch) = batch {
         let text = read_input(&batch, "the batch")?;
         // Only what a batch uses is built, as for `POST /v1/tool_calls`.
-        let batch = crate::serve::batch_body::parse(text.as_bytes())
+        let (batch, _) = crate::serve::batch_body::parse(text.as_bytes(), usize::MAX)
             .with_context(|| format!("the batch in {batch} is not valid JSON"))?;
         drop(text);
         let host = host(global).await?;

@@ -203,18 +203,19 @@ async fn tool_calls(
     // Only what a batch uses is built; the body's bytes go before the calls
     // run.
     // A large body is parsed off the async workers, which serve everyone.
+    let most = api.max_calls;
     let batch = if bytes.len() > 64 << 10 {
-        tokio::task::spawn_blocking(move || super::batch_body::parse(&bytes))
+        tokio::task::spawn_blocking(move || super::batch_body::parse(&bytes, most))
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
     } else {
-        let parsed = super::batch_body::parse(&bytes);
+        let parsed = super::batch_body::parse(&bytes, most);
         drop(bytes);
         parsed
     };
     drop(reading);
-    let batch: Value = match batch {
-        Ok(batch) => batch,
+    let (batch, calls) = match batch {
+        Ok(parsed) => parsed,
         Err(e) => {
             return error_response(
                 StatusCode::BAD_REQUEST,
@@ -226,10 +227,6 @@ async fn tool_calls(
         Ok(session) => session,
         Err(message) => return error_response(StatusCode::BAD_REQUEST, message),
     };
-    let calls = batch
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
     if calls > api.max_calls {
         return error_response(
             StatusCode::BAD_REQUEST,
@@ -396,7 +393,12 @@ pub(crate) async fn read_body(body: Body, max: usize) -> Result<Bytes, BodyError
     let mut rest: Vec<u8> = Vec::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(BodyError::Read)?;
-        let so_far = first.as_ref().map_or(0, Bytes::len) + rest.len();
+        // `rest` holds the first chunk too once there is a second.
+        let so_far = if rest.is_empty() {
+            first.as_ref().map_or(0, Bytes::len)
+        } else {
+            rest.len()
+        };
         if so_far + chunk.len() > max {
             return Err(BodyError::TooLarge);
         }
@@ -521,6 +523,32 @@ mod tests {
 
     fn results(contents: &[&str]) -> super::super::openai::BatchAnswer {
         super::super::openai::BatchAnswer::of_contents(contents.iter().map(|c| json!(c)))
+    }
+
+    /// A body of exactly the limit is read whole, however it arrives; one
+    /// byte more is refused.
+    #[tokio::test]
+    async fn a_body_is_read_up_to_its_limit_in_any_chunks() {
+        let body = |sizes: &[usize]| {
+            let chunks: Vec<Result<Bytes, std::io::Error>> = sizes
+                .iter()
+                .map(|&n| Ok(Bytes::from(vec![b'x'; n])))
+                .collect();
+            Body::from_stream(futures::stream::iter(chunks))
+        };
+        for sizes in [
+            &[10][..],
+            &[4, 6],
+            &[4, 4, 2],
+            &[1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+        ] {
+            let read = read_body(body(sizes), 10).await;
+            assert!(matches!(&read, Ok(bytes) if bytes.len() == 10), "{sizes:?}");
+        }
+        for sizes in [&[11][..], &[4, 7], &[4, 4, 3], &[10, 1]] {
+            let read = read_body(body(sizes), 10).await;
+            assert!(matches!(read, Err(BodyError::TooLarge)), "{sizes:?}");
+        }
     }
 
     #[test]

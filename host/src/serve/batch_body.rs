@@ -169,12 +169,14 @@ impl<'a> Function<'a> {
 }
 
 /// `bytes` (valid JSON or not) as the batch value the dispatcher reads,
-/// with only the fields it knows.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+/// with only the fields it knows, and how many entries its `tool_calls`
+/// has. Past `most` entries none is built (the batch is to be refused for
+/// its count): an entry costs more built than in the body.
+pub(crate) fn parse(bytes: &[u8], most: usize) -> Result<(Value, usize), serde_json::Error> {
     // Anything not read as a batch below is checked to be JSON (without
     // being built): what is not JSON is refused as such, and the dispatcher
     // says what a batch is to the rest. A batch read below is JSON already.
-    let not_a_batch = || serde_json::from_slice::<IgnoredAny>(bytes).map(|_| Value::Null);
+    let not_a_batch = || serde_json::from_slice::<IgnoredAny>(bytes).map(|_| (Value::Null, 0));
     let Ok(text) = std::str::from_utf8(bytes) else {
         return not_a_batch();
     };
@@ -182,9 +184,16 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
         return not_a_batch();
     };
     let mut out = Map::new();
+    let mut count = 0;
     if let Some(calls) = batch.tool_calls {
-        let calls = match serde_json::from_str::<Vec<&RawValue>>(calls.get()) {
-            Ok(calls) => Value::Array(calls.into_iter().map(entry).collect()),
+        let mut reader = serde_json::Deserializer::from_str(calls.get());
+        let read = Deserializer::deserialize_seq(&mut reader, Entries(most))
+            .and_then(|entries| reader.end().map(|()| entries));
+        let calls = match read {
+            Ok((entries, all)) => {
+                count = all;
+                Value::Array(entries.into_iter().map(entry).collect())
+            }
             Err(_) => Value::Bool(false),
         };
         out.insert("tool_calls".into(), calls);
@@ -192,7 +201,37 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     put(&mut out, "session", batch.session.map(small));
     put(&mut out, "format", batch.format.map(small));
     put(&mut out, "async", batch.run_async.map(small));
-    Ok(Value::Object(out))
+    Ok((Value::Object(out), count))
+}
+
+/// Reads an array's entries as their text when there are at most its
+/// number of them (none otherwise), and counts them.
+struct Entries(usize);
+
+impl<'de> serde::de::Visitor<'de> for Entries {
+    type Value = (Vec<&'de RawValue>, usize);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+        let mut entries = Vec::new();
+        while entries.len() <= self.0 {
+            match seq.next_element::<&'de RawValue>()? {
+                Some(entry) => entries.push(entry),
+                None => {
+                    let count = entries.len();
+                    return Ok((entries, count));
+                }
+            }
+        }
+        let mut count = entries.len();
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            count += 1;
+        }
+        Ok((Vec::new(), count))
+    }
 }
 
 /// One entry with its known fields; anything not an object stays one
@@ -265,6 +304,39 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn read(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+        parse(bytes, 1024).map(|(batch, _)| batch)
+    }
+
+    /// Entries are counted, and built only up to the most a batch may have.
+    #[test]
+    fn entries_past_the_most_are_counted_not_built() {
+        let body = |n: usize| {
+            let entries = vec![r#"{"id": "a", "function": {"name": "echo"}}"#; n];
+            format!(
+                r#"{{"tool_calls": [{}], "session": "s"}}"#,
+                entries.join(",")
+            )
+        };
+        let (batch, count) = parse(body(3).as_bytes(), 3).unwrap();
+        assert_eq!(count, 3);
+        assert_eq!(batch["tool_calls"].as_array().unwrap().len(), 3);
+        assert_eq!(batch["tool_calls"][2]["function"]["name"], "echo");
+        let (batch, count) = parse(body(4).as_bytes(), 3).unwrap();
+        assert_eq!(count, 4);
+        assert_eq!(batch["tool_calls"], json!([]));
+        assert_eq!(batch["session"], "s");
+        let (_, count) = parse(body(0).as_bytes(), 3).unwrap();
+        assert_eq!(count, 0);
+        // Past the most, what follows is still checked to be JSON.
+        assert!(parse(br#"{"tool_calls": [1, 2, 3, 4, }"#, 3).is_err());
+        assert!(parse(br#"{"tool_calls": [1, 2, 3, 4] x}"#, 3).is_err());
+        assert_eq!(
+            parse(br#"{"tool_calls": {"a": 1}}"#, 3).unwrap(),
+            (json!({"tool_calls": false}), 0)
+        );
+    }
+
     #[test]
     fn only_known_fields_are_kept_and_arguments_stay_text() {
         let body = json!({
@@ -277,7 +349,7 @@ mod tests {
             "session": "s",
             "junk": [0, 0, 0]
         });
-        let parsed = parse(body.to_string().as_bytes()).unwrap();
+        let parsed = read(body.to_string().as_bytes()).unwrap();
         assert_eq!(
             parsed,
             json!({
@@ -290,13 +362,13 @@ mod tests {
                 "session": "s"
             })
         );
-        assert!(parse(b"{nope").is_err());
-        assert_eq!(parse(b"[1]").unwrap(), Value::Null);
+        assert!(read(b"{nope").is_err());
+        assert_eq!(read(b"[1]").unwrap(), Value::Null);
         // Not JSON inside a field the batch reads, or after the object.
-        assert!(parse(br#"{"tool_calls": [1,]}"#).is_err());
-        assert!(parse(br#"{"junk": [1,], "tool_calls": []}"#).is_err());
-        assert!(parse(br#"{"tool_calls": []} x"#).is_err());
-        assert!(parse(b"[1,]").is_err());
+        assert!(read(br#"{"tool_calls": [1,]}"#).is_err());
+        assert!(read(br#"{"junk": [1,], "tool_calls": []}"#).is_err());
+        assert!(read(br#"{"tool_calls": []} x"#).is_err());
+        assert!(read(b"[1,]").is_err());
     }
 
     /// A key given twice counts once, its last value, at every level.
@@ -307,7 +379,7 @@ mod tests {
             {"function": null, "call_id": null, "id": "3"}
         ]}"#;
         assert_eq!(
-            parse(body.as_bytes()).unwrap(),
+            read(body.as_bytes()).unwrap(),
             json!({
                 "session": "b",
                 "tool_calls": [
@@ -348,7 +420,7 @@ mod tests {
                "format": "\udfff"}}"#
         );
         assert_eq!(
-            parse(body.as_bytes()).unwrap(),
+            read(body.as_bytes()).unwrap(),
             json!({
                 "tool_calls": [
                     {"id": long, "name": "Ab"},

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::served::{Served, resident};
+use super::served::{Served, peak_resident, resident};
 use super::unread::{mcp, mcp_session};
 use super::{A, start};
 
@@ -90,6 +90,45 @@ async fn padded_bodies_are_not_built_while_their_calls_run() {
         grown.0 < 160 << 20,
         "the server grew by {} MiB",
         grown.0 >> 20
+    );
+}
+
+/// A body of more calls than a batch may have is refused for its count
+/// before its entries are built: 450,000 tiny entries in 4 MB, built, held
+/// about 300 MB each.
+#[tokio::test]
+async fn entries_past_the_most_calls_are_refused_unbuilt() {
+    let served = start("");
+    let mut body = String::from("{\"tool_calls\":[");
+    body.push_str(&"{\"id\":0},".repeat(450_000));
+    body.push_str("{\"id\":0}]}");
+    assert!(body.len() < 4 << 20);
+    let before = peak_resident(served.pid());
+    let posts: Vec<_> = (0..4)
+        .map(|_| {
+            let request = served
+                .client
+                .post(format!("{}/v1/tool_calls", served.base))
+                .bearer_auth(A)
+                .header("content-type", "application/json")
+                .body(body.clone());
+            tokio::spawn(async move {
+                let response = request.send().await.unwrap();
+                (response.status(), response.text().await.unwrap())
+            })
+        })
+        .collect();
+    for post in posts {
+        let (status, text) = post.await.unwrap();
+        assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{text}");
+        assert!(text.contains("450001 tool calls in one request"), "{text}");
+    }
+    let grown = peak_resident(served.pid()).saturating_sub(before);
+    // Four bodies held as text, their entries counted: about 16 MB.
+    assert!(
+        grown < 96 << 20,
+        "the server's peak grew by {} MiB",
+        grown >> 20
     );
 }
 

@@ -234,8 +234,17 @@ pub(crate) fn exists(path: &Path) -> bool {
 
 /// The resident memory of process `pid`, in bytes.
 pub(crate) fn resident(pid: u32) -> u64 {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// The most process `pid` has held resident since it started, in bytes.
+pub(crate) fn peak_resident(pid: u32) -> u64 {
+    status_bytes(pid, "VmHWM:")
+}
+
+fn status_bytes(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
     let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
     kib * 1024
 }
