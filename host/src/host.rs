@@ -15,6 +15,7 @@ mod output;
 mod plugins;
 mod reload;
 mod request;
+mod unique;
 pub(crate) mod watch;
 
 pub use request::{Arguments, CallRequest};

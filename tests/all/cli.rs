@@ -82,6 +82,23 @@ fn a_failed_call_prints_an_error_object_and_exits_non_zero() {
     );
 }
 
+/// Arguments given as text reach the guest as that text, unless a key is
+/// given twice (which readers take either way): the guest then gets the
+/// value the host checked, the key's last value.
+#[test]
+fn arguments_that_give_a_key_twice_reach_the_guest_as_checked() {
+    let output = toolhost(&["call", "echo", r#"{"text": 5, "text": "ok"}"#]);
+    assert!(output.status.success(), "{output:?}");
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["text"], "ok");
+    // The schema refuses what the last value would be.
+    let output = toolhost(&["call", "echo", r#"{"text": "ok", "text": 5}"#]);
+    assert!(!output.status.success(), "{output:?}");
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let error = result["error"].as_str().unwrap();
+    assert!(error.starts_with("invalid_arguments: "), "{error}");
+}
+
 #[test]
 fn plugins_dir_adds_plugins_and_check_reports_on_files() {
     let dir = tempfile::tempdir().unwrap();

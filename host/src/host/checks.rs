@@ -48,14 +48,16 @@ pub(super) fn parse_arguments(
             if text.trim().is_empty() {
                 (json!({}), "{}".to_string())
             } else {
-                let value = serde_json::from_str::<Value>(&text).map_err(|e| {
+                let (value, repeated) = super::unique::read(&text).map_err(|e| {
                     CallError::new(
                         ErrorKind::InvalidJson,
                         format!("arguments of tool {:?} are not valid JSON: {e}", spec.name),
                     )
                 })?;
                 // The guest gets the text: the value checked must be the
-                // one it spells.
+                // one it spells. A key given twice spells two (readers keep
+                // either), so the guest gets the value checked instead.
+                let text = if repeated { value.to_string() } else { text };
                 if crate::policy::reserved::has_reserved_key(&text) {
                     return Err(CallError::new(
                         ErrorKind::InvalidJson,
