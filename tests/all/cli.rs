@@ -97,6 +97,24 @@ fn arguments_that_give_a_key_twice_reach_the_guest_as_checked() {
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let error = result["error"].as_str().unwrap();
     assert!(error.starts_with("invalid_arguments: "), "{error}");
+    // Written again for the guest, the arguments stay within their limit
+    // (1 MiB): 80,000 numbers of 4 bytes written out as 18.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("arguments.json");
+    let pad = vec!["1e15"; 80_000].join(",");
+    std::fs::write(
+        &file,
+        format!(r#"{{"text": "a", "text": "b", "pad": [{pad}]}}"#),
+    )
+    .unwrap();
+    let output = toolhost(&["call", "echo", file.to_str().unwrap()]);
+    assert!(!output.status.success(), "{output:?}");
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let error = result["error"].as_str().unwrap();
+    assert!(
+        error.contains("bytes as the host writes them for the guest"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -213,7 +213,10 @@ impl Host {
         let text = if rules.is_empty() {
             text
         } else {
-            arguments.to_string()
+            match super::checks::written_again(&entry.spec, &arguments, limits.max_arguments) {
+                Ok(text) => text,
+                Err(error) => return (Err(error), Vec::new()),
+            }
         };
         let info = CallInfo {
             tool: &entry.spec,

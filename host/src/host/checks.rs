@@ -57,7 +57,11 @@ pub(super) fn parse_arguments(
                 // The guest gets the text: the value checked must be the
                 // one it spells. A key given twice spells two (readers keep
                 // either), so the guest gets the value checked instead.
-                let text = if repeated { value.to_string() } else { text };
+                let text = if repeated {
+                    written_again(spec, &value, max_bytes)?
+                } else {
+                    text
+                };
                 if crate::policy::reserved::has_reserved_key(&text) {
                     return Err(CallError::new(
                         ErrorKind::InvalidJson,
@@ -90,6 +94,30 @@ pub(super) fn parse_arguments(
         ));
     }
     Ok((value, text))
+}
+
+/// The arguments checked, written as the guest gets them when their text
+/// is not what was checked, within the size limit too: written out, a
+/// number (`1e15` is `1000000000000000.0`) can be longer than it was
+/// given.
+pub(super) fn written_again(
+    spec: &ToolSpec,
+    arguments: &Value,
+    max: usize,
+) -> Result<String, CallError> {
+    let text = arguments.to_string();
+    if text.len() > max {
+        return Err(CallError::new(
+            ErrorKind::InvalidArguments,
+            format!(
+                "arguments of tool {:?} are {} bytes as the host writes them for the guest \
+                 (numbers written out), more than the limit of {max} bytes; send them shorter",
+                spec.name,
+                text.len()
+            ),
+        ));
+    }
+    Ok(text)
 }
 
 fn check_size(spec: &ToolSpec, len: usize, max: usize) -> Result<(), CallError> {
